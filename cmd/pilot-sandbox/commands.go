@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// cli is what a user command gets: a manager and its flags parsed.
+type cli struct {
+	env     *env
+	manager *service.Manager
+	project string
+	json    bool
+	close   func()
+}
+
+// newCLI parses the common flags (--project, --json) plus the command's own
+// (added by extra), then opens the log and the manager.
+func newCLI(e *env, name string, args []string, extra func(*flag.FlagSet)) (*cli, *flag.FlagSet, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	project := fs.String("project", ".", "the project directory")
+	asJSON := fs.Bool("json", false, "print JSON instead of text")
+	verbose := fs.Bool("v", false, "log progress and details to stderr")
+	if extra != nil {
+		extra(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, errUsage
+	}
+	level := zerolog.WarnLevel
+	if *verbose {
+		level = zerolog.DebugLevel
+	}
+	log, closeLog, err := openLog(e.stderr, level)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, _, err := newManager(log)
+	if err != nil {
+		closeLog()
+		return nil, nil, err
+	}
+	abs, err := absProject(*project)
+	if err != nil {
+		closeLog()
+		return nil, nil, err
+	}
+	return &cli{env: e, manager: m, project: abs, json: *asJSON, close: closeLog}, fs, nil
+}
+
+func absProject(p string) (string, error) {
+	if strings.HasPrefix(p, "~/") {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		p = home + p[1:]
+	}
+	abs, err := filepathAbs(p)
+	if err != nil {
+		return "", fmt.Errorf("project %q: %w", p, err)
+	}
+	return abs, nil
+}
+
+// printState prints a sandbox the way a person reads it, or as JSON.
+func (c *cli) printState(st *service.State) {
+	if c.json {
+		c.printJSON(st)
+		return
+	}
+	w := c.env.stdout
+	if st == nil {
+		fmt.Fprintf(w, "No sandbox for %s. Start one with: pilot-sandbox start --project %s\n", c.project, shellQuote(c.project))
+		return
+	}
+	fmt.Fprintf(w, "Sandbox for %s: %s\n", st.ProjectPath, st.Status)
+	fmt.Fprintf(w, "  container  %s (%s)\n", st.ContainerName, short(st.ContainerID))
+	fmt.Fprintf(w, "  display    %dx%d\n", st.Display.Width, st.Display.Height)
+	if st.Status == service.StatusRunning {
+		fmt.Fprintf(w, "  control    %s\n", st.ViewerURL)
+		fmt.Fprintf(w, "  watch      %s\n", st.WatchURL)
+		fmt.Fprintf(w, "  vnc        127.0.0.1:%d\n", st.VNCPort)
+	}
+	if st.Error != "" {
+		fmt.Fprintf(w, "  error      %s\n", st.Error)
+	}
+}
+
+func (c *cli) printJSON(v any) {
+	enc := json.NewEncoder(c.env.stdout)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+// showProgress prints the manager's progress for the command's project to
+// stderr until the returned function is called.
+func (c *cli) showProgress() func() {
+	events, stop := c.manager.Subscribe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range events {
+			if ev.Kind == service.EventProgress {
+				fmt.Fprintf(c.env.stderr, "%s: %s\n", ev.Progress.Stage, ev.Progress.Message)
+			}
+		}
+	}()
+	return func() { stop(); <-done }
+}
+
+func runStart(ctx context.Context, e *env, args []string) error {
+	c, _, err := newCLI(e, "start", args, nil)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	stopProgress := c.showProgress()
+	started := time.Now()
+	st, err := c.manager.Start(ctx, c.project)
+	stopProgress()
+	if err != nil {
+		return err
+	}
+	c.printState(&st)
+	if !c.json {
+		fmt.Fprintf(e.stdout, "\nReady in %.1fs. Open the control address in a browser to see the desktop;\nthe watch address shows it without taking input.\n", time.Since(started).Seconds())
+	}
+	return nil
+}
+
+func runStop(ctx context.Context, e *env, args []string) error {
+	c, _, err := newCLI(e, "stop", args, nil)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	st, err := c.manager.Stop(ctx, c.project)
+	if err != nil {
+		return err
+	}
+	c.printState(&st)
+	return nil
+}
+
+func runStatus(ctx context.Context, e *env, args []string) error {
+	c, _, err := newCLI(e, "status", args, nil)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	st, err := c.manager.Status(ctx, c.project)
+	if err != nil {
+		return err
+	}
+	c.printState(st)
+	return nil
+}
+
+func runRemove(ctx context.Context, e *env, args []string) error {
+	c, _, err := newCLI(e, "remove", args, nil)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	removed, err := c.manager.Remove(ctx, c.project)
+	if err != nil {
+		return err
+	}
+	switch {
+	case c.json:
+		c.printJSON(map[string]bool{"removed": removed})
+	case removed:
+		fmt.Fprintf(e.stdout, "Removed the sandbox of %s.\n", c.project)
+	default:
+		fmt.Fprintf(e.stdout, "%s had no sandbox.\n", c.project)
+	}
+	return nil
+}
+
+func runList(ctx context.Context, e *env, args []string) error {
+	c, _, err := newCLI(e, "list", args, nil)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	states, err := c.manager.List(ctx)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		if states == nil {
+			states = []service.State{}
+		}
+		c.printJSON(states)
+		return nil
+	}
+	if len(states) == 0 {
+		fmt.Fprintln(e.stdout, "No sandboxes.")
+	}
+	for _, st := range states {
+		line := fmt.Sprintf("%-9s %s", st.Status, st.ProjectPath)
+		if st.Status == service.StatusRunning {
+			line += fmt.Sprintf("  (noVNC 127.0.0.1:%d)", st.WSPort)
+		}
+		fmt.Fprintln(e.stdout, line)
+	}
+	return nil
+}
+
+func runExec(ctx context.Context, e *env, args []string) error {
+	var timeout time.Duration
+	c, fs, err := newCLI(e, "exec", args, func(fs *flag.FlagSet) {
+		fs.DurationVar(&timeout, "timeout", service.DefaultExecTimeout, "stop the command after this long (at most 10m)")
+	})
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	command := strings.Join(fs.Args(), " ")
+	if command == "" {
+		fmt.Fprintln(e.stderr, "usage: pilot-sandbox exec [--project DIR] [--timeout D] -- COMMAND...")
+		return errUsage
+	}
+	out, err := c.manager.Exec(ctx, c.project, service.ExecRequest{Command: command, Timeout: timeout})
+	if err != nil {
+		return err
+	}
+	if c.json {
+		c.printJSON(out)
+		return nil
+	}
+	io.WriteString(e.stdout, out.Stdout)
+	io.WriteString(e.stderr, out.Stderr)
+	if out.TimedOut {
+		fmt.Fprintf(e.stderr, "pilot-sandbox exec: timed out after %s\n", timeout)
+	}
+	if out.Truncated {
+		fmt.Fprintln(e.stderr, "pilot-sandbox exec: output truncated at 10 MiB")
+	}
+	if out.ExitCode != 0 {
+		return exitError{code: min(max(out.ExitCode, 1), 255)}
+	}
+	return nil
+}
+
+func runScreenshot(ctx context.Context, e *env, args []string) error {
+	var output string
+	c, _, err := newCLI(e, "screenshot", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&output, "o", "screenshot.png", "the PNG file to write (- for stdout)")
+	})
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	shot, err := c.manager.Screenshot(ctx, c.project)
+	if err != nil {
+		return err
+	}
+	if output == "-" {
+		_, err = e.stdout.Write(shot.PNG)
+		return err
+	}
+	if err := os.WriteFile(output, shot.PNG, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "Wrote %s (%dx%d).\n", output, shot.Width, shot.Height)
+	return nil
+}
+
+func runBuild(ctx context.Context, e *env, args []string) error {
+	c, _, err := newCLI(e, "build", args, nil)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	stopProgress := c.showProgress()
+	started := time.Now()
+	err = c.manager.EnsureImage(ctx, "")
+	stopProgress()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "The sandbox image %s is up to date (build hash %s; %.1fs).\n", c.manager.Image(), c.manager.ImageHash(), time.Since(started).Seconds())
+	return nil
+}
+
+// describeError says what went wrong in words, with the hint a person needs.
+func describeError(err error) string {
+	var build *service.BuildError
+	var start *service.StartError
+	switch {
+	case errors.As(err, &build):
+		return err.Error() + "\n" + indent(build.Log)
+	case errors.As(err, &start):
+		return err.Error() + "\n" + indent(start.Log)
+	case errors.Is(err, service.ErrNoSandbox):
+		return "this project has no sandbox: run pilot-sandbox start"
+	}
+	return err.Error()
+}
+
+func indent(lines []string) string {
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString("    " + l + "\n")
+	}
+	return b.String()
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+func shellQuote(s string) string {
+	if strings.ContainsAny(s, " \t'\"$`\\!*?[]{}()<>|&;#~") {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	return s
+}

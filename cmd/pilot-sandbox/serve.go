@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pilot-sandbox/pilot-sandbox/rpc"
+)
+
+// runServe serves the protocol on stdin/stdout until stdin ends, exit, or a
+// signal. stdout carries protocol frames only: logs go to stderr and the log
+// file.
+func runServe(ctx context.Context, e *env, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	framingFlag := fs.String("framing", string(rpc.FramingLSP), "message framing on stdio: lsp (Content-Length headers) or ndjson (one JSON object a line)")
+	verbose := fs.Bool("v", false, "log debug messages to stderr too")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	framing, err := rpc.ParseFraming(*framingFlag)
+	if err != nil {
+		fs.Usage()
+		return errUsage
+	}
+	level := zerolog.InfoLevel
+	if *verbose {
+		level = zerolog.DebugLevel
+	}
+	log, closeLog, err := openLog(e.stderr, level)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	m, docker, err := newManager(log)
+	if err != nil {
+		return err
+	}
+	log.Info().Str("version", version).Str("docker", docker.Endpoint()).Str("framing", string(framing)).Msg("serving on stdio")
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { m.Run(ctx) })
+
+	exitCode := -1
+	server := rpc.NewServer(m, rpc.Info{Name: "pilot-sandbox", Version: version}, log)
+	server.Serve(ctx, rpc.NewStream(framing, e.stdin, e.stdout, nil), rpc.ConnOptions{
+		OnExit: func(code int) {
+			exitCode = code
+			cancel()
+		},
+	})
+	cancel()
+	wg.Wait()
+	log.Info().Int("exit", exitCode).Msg("stopped serving")
+	if exitCode > 0 {
+		return exitError{code: exitCode}
+	}
+	return nil
+}

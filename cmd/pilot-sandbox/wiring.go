@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/adrg/xdg"
+	"github.com/rs/zerolog"
+
+	"github.com/pilot-sandbox/pilot-sandbox/engine"
+	"github.com/pilot-sandbox/pilot-sandbox/resources"
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// stateDir is the sidecar's directory under the XDG state home: the project
+// registry and the log file.
+func stateDir() string {
+	return filepath.Join(xdg.StateHome, "pilot-sandbox")
+}
+
+// Environment variables that change how sandboxes are made.
+const (
+	// envImage is the sandbox image's tag (default pilot-sandbox:latest).
+	envImage = "PILOT_IMAGE"
+	// envBaseImage overrides the Dockerfile's BASE_IMAGE build argument.
+	envBaseImage = "PILOT_BASE_IMAGE"
+)
+
+// newManager builds the manager the way every command uses it.
+func newManager(log zerolog.Logger) (*service.Manager, *engine.Client, error) {
+	docker := engine.New("")
+	cfg := service.Config{
+		Image:     os.Getenv(envImage),
+		Resources: resources.SandboxImage(),
+		StateDir:  stateDir(),
+		Logger:    log,
+	}
+	if base := os.Getenv(envBaseImage); base != "" {
+		cfg.BuildArgs = map[string]string{"BASE_IMAGE": base}
+	}
+	m, err := service.New(docker, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, docker, nil
+}
+
+// maxLogBytes is the size at which the log file is rotated (one old copy
+// is kept as pilot-sandbox.log.1).
+const maxLogBytes = 10 << 20
+
+// openLog returns a logger writing JSON lines to the log file under the
+// state directory and, at consoleLevel and above, readable lines to stderr.
+// It never writes to stdout, which belongs to the protocol.
+func openLog(stderr io.Writer, consoleLevel zerolog.Level) (zerolog.Logger, func(), error) {
+	dir := stateDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return zerolog.Nop(), func() {}, fmt.Errorf("create state directory: %w", err)
+	}
+	path := filepath.Join(dir, "pilot-sandbox.log")
+	if info, err := os.Stat(path); err == nil && info.Size() > maxLogBytes {
+		os.Rename(path, path+".1")
+	}
+	file, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return zerolog.Nop(), func() {}, fmt.Errorf("open log file: %w", err)
+	}
+	console := zerolog.ConsoleWriter{Out: stderr, NoColor: !isTerminal(stderr), TimeFormat: "15:04:05"}
+	out := zerolog.MultiLevelWriter(
+		levelWriter{file, zerolog.DebugLevel},
+		levelWriter{console, consoleLevel},
+	)
+	log := zerolog.New(out).Level(zerolog.DebugLevel).With().Timestamp().Int("pid", os.Getpid()).Logger()
+	return log, func() { file.Close() }, nil
+}
+
+// levelWriter passes on only events at or above its level.
+type levelWriter struct {
+	w     io.Writer
+	level zerolog.Level
+}
+
+func (l levelWriter) Write(p []byte) (int, error) { return l.w.Write(p) }
+
+func (l levelWriter) WriteLevel(level zerolog.Level, p []byte) (int, error) {
+	if level < l.level {
+		return len(p), nil
+	}
+	return l.w.Write(p)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}

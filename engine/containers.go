@@ -1,0 +1,266 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	docker "github.com/fsouza/go-dockerclient"
+
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// callTimeout bounds one plain API call (not builds, stops or execs, which
+// have their own bounds), so a wedged engine fails a call instead of hanging it.
+const callTimeout = 30 * time.Second
+
+// ImageLabels returns the labels of an image.
+func (e *Client) ImageLabels(ctx context.Context, ref string) (map[string]string, error) {
+	api, err := e.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	img, err := api.InspectImage(ref)
+	if err != nil {
+		return nil, e.classify(err)
+	}
+	if img.Config == nil {
+		return map[string]string{}, nil
+	}
+	return img.Config.Labels, nil
+}
+
+// CreateContainer creates a sandbox container: the ports published on
+// spec.HostIP only, with host ports the engine chooses, an init process that
+// reaps the agent's orphans, and spec's limits.
+func (e *Client) CreateContainer(ctx context.Context, spec service.ContainerSpec) (string, error) {
+	api, err := e.connect(ctx)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	c, err := api.CreateContainer(docker.CreateContainerOptions{
+		Name:       spec.Name,
+		Config:     containerConfig(spec),
+		HostConfig: hostConfig(spec),
+		Context:    ctx,
+	})
+	if err != nil {
+		return "", e.classify(err)
+	}
+	return c.ID, nil
+}
+
+func containerConfig(spec service.ContainerSpec) *docker.Config {
+	exposed := map[docker.Port]struct{}{}
+	for _, p := range spec.Ports {
+		exposed[tcpPort(p)] = struct{}{}
+	}
+	return &docker.Config{
+		Image:        spec.Image,
+		Labels:       spec.Labels,
+		Env:          spec.Env,
+		ExposedPorts: exposed,
+	}
+}
+
+func hostConfig(spec service.ContainerSpec) *docker.HostConfig {
+	bindings := map[docker.Port][]docker.PortBinding{}
+	for _, p := range spec.Ports {
+		// An empty HostPort lets the engine choose a free one.
+		bindings[tcpPort(p)] = []docker.PortBinding{{HostIP: spec.HostIP}}
+	}
+	return &docker.HostConfig{
+		PortBindings: bindings,
+		Init:         true,
+		CapDrop:      []string{"ALL"},
+		SecurityOpt:  []string{"no-new-privileges"},
+		Memory:       spec.Limits.MemoryBytes,
+		MemorySwap:   spec.Limits.MemoryBytes, // no swap beyond the memory limit
+		NanoCPUs:     spec.Limits.NanoCPUs,
+		PidsLimit:    ptrIfPositive(spec.Limits.PidsLimit),
+		ShmSize:      spec.Limits.ShmBytes,
+	}
+}
+
+func ptrIfPositive(v int64) *int64 {
+	if v <= 0 {
+		return nil
+	}
+	return &v
+}
+
+func tcpPort(p int) docker.Port { return docker.Port(strconv.Itoa(p) + "/tcp") }
+
+// CopyTo extracts a tar archive into dir in the container.
+func (e *Client) CopyTo(ctx context.Context, id, dir string, archive io.Reader) error {
+	api, err := e.connect(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return e.classify(api.UploadToContainer(id, docker.UploadToContainerOptions{
+		InputStream: archive,
+		Path:        dir,
+		Context:     ctx,
+	}))
+}
+
+// StartContainer starts a created or stopped container.
+func (e *Client) StartContainer(ctx context.Context, id string) error {
+	api, err := e.connect(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	err = api.StartContainerWithContext(id, nil, ctx)
+	if _, already := err.(*docker.ContainerAlreadyRunning); already {
+		return nil
+	}
+	return e.classify(err)
+}
+
+// StopContainer stops a container; one that is not running is not an error.
+func (e *Client) StopContainer(ctx context.Context, id string, grace time.Duration) error {
+	api, err := e.connect(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, grace+callTimeout)
+	defer cancel()
+	err = api.StopContainerWithContext(id, uint(grace.Round(time.Second)/time.Second), ctx)
+	if _, notRunning := err.(*docker.ContainerNotRunning); notRunning {
+		return nil
+	}
+	return e.classify(err)
+}
+
+// RemoveContainer force-removes a container with its anonymous volumes.
+func (e *Client) RemoveContainer(ctx context.Context, id string) error {
+	api, err := e.connect(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return e.classify(api.RemoveContainer(docker.RemoveContainerOptions{
+		ID: id, Force: true, RemoveVolumes: true, Context: ctx,
+	}))
+}
+
+// InspectContainer looks a container up by ID or name.
+func (e *Client) InspectContainer(ctx context.Context, idOrName string) (service.Container, error) {
+	api, err := e.connect(ctx)
+	if err != nil {
+		return service.Container{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	c, err := api.InspectContainerWithOptions(docker.InspectContainerOptions{ID: idOrName, Context: ctx})
+	if err != nil {
+		return service.Container{}, e.classify(err)
+	}
+	return containerOf(c), nil
+}
+
+// ListContainers inspects every container, running or not, with the labels.
+// The list endpoint lacks exit codes and OOM flags, so each one is inspected;
+// a user has a handful of sandboxes at most.
+func (e *Client) ListContainers(ctx context.Context, labels map[string]string) ([]service.Container, error) {
+	api, err := e.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	var filter []string
+	for k, v := range labels {
+		filter = append(filter, k+"="+v)
+	}
+	list, err := api.ListContainers(docker.ListContainersOptions{
+		All:     true,
+		Filters: map[string][]string{"label": filter},
+		Context: ctx,
+	})
+	if err != nil {
+		return nil, e.classify(err)
+	}
+	out := make([]service.Container, 0, len(list))
+	for _, item := range list {
+		c, err := e.InspectContainer(ctx, item.ID)
+		if err != nil {
+			continue // removed between the list and the inspect
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func containerOf(c *docker.Container) service.Container {
+	out := service.Container{
+		ID:         c.ID,
+		Name:       strings.TrimPrefix(c.Name, "/"),
+		Running:    c.State.Running,
+		State:      c.State.StateString(),
+		ExitCode:   c.State.ExitCode,
+		OOMKilled:  c.State.OOMKilled,
+		Error:      c.State.Error,
+		CreatedAt:  c.Created,
+		StartedAt:  c.State.StartedAt,
+		FinishedAt: c.State.FinishedAt,
+		Ports:      map[int]int{},
+	}
+	if c.Config != nil {
+		out.Image = c.Config.Image
+		out.Labels = c.Config.Labels
+		out.Env = c.Config.Env
+	}
+	if c.NetworkSettings != nil {
+		for port, bindings := range c.NetworkSettings.Ports {
+			if port.Proto() != "tcp" || len(bindings) == 0 {
+				continue
+			}
+			cport, err1 := strconv.Atoi(port.Port())
+			hport, err2 := strconv.Atoi(bindings[0].HostPort)
+			if err1 == nil && err2 == nil && hport > 0 {
+				out.Ports[cport] = hport
+			}
+		}
+	}
+	return out
+}
+
+// Logs returns the last lines of the container's stdout and stderr.
+func (e *Client) Logs(ctx context.Context, id string, lines int) ([]string, error) {
+	api, err := e.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	var buf bytes.Buffer
+	err = api.Logs(docker.LogsOptions{
+		Context:      ctx,
+		Container:    id,
+		OutputStream: &buf,
+		ErrorStream:  &buf,
+		Stdout:       true,
+		Stderr:       true,
+		Tail:         fmt.Sprint(lines),
+	})
+	if err != nil {
+		return nil, e.classify(err)
+	}
+	text := strings.TrimRight(buf.String(), "\n")
+	if text == "" {
+		return nil, nil
+	}
+	return strings.Split(text, "\n"), nil
+}

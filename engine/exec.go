@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	docker "github.com/fsouza/go-dockerclient"
+
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// exitCodeWait bounds how long Exec waits for the engine to record the exit
+// code once the output stream has ended: the two are not ordered.
+const exitCodeWait = 2 * time.Second
+
+// Exec runs a command and collects its output. go-dockerclient's exec stream
+// ignores its context, so the call is bounded here: on spec.Timeout or a
+// cancelled ctx the stream is closed and the call returns, whatever the
+// command (or a child still holding its stdout) does.
+func (e *Client) Exec(ctx context.Context, id string, spec service.ExecSpec) (service.ExecResult, error) {
+	api, err := e.connect(ctx)
+	if err != nil {
+		return service.ExecResult{}, err
+	}
+	createCtx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	ex, err := api.CreateExec(docker.CreateExecOptions{
+		Container:    id,
+		Cmd:          spec.Cmd,
+		User:         spec.User,
+		Env:          spec.Env,
+		WorkingDir:   spec.WorkDir,
+		AttachStdin:  spec.Stdin != nil,
+		AttachStdout: true,
+		AttachStderr: true,
+		Context:      createCtx,
+	})
+	if err != nil {
+		return service.ExecResult{}, e.classify(err)
+	}
+	stdout := &cappedBuffer{max: spec.MaxOutput}
+	stderr := &cappedBuffer{max: spec.MaxOutput}
+	stream, err := api.StartExecNonBlocking(ex.ID, docker.StartExecOptions{
+		InputStream:  spec.Stdin,
+		OutputStream: stdout,
+		ErrorStream:  stderr,
+	})
+	if err != nil {
+		return service.ExecResult{}, e.classify(err)
+	}
+	timedOut, err := waitStream(ctx, stream, spec.Timeout)
+	// The stream's copy goroutine may still be writing after a close.
+	res := service.ExecResult{
+		Stdout:    stdout.freeze(),
+		Stderr:    stderr.freeze(),
+		TimedOut:  timedOut,
+		Truncated: stdout.truncated() || stderr.truncated(),
+	}
+	if err != nil {
+		return res, err
+	}
+	res.ExitCode, err = e.exitCode(ctx, api, ex.ID, !timedOut)
+	return res, err
+}
+
+// waitStream waits for the exec stream to end, closing it on timeout or when
+// ctx ends.
+func waitStream(ctx context.Context, stream docker.CloseWaiter, timeout time.Duration) (timedOut bool, err error) {
+	done := make(chan error, 1)
+	go func() { done <- stream.Wait() }()
+	var expire <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expire = t.C
+	}
+	select {
+	case <-done:
+		return false, nil
+	case <-expire:
+		stream.Close()
+		<-done
+		return true, nil
+	case <-ctx.Done():
+		stream.Close()
+		<-done
+		return false, ctx.Err()
+	}
+}
+
+// exitCode reads the exec's exit code, waiting (when wait is set) for the
+// engine to see the process end; -1 if it has not.
+func (e *Client) exitCode(ctx context.Context, api *docker.Client, execID string, wait bool) (int, error) {
+	deadline := time.Now().Add(exitCodeWait)
+	delay := time.Millisecond
+	for {
+		info, err := api.InspectExec(execID)
+		if err != nil {
+			return -1, e.classify(err)
+		}
+		if !info.Running {
+			return info.ExitCode, nil
+		}
+		if !wait || time.Now().After(deadline) {
+			return -1, nil
+		}
+		select {
+		case <-ctx.Done():
+			return -1, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 50*time.Millisecond)
+	}
+}
+
+// cappedBuffer keeps the first max bytes written to it (all of them when max
+// is 0) and counts the rest. After freeze it drops every write, because the
+// library's copy goroutine can outlive a closed stream.
+type cappedBuffer struct {
+	max int
+
+	mu      sync.Mutex // guards the fields below
+	buf     []byte
+	dropped int64
+	frozen  bool
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.frozen {
+		return len(p), nil
+	}
+	keep := len(p)
+	if b.max > 0 && len(b.buf)+keep > b.max {
+		keep = max(b.max-len(b.buf), 0)
+	}
+	b.buf = append(b.buf, p[:keep]...)
+	b.dropped += int64(len(p) - keep)
+	return len(p), nil
+}
+
+func (b *cappedBuffer) freeze() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.frozen = true
+	return b.buf
+}
+
+func (b *cappedBuffer) truncated() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.dropped > 0
+}

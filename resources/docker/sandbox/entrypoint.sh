@@ -1,0 +1,65 @@
+#!/bin/bash
+# Starts the sandbox desktop and stays in the foreground while all of it runs.
+#
+# - Waits for Xvfb through -displayfd instead of sleeping.
+# - Clears the X lock and socket a stopped container keeps in /tmp, or Xvfb
+#   refuses to start the display again ("Server is already active").
+# - Exits non-zero as soon as any desktop process dies, so a broken sandbox
+#   shows as stopped with an error instead of looking alive.
+# - The VNC passwords come from a file the sidecar copies into the container
+#   before it starts (never the environment or the command line).
+set -uo pipefail
+
+display_number="${DISPLAY#:}"
+display_number="${display_number%%.*}"
+resolution="${RESOLUTION:-1280x800x24}"
+passwd_file="${HOME}/.vnc/passwd"
+
+log() { printf 'pilot-desktop: %s\n' "$*" >&2; }
+
+pids=()
+stop_all() {
+  trap - TERM INT
+  [ "${#pids[@]}" -gt 0 ] && kill "${pids[@]}" 2>/dev/null
+  wait 2>/dev/null
+}
+trap 'stop_all; exit 0' TERM INT
+
+rm -f "/tmp/.X${display_number}-lock" "/tmp/.X11-unix/X${display_number}"
+
+ready_fifo="$(mktemp -u /tmp/.pilot-xvfb-ready.XXXXXX)"
+mkfifo -m 0600 "$ready_fifo"
+Xvfb ":${display_number}" -screen 0 "$resolution" -nolisten tcp \
+  -displayfd 3 3>"$ready_fifo" &
+pids+=("$!")
+if ! read -r -t 20 _ <"$ready_fifo"; then
+  rm -f "$ready_fifo"
+  log "Xvfb did not start on :${display_number} (${resolution})"
+  stop_all
+  exit 1
+fi
+rm -f "$ready_fifo"
+log "display :${display_number} ready at ${resolution}"
+
+fluxbox >/tmp/fluxbox.log 2>&1 &
+pids+=("$!")
+
+vnc_auth=(-nopw)
+if [ -s "$passwd_file" ]; then
+  # read: makes x11vnc re-read the file when the sidecar replaces it.
+  vnc_auth=(-passwdfile "read:${passwd_file}")
+else
+  log "no VNC password file at ${passwd_file}: the VNC server accepts anyone who can reach it"
+fi
+x11vnc -display ":${display_number}" -rfbport 5900 -forever -shared \
+  "${vnc_auth[@]}" -noxdamage -quiet -o /tmp/x11vnc.log &
+pids+=("$!")
+
+websockify --web /usr/share/novnc 6080 127.0.0.1:5900 >/tmp/websockify.log 2>&1 &
+pids+=("$!")
+
+wait -n "${pids[@]}"
+status=$?
+log "a desktop process exited (status ${status}); stopping the sandbox"
+stop_all
+exit 1

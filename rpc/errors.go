@@ -1,0 +1,107 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// Error codes (PROTOCOL.md, Errors).
+const (
+	codeParseError        int64 = -32700
+	codeInvalidRequest    int64 = -32600
+	codeMethodNotFound    int64 = -32601
+	codeInvalidParams     int64 = -32602
+	codeInternal          int64 = -32603
+	codeDockerUnavailable int64 = -32001
+	codeNotRunning        int64 = -32002
+	codeImageBuildFailed  int64 = -32003
+	codeStartFailed       int64 = -32004
+	codeToolsDisabled     int64 = -32005
+	codeTimeout           int64 = -32006
+)
+
+// kinds are the stable strings clients switch on, one per code.
+var kinds = map[int64]string{
+	codeParseError:        "parse_error",
+	codeInvalidRequest:    "invalid_request",
+	codeMethodNotFound:    "method_not_found",
+	codeInvalidParams:     "invalid_params",
+	codeInternal:          "internal",
+	codeDockerUnavailable: "docker_unavailable",
+	codeNotRunning:        "not_running",
+	codeImageBuildFailed:  "image_build_failed",
+	codeStartFailed:       "start_failed",
+	codeToolsDisabled:     "tools_disabled",
+	codeTimeout:           "timeout",
+}
+
+// errToolsDisabled: tools/call on a project whose agent tools are off.
+var errToolsDisabled = errors.New("agent tools are disabled for this project: enable them with sandbox/setToolsEnabled")
+
+// errorData is the data member of every error the server sends.
+type errorData struct {
+	Kind  string   `json:"kind"`
+	Field string   `json:"field,omitempty"`
+	Log   []string `json:"log,omitempty"`
+}
+
+func newError(code int64, message string, data *errorData) *jsonrpc2.Error {
+	if data == nil {
+		data = &errorData{}
+	}
+	data.Kind = kinds[code]
+	raw, _ := json.Marshal(data)
+	msg := json.RawMessage(raw)
+	return &jsonrpc2.Error{Code: code, Message: message, Data: &msg}
+}
+
+// paramError is a params member that is missing, mistyped or unknown.
+type paramError struct {
+	field  string
+	reason string
+}
+
+func (e *paramError) Error() string { return e.field + ": " + e.reason }
+
+// toWire decides, in this one place, what every error means to a client.
+func toWire(err error) *jsonrpc2.Error {
+	var (
+		wire     *jsonrpc2.Error
+		param    *paramError
+		project  *service.ProjectError
+		argument *service.ArgumentError
+		build    *service.BuildError
+		start    *service.StartError
+	)
+	switch {
+	case errors.As(err, &wire):
+		return wire
+	case errors.As(err, &param):
+		return newError(codeInvalidParams, "invalid params: "+param.Error(), &errorData{Field: param.field})
+	case errors.As(err, &project):
+		return newError(codeInvalidParams, "invalid params: "+project.Error(), &errorData{Field: "projectPath"})
+	case errors.As(err, &argument):
+		return newError(codeInvalidParams, "invalid params: "+argument.Error(), &errorData{Field: argument.Name})
+	case errors.Is(err, service.ErrDockerUnavailable):
+		return newError(codeDockerUnavailable, err.Error(), nil)
+	case errors.Is(err, service.ErrNotRunning):
+		return newError(codeNotRunning, err.Error(), nil)
+	case errors.As(err, &build):
+		return newError(codeImageBuildFailed, err.Error(), &errorData{Log: build.Log})
+	case errors.As(err, &start):
+		return newError(codeStartFailed, err.Error(), &errorData{Log: start.Log})
+	case errors.Is(err, service.ErrNameConflict):
+		return newError(codeStartFailed, err.Error(), nil)
+	case errors.Is(err, errToolsDisabled):
+		return newError(codeToolsDisabled, err.Error(), nil)
+	case errors.Is(err, service.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		return newError(codeTimeout, err.Error(), nil)
+	default:
+		return newError(codeInternal, "internal error: "+err.Error(), nil)
+	}
+}

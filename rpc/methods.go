@@ -1,0 +1,201 @@
+package rpc
+
+import (
+	"context"
+	"encoding/base64"
+	"reflect"
+	"time"
+
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// method is one entry of the method table.
+type method struct {
+	name   string
+	doc    string
+	params reflect.Type // nil for methods without params
+	result reflect.Type
+	inline bool // run in the read loop (see handler)
+	call   func(ctx context.Context, sess *session, raw rawParams) (any, error)
+}
+
+// typed makes a method from a handler on typed params: strict decoding
+// happens here, once, for every method.
+func typed[P, R any](name, doc string, f func(ctx context.Context, sess *session, p P) (R, error)) method {
+	return method{
+		name:   name,
+		doc:    doc,
+		params: reflect.TypeFor[P](),
+		result: reflect.TypeFor[R](),
+		call: func(ctx context.Context, sess *session, raw rawParams) (any, error) {
+			var p P
+			if err := decodeParams(raw, &p); err != nil {
+				return nil, err
+			}
+			return f(ctx, sess, p)
+		},
+	}
+}
+
+// Params and results of the methods (PROTOCOL.md, Methods).
+type (
+	noParams      struct{}
+	projectParams struct {
+		ProjectPath string `json:"projectPath"`
+	}
+	initializeParams struct {
+		ClientInfo *Info `json:"clientInfo"`
+	}
+	initializeResult struct {
+		ServerInfo      Info                 `json:"serverInfo"`
+		ProtocolVersion int                  `json:"protocolVersion"`
+		Docker          service.DockerStatus `json:"docker"`
+	}
+	removeResult struct {
+		Removed bool `json:"removed"`
+	}
+	listResult struct {
+		Sandboxes []service.State `json:"sandboxes"`
+	}
+	execParams struct {
+		ProjectPath string `json:"projectPath"`
+		Command     string `json:"command"`
+		TimeoutMs   *int64 `json:"timeoutMs"`
+		Workdir     string `json:"workdir,omitempty"`
+	}
+	screenshotResult struct {
+		MimeType string `json:"mimeType"`
+		Data     string `json:"data"`
+		Width    int    `json:"width"`
+		Height   int    `json:"height"`
+	}
+	setToolsParams struct {
+		ProjectPath string `json:"projectPath"`
+		Enabled     bool   `json:"enabled"`
+	}
+	toolsEnabledResult struct {
+		Enabled bool `json:"enabled"`
+	}
+)
+
+func (s *Server) methodTable() map[string]method {
+	list := []method{
+		inline(typed("initialize", "Opens the session: names the server and says whether Docker answers.", s.initialize)),
+		inline(typed("shutdown", "Ends the session: afterwards every request but exit is refused. Sandboxes keep running.", s.shutdown)),
+		inline(typed("exit", "Notification: the server exits (0 after shutdown, 1 otherwise).", s.exit)),
+		typed("docker/status", "Whether a Docker engine answers, where, and which version.", s.dockerStatus),
+		typed("sandbox/start", "Starts (or creates) the project's sandbox and returns once its desktop answers.", s.start),
+		typed("sandbox/stop", "Stops the project's sandbox, keeping its container and files.", s.stop),
+		typed("sandbox/remove", "Deletes the project's container and .pilot/sandbox.json.", s.remove),
+		typed("sandbox/status", "The project's sandbox, or null when it has none.", s.status),
+		typed("sandbox/list", "Every sandbox on the engine.", s.list),
+		typed("sandbox/exec", "Runs a shell command in the running sandbox as its user.", s.exec),
+		typed("sandbox/screenshot", "A PNG of the sandbox's whole display.", s.screenshot),
+		typed("sandbox/setToolsEnabled", "Switches the project's agent tools on or off.", s.setToolsEnabled),
+		typed("sandbox/getToolsEnabled", "Whether the project's agent tools are on.", s.getToolsEnabled),
+		typed("project/close", "The app closed the project: its sandbox is stopped and kept.", s.closeProject),
+	}
+	table := make(map[string]method, len(list))
+	for _, m := range list {
+		table[m.name] = m
+	}
+	return table
+}
+
+func inline(m method) method {
+	m.inline = true
+	return m
+}
+
+func (s *Server) initialize(ctx context.Context, _ *session, p initializeParams) (initializeResult, error) {
+	if p.ClientInfo != nil {
+		s.log.Info().Str("client", p.ClientInfo.Name).Str("clientVersion", p.ClientInfo.Version).Msg("client connected")
+	}
+	return initializeResult{ServerInfo: s.info, ProtocolVersion: ProtocolVersion, Docker: s.svc.DockerStatus(ctx)}, nil
+}
+
+func (s *Server) shutdown(_ context.Context, sess *session, _ noParams) (*struct{}, error) {
+	sess.shutdown.Store(true)
+	return nil, nil
+}
+
+func (s *Server) exit(_ context.Context, sess *session, _ noParams) (*struct{}, error) {
+	code := 1
+	if sess.shutdown.Load() {
+		code = 0
+	}
+	s.log.Info().Int("code", code).Msg("exit requested")
+	if sess.opts.OnExit != nil {
+		sess.opts.OnExit(code)
+	} else {
+		sess.conn.Close()
+	}
+	return nil, nil
+}
+
+func (s *Server) dockerStatus(ctx context.Context, _ *session, _ noParams) (service.DockerStatus, error) {
+	return s.svc.DockerStatus(ctx), nil
+}
+
+func (s *Server) start(ctx context.Context, _ *session, p projectParams) (service.State, error) {
+	return s.svc.Start(ctx, p.ProjectPath)
+}
+
+func (s *Server) stop(ctx context.Context, _ *session, p projectParams) (service.State, error) {
+	return s.svc.Stop(ctx, p.ProjectPath)
+}
+
+func (s *Server) remove(ctx context.Context, _ *session, p projectParams) (removeResult, error) {
+	removed, err := s.svc.Remove(ctx, p.ProjectPath)
+	return removeResult{Removed: removed}, err
+}
+
+func (s *Server) status(ctx context.Context, _ *session, p projectParams) (*service.State, error) {
+	return s.svc.Status(ctx, p.ProjectPath)
+}
+
+func (s *Server) list(ctx context.Context, _ *session, _ noParams) (listResult, error) {
+	states, err := s.svc.List(ctx)
+	if states == nil {
+		states = []service.State{}
+	}
+	return listResult{Sandboxes: states}, err
+}
+
+func (s *Server) exec(ctx context.Context, _ *session, p execParams) (service.ExecOutput, error) {
+	req := service.ExecRequest{Command: p.Command, WorkDir: p.Workdir}
+	if p.TimeoutMs != nil {
+		if *p.TimeoutMs <= 0 || *p.TimeoutMs > service.MaxExecTimeout.Milliseconds() {
+			return service.ExecOutput{}, &paramError{field: "timeoutMs", reason: "must be between 1 and 600000"}
+		}
+		req.Timeout = time.Duration(*p.TimeoutMs) * time.Millisecond
+	}
+	return s.svc.Exec(ctx, p.ProjectPath, req)
+}
+
+func (s *Server) screenshot(ctx context.Context, _ *session, p projectParams) (screenshotResult, error) {
+	shot, err := s.svc.Screenshot(ctx, p.ProjectPath)
+	if err != nil {
+		return screenshotResult{}, err
+	}
+	return screenshotResult{
+		MimeType: "image/png",
+		Data:     base64.StdEncoding.EncodeToString(shot.PNG),
+		Width:    shot.Width,
+		Height:   shot.Height,
+	}, nil
+}
+
+func (s *Server) setToolsEnabled(_ context.Context, _ *session, p setToolsParams) (toolsEnabledResult, error) {
+	enabled, err := s.svc.SetToolsEnabled(p.ProjectPath, p.Enabled)
+	return toolsEnabledResult{Enabled: enabled}, err
+}
+
+func (s *Server) getToolsEnabled(_ context.Context, _ *session, p projectParams) (toolsEnabledResult, error) {
+	enabled, err := s.svc.ToolsEnabled(p.ProjectPath)
+	return toolsEnabledResult{Enabled: enabled}, err
+}
+
+func (s *Server) closeProject(ctx context.Context, _ *session, p projectParams) (*service.State, error) {
+	return s.svc.Close(ctx, p.ProjectPath)
+}

@@ -1,0 +1,241 @@
+package rpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"reflect"
+	"sync"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// Stream is a jsonrpc2.ObjectStream over a framer that enforces JSON-RPC 2.0
+// before a message reaches the connection. sourcegraph/jsonrpc2 closes the
+// connection on any frame it cannot decode and accepts requests without
+// "jsonrpc": "2.0"; here a frame that is not JSON gets -32700, one that is
+// not a JSON-RPC 2.0 message gets -32600, and the connection goes on.
+//
+// It also keeps track of the requests read and not yet answered, so that at
+// the end of input it answers every one of them before reporting EOF.
+type Stream struct {
+	framer framer
+	closer io.Closer
+
+	writeMu sync.Mutex // serializes frames on the writer
+
+	mu      sync.Mutex // guards pending and closed
+	pending map[string]int
+	closed  bool
+	settled *sync.Cond // signalled when pending shrinks or the stream closes
+}
+
+var _ jsonrpc2.ObjectStream = (*Stream)(nil)
+
+// NewStream returns a stream reading frames from r and writing them to w,
+// closing c when it is closed (c may be nil).
+func NewStream(f Framing, r io.Reader, w io.Writer, c io.Closer) *Stream {
+	return newStream(newFramer(f, r, w), c)
+}
+
+func newStream(f framer, c io.Closer) *Stream {
+	s := &Stream{framer: f, closer: c, pending: map[string]int{}}
+	s.settled = sync.NewCond(&s.mu)
+	return s
+}
+
+// ReadObject reads the next valid JSON-RPC 2.0 message into v, answering and
+// skipping the invalid ones.
+func (s *Stream) ReadObject(v any) error {
+	for {
+		frame, err := s.framer.ReadFrame()
+		var ferr *frameError
+		switch {
+		case errors.As(err, &ferr):
+			s.writeError(nil, ferr.code, ferr.message)
+			continue
+		case err != nil:
+			s.waitAnswered()
+			return err
+		}
+		msg, rerr := checkMessage(frame)
+		if rerr != nil {
+			s.writeError(msg.id, rerr.code, rerr.message)
+			continue
+		}
+		// Decode into a zeroed value: a failed attempt must leave nothing behind.
+		rv := reflect.ValueOf(v).Elem()
+		rv.Set(reflect.Zero(rv.Type()))
+		if err := json.Unmarshal(frame, v); err != nil {
+			s.writeError(msg.id, codeInvalidRequest, "invalid request: "+err.Error())
+			continue
+		}
+		if msg.isRequest && msg.id != nil {
+			s.track(idKey(msg.id), 1)
+		}
+		return nil
+	}
+}
+
+// WriteObject writes one message as a frame.
+func (s *Stream) WriteObject(obj any) error {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	var peek struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+	}
+	if json.Unmarshal(data, &peek) == nil && peek.Method == nil && peek.ID != nil {
+		defer s.track(idKey(peek.ID), -1) // answered, written or not
+	}
+	return s.writeFrame(data)
+}
+
+func (s *Stream) writeFrame(data []byte) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	return s.framer.WriteFrame(data)
+}
+
+// writeError answers a message the connection never sees.
+func (s *Stream) writeError(id json.RawMessage, code int64, message string) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	data, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   *jsonrpc2.Error `json:"error"`
+	}{"2.0", id, newError(code, message, nil)})
+	s.writeFrame(data)
+}
+
+func (s *Stream) track(key string, delta int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending[key] += delta
+	if s.pending[key] <= 0 {
+		delete(s.pending, key)
+	}
+	s.settled.Broadcast()
+}
+
+// waitAnswered blocks until every request read has been answered, or the
+// stream is closed.
+func (s *Stream) waitAnswered() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.pending) > 0 && !s.closed {
+		s.settled.Wait()
+	}
+}
+
+// Close closes the underlying connection.
+func (s *Stream) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.settled.Broadcast()
+	s.mu.Unlock()
+	if s.closer != nil {
+		return s.closer.Close()
+	}
+	return nil
+}
+
+// message is what checkMessage learned of a frame.
+type message struct {
+	id        json.RawMessage // nil when absent or unusable
+	isRequest bool
+}
+
+type protocolError struct {
+	code    int64
+	message string
+}
+
+// checkMessage decides whether a frame is a JSON-RPC 2.0 request,
+// notification or response, the way the specification defines them.
+func checkMessage(frame []byte) (message, *protocolError) {
+	var msg message
+	if !json.Valid(frame) {
+		return msg, &protocolError{codeParseError, "parse error: the message is not valid JSON"}
+	}
+	trimmed := bytes.TrimSpace(frame)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		return msg, &protocolError{codeInvalidRequest, "batch requests are not supported"}
+	}
+	var env map[string]json.RawMessage
+	if err := json.Unmarshal(frame, &env); err != nil {
+		return msg, &protocolError{codeInvalidRequest, "invalid request: a message must be a JSON object"}
+	}
+	rawID, hasID := env["id"]
+	if hasID {
+		if !validID(rawID) {
+			return msg, &protocolError{codeInvalidRequest, "invalid request: id must be a string or a non-negative integer"}
+		}
+		msg.id = rawID
+	}
+	var version string
+	if err := json.Unmarshal(env["jsonrpc"], &version); err != nil || version != "2.0" {
+		return msg, &protocolError{codeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`}
+	}
+	rawMethod, hasMethod := env["method"]
+	_, hasResult := env["result"]
+	_, hasError := env["error"]
+	switch {
+	case hasMethod:
+		var method string
+		if err := json.Unmarshal(rawMethod, &method); err != nil || method == "" {
+			return msg, &protocolError{codeInvalidRequest, "invalid request: method must be a non-empty string"}
+		}
+		if hasResult || hasError {
+			return msg, &protocolError{codeInvalidRequest, "invalid request: a message cannot be both a request and a response"}
+		}
+		msg.isRequest = true
+	case (hasResult != hasError) && hasID:
+		// a response to a call the server made
+	default:
+		return msg, &protocolError{codeInvalidRequest, "invalid request: neither a request nor a response"}
+	}
+	return msg, nil
+}
+
+// validID accepts what sourcegraph/jsonrpc2 can echo back unchanged: a
+// string, or an integer from 0 to 2^63-1.
+func validID(raw json.RawMessage) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return false
+	}
+	switch id := v.(type) {
+	case string:
+		return true
+	case json.Number:
+		n, err := id.Int64()
+		return err == nil && n >= 0
+	}
+	return false
+}
+
+// idKey is an id in a canonical form, to match a response to its request
+// however either spelled it.
+func idKey(raw json.RawMessage) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return string(raw)
+	}
+	switch id := v.(type) {
+	case string:
+		return "s:" + id
+	case json.Number:
+		return "n:" + id.String()
+	}
+	return string(raw)
+}

@@ -1,0 +1,140 @@
+package service
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Docker is the part of a Docker engine the manager uses. The engine package
+// implements it on a real engine; unit tests use hand-written fakes.
+//
+// Implementations return errors wrapping ErrDockerUnavailable when no engine
+// answers, ErrContainerNotFound / ErrImageNotFound / ErrNameConflict for those
+// conditions, and ErrTimeout when the engine did not answer in time.
+type Docker interface {
+	// Info reports the engine's endpoint and version, or an
+	// ErrDockerUnavailable error.
+	Info(ctx context.Context) (EngineInfo, error)
+	// ImageLabels returns the labels of an image, or ErrImageNotFound.
+	ImageLabels(ctx context.Context, ref string) (map[string]string, error)
+	// BuildImage builds an image from a tar build context, reporting each line
+	// of the build's output to spec.Output as it arrives. It fails if the build
+	// fails, whatever the engine's HTTP status said.
+	BuildImage(ctx context.Context, spec BuildSpec) error
+	// CreateContainer creates (does not start) a container and returns its ID.
+	CreateContainer(ctx context.Context, spec ContainerSpec) (string, error)
+	// CopyTo extracts a tar archive into dir inside the container, which may
+	// be stopped.
+	CopyTo(ctx context.Context, id, dir string, archive io.Reader) error
+	StartContainer(ctx context.Context, id string) error
+	// StopContainer stops the container, killing it after grace.
+	StopContainer(ctx context.Context, id string, grace time.Duration) error
+	// RemoveContainer removes the container and its anonymous volumes, running
+	// or not.
+	RemoveContainer(ctx context.Context, id string) error
+	// InspectContainer looks a container up by ID or name.
+	InspectContainer(ctx context.Context, idOrName string) (Container, error)
+	// ListContainers lists all containers, running or not, that carry every
+	// one of the labels.
+	ListContainers(ctx context.Context, labels map[string]string) ([]Container, error)
+	// Exec runs a command in a running container. It returns when the command
+	// ends, or when spec.Timeout passes (TimedOut set), whichever is first.
+	Exec(ctx context.Context, id string, spec ExecSpec) (ExecResult, error)
+	// Logs returns the last lines of the container's output.
+	Logs(ctx context.Context, id string, lines int) ([]string, error)
+	// Events streams container events for containers with the label
+	// pilot.sandbox=true. The channel is closed when ctx ends or the stream
+	// breaks; events may be lost, so a closed channel calls for a resync.
+	Events(ctx context.Context) (<-chan ContainerEvent, error)
+}
+
+// EngineInfo describes the Docker engine in use.
+type EngineInfo struct {
+	Endpoint   string
+	Version    string
+	APIVersion string
+}
+
+// BuildSpec is an image build.
+type BuildSpec struct {
+	Tag       string
+	Context   io.Reader // a tar archive with the Dockerfile at its root
+	Labels    map[string]string
+	BuildArgs map[string]string
+	Output    func(line string) // may be nil
+}
+
+// ContainerSpec is what the manager asks of a new sandbox container.
+type ContainerSpec struct {
+	Name   string
+	Image  string
+	Labels map[string]string
+	Env    []string
+	// Ports are container TCP ports to publish on HostIP with host ports the
+	// engine chooses.
+	Ports  []int
+	HostIP string
+	Limits Limits
+}
+
+// Limits are the resource and privilege limits of a sandbox container.
+type Limits struct {
+	MemoryBytes int64
+	NanoCPUs    int64
+	PidsLimit   int64
+	ShmBytes    int64
+}
+
+// Container is what the manager needs to know of a container.
+type Container struct {
+	ID      string
+	Name    string
+	Image   string
+	Labels  map[string]string
+	Running bool
+	// State is Docker's word for it: created, running, paused, restarting,
+	// removing, exited or dead.
+	State      string
+	ExitCode   int
+	OOMKilled  bool
+	Error      string
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+	// Ports maps published container TCP ports to their host ports; empty
+	// while the container is not running.
+	Ports map[int]int
+	Env   []string
+}
+
+// ExecSpec is a command to run in a container.
+type ExecSpec struct {
+	Cmd     []string
+	User    string
+	Env     []string
+	WorkDir string
+	Stdin   io.Reader
+	// Timeout bounds the whole call; zero means no bound beyond ctx.
+	Timeout time.Duration
+	// MaxOutput caps stdout and stderr each; zero means no cap. Output past
+	// the cap is read and dropped, and Truncated is set.
+	MaxOutput int
+}
+
+// ExecResult is how a command ended.
+type ExecResult struct {
+	ExitCode  int
+	Stdout    []byte
+	Stderr    []byte
+	TimedOut  bool
+	Truncated bool
+}
+
+// ContainerEvent is a change to a container seen in the engine's event stream.
+type ContainerEvent struct {
+	ContainerID string
+	Action      string // create, start, die, stop, destroy, ...
+	Labels      map[string]string
+	Time        time.Time
+}

@@ -1,0 +1,114 @@
+package service
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// The sentinel errors of the sandbox domain. Adapters (the JSON-RPC server, the
+// command line) decide what each means to their users with errors.Is and
+// errors.As; nothing matches on message text.
+var (
+	// ErrDockerUnavailable: no Docker engine answers at the configured endpoint.
+	ErrDockerUnavailable = errors.New("docker is not available")
+	// ErrNotRunning: the operation needs a running sandbox.
+	ErrNotRunning = errors.New("sandbox is not running")
+	// ErrNoSandbox: the project has no sandbox at all. It is also an ErrNotRunning.
+	ErrNoSandbox = fmt.Errorf("%w: the project has no sandbox", ErrNotRunning)
+	// ErrImageBuild: the sandbox image could not be built. See BuildError.
+	ErrImageBuild = errors.New("sandbox image build failed")
+	// ErrStartFailed: the container did not become ready. See StartError.
+	ErrStartFailed = errors.New("sandbox did not start")
+	// ErrTimeout: a Docker operation did not finish in time.
+	ErrTimeout = errors.New("docker operation timed out")
+	// ErrInvalidProject: the project path is not an absolute path to an
+	// existing directory. See ProjectError.
+	ErrInvalidProject = errors.New("invalid project path")
+	// ErrContainerNotFound is returned by a Docker implementation when the
+	// container does not exist (any more).
+	ErrContainerNotFound = errors.New("container not found")
+	// ErrImageNotFound is returned by a Docker implementation when the image
+	// does not exist.
+	ErrImageNotFound = errors.New("image not found")
+	// ErrNameConflict is returned by a Docker implementation when a container
+	// with the requested name already exists.
+	ErrNameConflict = errors.New("container name already in use")
+	// ErrInvalidArgument: an argument of a service call is out of range.
+	ErrInvalidArgument = errors.New("invalid argument")
+)
+
+// BuildError is an image build failure with the last lines of the build log.
+type BuildError struct {
+	Log []string
+	Err error
+}
+
+func (e *BuildError) Error() string {
+	msg := "build sandbox image: " + e.Err.Error()
+	if len(e.Log) > 0 {
+		msg += " (last output: " + lastLine(e.Log) + ")"
+	}
+	return msg
+}
+
+func (e *BuildError) Unwrap() []error { return []error{ErrImageBuild, e.Err} }
+
+// StartError is a container that did not become ready, with its last output.
+type StartError struct {
+	Log []string
+	Err error
+}
+
+func (e *StartError) Error() string {
+	msg := "start sandbox: " + e.Err.Error()
+	if len(e.Log) > 0 {
+		msg += " (last output: " + lastLine(e.Log) + ")"
+	}
+	return msg
+}
+
+func (e *StartError) Unwrap() []error { return []error{ErrStartFailed, e.Err} }
+
+// ProjectError says why a project path was refused.
+type ProjectError struct {
+	Path   string
+	Reason string
+}
+
+func (e *ProjectError) Error() string {
+	return fmt.Sprintf("project path %q: %s", e.Path, e.Reason)
+}
+
+func (e *ProjectError) Unwrap() error { return ErrInvalidProject }
+
+// ArgumentError names the argument of a service call that is out of range.
+type ArgumentError struct {
+	Name   string
+	Reason string
+}
+
+func (e *ArgumentError) Error() string { return e.Name + ": " + e.Reason }
+
+func (e *ArgumentError) Unwrap() error { return ErrInvalidArgument }
+
+// UnavailableError is ErrDockerUnavailable with what to do about it.
+type UnavailableError struct {
+	Endpoint string
+	Err      error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("Docker is not running or not reachable at %s: start Docker Desktop or dockerd, or set DOCKER_HOST (%v)", e.Endpoint, e.Err)
+}
+
+func (e *UnavailableError) Unwrap() []error { return []error{ErrDockerUnavailable, e.Err} }
+
+func lastLine(lines []string) string {
+	for i := len(lines) - 1; i >= 0; i-- {
+		if s := strings.TrimSpace(lines[i]); s != "" {
+			return s
+		}
+	}
+	return ""
+}

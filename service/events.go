@@ -1,0 +1,86 @@
+package service
+
+import "sync"
+
+// Stages of a start, as reported in Progress.
+const (
+	StageImage  = "image"
+	StageCreate = "create"
+	StageStart  = "start"
+	StageReady  = "ready"
+)
+
+// Progress is a step of a long operation (PROTOCOL.md, sandbox/progress).
+type Progress struct {
+	ProjectPath string `json:"projectPath"`
+	Stage       string `json:"stage"`
+	Message     string `json:"message"`
+	Current     int    `json:"current,omitempty"`
+	Total       int    `json:"total,omitempty"`
+}
+
+// EventKind tells the two kinds of Event apart.
+type EventKind int
+
+const (
+	// EventState: a project's sandbox changed; State is nil when the project
+	// has no sandbox any more.
+	EventState EventKind = iota
+	// EventProgress: a long operation made progress.
+	EventProgress
+)
+
+// Event is what the manager tells its subscribers.
+type Event struct {
+	Kind     EventKind
+	Project  string
+	State    *State
+	Progress Progress
+}
+
+// subscriberBuffer is how far a subscriber may fall behind before events to it
+// are dropped (and logged): a client that stops reading must not stall the
+// manager.
+const subscriberBuffer = 1024
+
+// broker fans events out to subscribers without blocking the publisher.
+type broker struct {
+	mu   sync.Mutex // guards subs
+	subs map[chan Event]struct{}
+}
+
+// subscribe returns a channel of events and the function that ends the
+// subscription and closes the channel.
+func (b *broker) subscribe() (<-chan Event, func()) {
+	ch := make(chan Event, subscriberBuffer)
+	b.mu.Lock()
+	if b.subs == nil {
+		b.subs = map[chan Event]struct{}{}
+	}
+	b.subs[ch] = struct{}{}
+	b.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			b.mu.Lock()
+			delete(b.subs, ch)
+			b.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
+// publish delivers ev to every subscriber with room for it and reports how
+// many it had to skip.
+func (b *broker) publish(ev Event) (dropped int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch := range b.subs {
+		select {
+		case ch <- ev:
+		default:
+			dropped++
+		}
+	}
+	return dropped
+}

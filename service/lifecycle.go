@@ -1,0 +1,334 @@
+package service
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// In-container facts the manager relies on (resources/docker/sandbox).
+const (
+	sandboxUser    = "sandbox"
+	sandboxUID     = 1000
+	sandboxHome    = "/home/sandbox"
+	vncDir         = sandboxHome + "/.vnc"
+	vncPasswdFile  = vncDir + "/passwd"
+	displayEnv     = "DISPLAY=:99"
+	resolutionEnv  = "RESOLUTION"
+	startLogLines  = 30
+	probeTimeout   = 3 * time.Second
+	maxReadyDelay  = 500 * time.Millisecond
+	firstReadDelay = 25 * time.Millisecond
+)
+
+// lockProject resolves path and takes the project's operation lock.
+func (m *Manager) lockProject(ctx context.Context, path string) (*box, error) {
+	project, err := CanonicalProject(path)
+	if err != nil {
+		return nil, err
+	}
+	b := m.box(project)
+	if err := b.lock(ctx); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Start brings the project's sandbox up and returns once its desktop really
+// answers: it restarts a stopped container, or creates one (building the
+// image first if it is missing or out of date). Starting a running sandbox
+// returns its state. Concurrent starts of one project make one container.
+func (m *Manager) Start(ctx context.Context, path string) (State, error) {
+	b, err := m.lockProject(ctx, path)
+	if err != nil {
+		return State{}, err
+	}
+	defer b.unlock()
+	c, err := m.find(ctx, b)
+	if errors.Is(err, ErrContainerNotFound) {
+		c, err = m.create(ctx, b)
+	}
+	if err != nil {
+		m.settle(ctx, b)
+		return State{}, err
+	}
+	return m.launch(ctx, b, c)
+}
+
+// find looks the project's container up by its name, which is derived from
+// the project path, so it is found even when .pilot/ was lost.
+func (m *Manager) find(ctx context.Context, b *box) (Container, error) {
+	name := ContainerName(b.project)
+	c, err := m.docker.InspectContainer(ctx, name)
+	if err != nil {
+		return c, err
+	}
+	if c.Labels[LabelProject] != b.project {
+		return c, fmt.Errorf("a container named %s exists but is not this project's sandbox: remove or rename it", name)
+	}
+	return c, nil
+}
+
+// create makes the project's container, building the image first if needed.
+func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
+	name := ContainerName(b.project)
+	m.commit(b, &State{
+		ProjectPath: b.project, ContainerName: name, Image: m.cfg.Image,
+		Status: StatusStarting, Display: m.cfg.Display, CreatedAt: m.cfg.Now().UnixMilli(),
+	})
+	if err := m.EnsureImage(ctx, b.project); err != nil {
+		return Container{}, err
+	}
+	m.progress(b.project, StageCreate, "Creating the sandbox container "+name, 0, 0)
+	id, err := m.docker.CreateContainer(ctx, ContainerSpec{
+		Name:   name,
+		Image:  m.cfg.Image,
+		Labels: projectLabels(b.project),
+		Env:    []string{fmt.Sprintf("%s=%dx%dx24", resolutionEnv, m.cfg.Display.Width, m.cfg.Display.Height)},
+		Ports:  []int{vncPort, novncPort},
+		HostIP: "127.0.0.1",
+		Limits: m.cfg.Limits,
+	})
+	switch {
+	case errors.Is(err, ErrNameConflict):
+		// Another sidecar created it a moment ago: use that one.
+		return m.find(ctx, b)
+	case err != nil:
+		return Container{}, fmt.Errorf("create container: %w", err)
+	}
+	m.log.Info().Str("project", b.project).Str("container", id).Msg("created sandbox container")
+	return m.docker.InspectContainer(ctx, id)
+}
+
+// launch starts a stopped container, or adopts a running one, and waits
+// until its desktop answers.
+func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error) {
+	display := m.displayOf(c)
+	starting := stateOf(b.project, c, vncSecret{}, display, false)
+	starting.Status, starting.Error = StatusStarting, ""
+	m.commit(b, &starting)
+
+	if !c.Running {
+		// Fresh passwords on every start; the file goes in before the desktop
+		// starts, through the archive API, so the secret never appears in the
+		// container's environment, command line or labels.
+		secret, err := newSecret()
+		if err != nil {
+			return State{}, err
+		}
+		if err := m.docker.CopyTo(ctx, c.ID, vncDir, passwdArchive(secret)); err != nil {
+			m.settle(ctx, b)
+			return State{}, fmt.Errorf("install VNC password: %w", err)
+		}
+		m.setSecret(b, c.ID, secret)
+		m.progress(b.project, StageStart, "Starting the desktop", 0, 0)
+		if err := m.docker.StartContainer(ctx, c.ID); err != nil {
+			return State{}, m.failStart(ctx, b, c.ID, fmt.Errorf("start container: %w", err))
+		}
+	}
+	ready, err := m.waitReady(ctx, c.ID)
+	if err != nil {
+		return State{}, m.failStart(ctx, b, c.ID, err)
+	}
+	secret, err := m.secretFor(ctx, b, ready)
+	if err != nil {
+		m.log.Warn().Err(err).Str("project", b.project).Msg("VNC password unknown; the viewer will ask for it")
+	}
+	st := stateOf(b.project, ready, secret, display, false)
+	m.clearFailure(b)
+	m.commit(b, &st)
+	m.progress(b.project, StageReady, fmt.Sprintf("The desktop is ready on 127.0.0.1:%d", st.WSPort), 0, 0)
+	m.log.Info().Str("project", b.project).Int("wsPort", st.WSPort).Int("vncPort", st.VNCPort).Msg("sandbox running")
+	return st, nil
+}
+
+// waitReady polls until the container's desktop answers (ProbeDesktop). Each
+// poll first checks that the container is still running, so a desktop that
+// crashed fails at once instead of at the timeout. Host ports are read from
+// the container each time, as they change on every start.
+func (m *Manager) waitReady(ctx context.Context, id string) (Container, error) {
+	waitCtx, cancel := context.WithTimeout(ctx, m.cfg.ReadyTimeout)
+	defer cancel()
+	delay := firstReadDelay
+	var lastErr error
+	for {
+		c, err := m.docker.InspectContainer(waitCtx, id)
+		switch {
+		case ctx.Err() != nil:
+			return c, ctx.Err()
+		case waitCtx.Err() != nil:
+			return c, fmt.Errorf("the desktop did not answer within %s: %v", m.cfg.ReadyTimeout, lastErr)
+		case err != nil:
+			return c, err
+		case !c.Running:
+			return c, fmt.Errorf("the container exited with code %d before its desktop was ready", c.ExitCode)
+		}
+		if ws := c.Ports[novncPort]; ws != 0 {
+			probeCtx, cancelProbe := context.WithTimeout(waitCtx, probeTimeout)
+			lastErr = m.cfg.Probe(probeCtx, ws)
+			cancelProbe()
+			if lastErr == nil {
+				return c, nil
+			}
+		} else {
+			lastErr = errors.New("the container has no published noVNC port")
+		}
+		select {
+		case <-waitCtx.Done():
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, maxReadyDelay)
+	}
+}
+
+// failStart records a start that did not work: the container's last output
+// goes into the error, the container is stopped so that a half-started
+// desktop does not linger, and the state says what went wrong.
+func (m *Manager) failStart(ctx context.Context, b *box, id string, cause error) error {
+	if errors.Is(cause, ErrDockerUnavailable) || errors.Is(cause, context.Canceled) {
+		m.settle(ctx, b)
+		return cause
+	}
+	logs, _ := m.docker.Logs(ctx, id, startLogLines)
+	if err := m.docker.StopContainer(ctx, id, m.cfg.StopGrace); err != nil {
+		m.log.Warn().Err(err).Str("container", id).Msg("could not stop a sandbox that failed to start")
+	}
+	serr := &StartError{Log: logs, Err: cause}
+	b.mu.Lock()
+	b.failedID, b.failure = id, serr.Error()
+	b.mu.Unlock()
+	m.log.Error().Err(serr).Str("project", b.project).Strs("log", logs).Msg("sandbox did not start")
+	m.settle(ctx, b)
+	return serr
+}
+
+func (m *Manager) clearFailure(b *box) {
+	b.mu.Lock()
+	b.failedID, b.failure = "", ""
+	b.mu.Unlock()
+}
+
+// settle replaces a transitional state left by a failed operation with what
+// Docker says now. If Docker cannot say, the last settled state stays.
+func (m *Manager) settle(ctx context.Context, b *box) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := m.refresh(ctx, b); err != nil {
+		m.log.Debug().Err(err).Str("project", b.project).Msg("could not refresh after a failed operation")
+		if st := b.snapshot(); st != nil && (st.Status == StatusStarting || st.Status == StatusStopping) {
+			failed := *st
+			failed.Status, failed.Error = StatusError, err.Error()
+			m.commit(b, &failed)
+		}
+	}
+}
+
+// displayOf reads the display size a container was created with.
+func (m *Manager) displayOf(c Container) Display {
+	for _, kv := range c.Env {
+		v, ok := strings.CutPrefix(kv, resolutionEnv+"=")
+		if !ok {
+			continue
+		}
+		parts := strings.Split(v, "x")
+		if len(parts) < 2 {
+			break
+		}
+		w, err1 := strconv.Atoi(parts[0])
+		h, err2 := strconv.Atoi(parts[1])
+		if err1 == nil && err2 == nil && w > 0 && h > 0 {
+			return Display{Width: w, Height: h}
+		}
+	}
+	return m.cfg.Display
+}
+
+// secretAlphabet keeps passwords safe in a URL fragment without escaping.
+const secretAlphabet = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789"
+
+func newSecret() (vncSecret, error) {
+	word := func() (string, error) {
+		b := make([]byte, 8)
+		if _, err := rand.Read(b); err != nil {
+			return "", err
+		}
+		for i := range b {
+			b[i] = secretAlphabet[int(b[i])%len(secretAlphabet)]
+		}
+		return string(b), nil
+	}
+	control, err := word()
+	if err != nil {
+		return vncSecret{}, err
+	}
+	view, err := word()
+	if err != nil {
+		return vncSecret{}, err
+	}
+	return vncSecret{Control: control, View: view}, nil
+}
+
+// passwdArchive is a tar holding x11vnc's password file, owned by the
+// sandbox user and readable by nobody else.
+func passwdArchive(s vncSecret) *bytes.Reader {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	data := s.passwdFile()
+	tw.WriteHeader(&tar.Header{
+		Name: "passwd", Mode: 0o600, Size: int64(len(data)),
+		Uid: sandboxUID, Gid: sandboxUID, ModTime: time.Now(),
+	})
+	tw.Write(data)
+	tw.Close()
+	return bytes.NewReader(buf.Bytes())
+}
+
+func parsePasswdFile(data string) (vncSecret, bool) {
+	lines := strings.Split(strings.TrimSpace(data), "\n")
+	var s vncSecret
+	for i, l := range lines {
+		l = strings.TrimSpace(l)
+		switch {
+		case i == 0:
+			s.Control = l
+		case l == "__BEGIN_VIEWONLY__" && i+1 < len(lines):
+			s.View = strings.TrimSpace(lines[i+1])
+		}
+	}
+	return s, s.Control != "" && s.View != ""
+}
+
+func (m *Manager) setSecret(b *box, id string, s vncSecret) {
+	b.mu.Lock()
+	b.secret, b.secretOf = s, id
+	b.mu.Unlock()
+}
+
+// secretFor returns the VNC passwords of a running container: remembered,
+// or read back from the container (after the sidecar restarted).
+func (m *Manager) secretFor(ctx context.Context, b *box, c Container) (vncSecret, error) {
+	b.mu.Lock()
+	s, of := b.secret, b.secretOf
+	b.mu.Unlock()
+	if of == c.ID {
+		return s, nil
+	}
+	res, err := m.docker.Exec(ctx, c.ID, ExecSpec{
+		Cmd: []string{"cat", vncPasswdFile}, User: sandboxUser, Timeout: 10 * time.Second, MaxOutput: 4096,
+	})
+	if err != nil {
+		return vncSecret{}, fmt.Errorf("read VNC password: %w", err)
+	}
+	s, ok := parsePasswdFile(string(res.Stdout))
+	if res.ExitCode != 0 || !ok {
+		return vncSecret{}, errors.New("the sandbox has no VNC password file")
+	}
+	m.setSecret(b, c.ID, s)
+	return s, nil
+}

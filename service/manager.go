@@ -1,0 +1,294 @@
+// Package service is the domain core of pilot-sandbox: one Docker container
+// with a virtual desktop per project, its lifecycle and state machine, the
+// image it runs, its state files, startup reconciliation and events.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Config is how a Manager runs sandboxes. Zero fields take the defaults.
+type Config struct {
+	// Image is the tag of the sandbox image (DefaultImage).
+	Image string
+	// Resources is the image's build context (the embedded resources).
+	Resources fs.FS
+	// BuildArgs are passed to the image build, e.g. BASE_IMAGE.
+	BuildArgs map[string]string
+	// StateDir is the sidecar's XDG state directory (registry, logs).
+	StateDir string
+	// Display is the virtual display's size (DefaultDisplay).
+	Display Display
+	// Limits are the container's resource limits (DefaultLimits).
+	Limits Limits
+	// ReadyTimeout bounds the wait for a started desktop to answer (90 s).
+	ReadyTimeout time.Duration
+	// StopGrace is how long a stop waits before it kills (5 s).
+	StopGrace time.Duration
+	// ResyncInterval is how often Run checks every sandbox against Docker,
+	// in case an event was lost (10 s).
+	ResyncInterval time.Duration
+	// Probe checks a started desktop; nil means the real check
+	// (ProbeDesktop). Unit tests replace it.
+	Probe func(ctx context.Context, wsPort int) error
+	// Logger receives the manager's logs.
+	Logger zerolog.Logger
+	// Now is the clock (time.Now).
+	Now func() time.Time
+}
+
+// DefaultLimits keep one sandbox from taking the machine: 2 GiB of memory,
+// 2 CPUs, 1024 processes, and a 1 GiB /dev/shm (Docker's 64 MB default
+// crashes browsers).
+var DefaultLimits = Limits{
+	MemoryBytes: 2 << 30,
+	NanoCPUs:    2e9,
+	PidsLimit:   1024,
+	ShmBytes:    1 << 30,
+}
+
+func (c Config) withDefaults() Config {
+	if c.Image == "" {
+		c.Image = DefaultImage
+	}
+	if c.Display == (Display{}) {
+		c.Display = DefaultDisplay
+	}
+	if c.Limits == (Limits{}) {
+		c.Limits = DefaultLimits
+	}
+	if c.ReadyTimeout == 0 {
+		c.ReadyTimeout = 90 * time.Second
+	}
+	if c.StopGrace == 0 {
+		c.StopGrace = 5 * time.Second
+	}
+	if c.ResyncInterval == 0 {
+		c.ResyncInterval = 10 * time.Second
+	}
+	if c.Probe == nil {
+		c.Probe = func(ctx context.Context, wsPort int) error { return ProbeDesktop(ctx, "127.0.0.1", wsPort) }
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Manager runs the sandboxes of every project. It is safe for concurrent use.
+type Manager struct {
+	docker   Docker
+	cfg      Config
+	log      zerolog.Logger
+	build    buildContext
+	registry *registry
+	events   broker
+
+	imageMu sync.Mutex // serializes image checks and builds
+
+	mu    sync.Mutex      // guards boxes
+	boxes map[string]*box // by canonical project path
+}
+
+// box is one project's sandbox as the manager knows it.
+type box struct {
+	project string
+	// op holds a token while a mutation (start, stop, remove, refresh) runs on
+	// the project: mutations of one project are serialized.
+	op chan struct{}
+	// settingsMu serializes writes of .pilot/settings.json, which must not
+	// wait for a start.
+	settingsMu sync.Mutex
+
+	mu       sync.Mutex // guards the fields below
+	state    *State     // nil: the project has no sandbox
+	secret   vncSecret  // the VNC passwords of the current container
+	secretOf string     // the container ID the secret belongs to
+	failedID string     // the container whose last start failed
+	failure  string     // why it failed
+}
+
+func (b *box) lock(ctx context.Context) error {
+	select {
+	case b.op <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *box) tryLock() bool {
+	select {
+	case b.op <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (b *box) unlock() { <-b.op }
+
+func (b *box) snapshot() *State {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state == nil {
+		return nil
+	}
+	st := *b.state
+	return &st
+}
+
+// New returns a manager. It does not touch Docker until it is used.
+func New(docker Docker, cfg Config) (*Manager, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Resources == nil {
+		return nil, errors.New("service: Config.Resources is required")
+	}
+	build, err := newBuildContext(cfg.Resources, cfg.BuildArgs)
+	if err != nil {
+		return nil, fmt.Errorf("read image resources: %w", err)
+	}
+	m := &Manager{
+		docker: docker,
+		cfg:    cfg,
+		log:    cfg.Logger,
+		build:  build,
+		boxes:  map[string]*box{},
+	}
+	m.registry, err = openRegistry(cfg.StateDir)
+	if err != nil {
+		// The registry only helps clean up; a broken one must not stop the sidecar.
+		m.log.Warn().Err(err).Str("file", m.registry.path).Msg("project registry unreadable; starting with an empty one")
+	}
+	return m, nil
+}
+
+// ImageHash is the build hash the sandbox image of this binary carries.
+func (m *Manager) ImageHash() string { return m.build.hash }
+
+// Image is the sandbox image's tag.
+func (m *Manager) Image() string { return m.cfg.Image }
+
+// Subscribe returns the manager's events and the function that ends the
+// subscription. The channel is closed when the subscription ends.
+func (m *Manager) Subscribe() (<-chan Event, func()) { return m.events.subscribe() }
+
+// box returns the project's box, creating it on first use.
+func (m *Manager) box(project string) *box {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.boxes[project]
+	if !ok {
+		b = &box{project: project, op: make(chan struct{}, 1)}
+		m.boxes[project] = b
+	}
+	return b
+}
+
+func (m *Manager) allBoxes() []*box {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*box, 0, len(m.boxes))
+	for _, b := range m.boxes {
+		out = append(out, b)
+	}
+	slices.SortFunc(out, func(a, b *box) int {
+		switch {
+		case a.project < b.project:
+			return -1
+		case a.project > b.project:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// commit makes st the project's state: it announces a change and saves
+// .pilot/sandbox.json when the change is one a restarted sidecar must know.
+func (m *Manager) commit(b *box, st *State) {
+	b.mu.Lock()
+	prev := b.state
+	if st != nil {
+		cp := *st
+		b.state = &cp
+	} else {
+		b.state = nil
+	}
+	b.mu.Unlock()
+	if sameState(prev, st) {
+		return
+	}
+	m.persist(b.project, prev, st)
+	if dropped := m.events.publish(Event{Kind: EventState, Project: b.project, State: st}); dropped > 0 {
+		m.log.Warn().Int("subscribers", dropped).Msg("event dropped for subscribers that stopped reading")
+	}
+}
+
+// persist keeps .pilot/sandbox.json in step with settled states; the
+// transitional ones (starting, stopping) are not written.
+func (m *Manager) persist(project string, prev, st *State) {
+	if st == nil {
+		if err := removeRecord(project); err != nil {
+			m.log.Warn().Err(err).Str("project", project).Msg("could not remove the sandbox state file")
+		}
+		if err := m.registry.remove(project); err != nil {
+			m.log.Warn().Err(err).Msg("could not update the project registry")
+		}
+		return
+	}
+	if st.Status == StatusStarting || st.Status == StatusStopping {
+		return
+	}
+	if prev != nil && recordOf(*prev, time.Time{}) == recordOf(*st, time.Time{}) {
+		return
+	}
+	aside, err := writeRecord(project, recordOf(*st, m.cfg.Now()), m.cfg.Now())
+	if aside != "" {
+		m.log.Warn().Str("project", project).Str("keptAs", aside).Msg("the sandbox state file was corrupt; kept it aside and wrote a new one")
+	}
+	if err != nil {
+		m.log.Warn().Err(err).Str("project", project).Msg("could not save the sandbox state file")
+	}
+	if err := m.registry.add(project); err != nil {
+		m.log.Warn().Err(err).Msg("could not update the project registry")
+	}
+}
+
+// progress announces a step of a long operation.
+func (m *Manager) progress(project, stage, msg string, current, total int) {
+	m.events.publish(Event{Kind: EventProgress, Project: project, Progress: Progress{
+		ProjectPath: project, Stage: stage, Message: msg, Current: current, Total: total,
+	}})
+}
+
+// DockerStatus is what the sidecar knows of the Docker engine (PROTOCOL.md).
+type DockerStatus struct {
+	Available  bool   `json:"available"`
+	Endpoint   string `json:"endpoint"`
+	Version    string `json:"version,omitempty"`
+	APIVersion string `json:"apiVersion,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+// DockerStatus asks the engine, within a few seconds, whether it is there.
+func (m *Manager) DockerStatus(ctx context.Context) DockerStatus {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	info, err := m.docker.Info(ctx)
+	st := DockerStatus{Endpoint: info.Endpoint, Version: info.Version, APIVersion: info.APIVersion}
+	if err != nil {
+		st.Error = err.Error()
+		return st
+	}
+	st.Available = true
+	return st
+}

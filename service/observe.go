@@ -1,0 +1,181 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Status returns the project's sandbox as Docker has it now, or nil when the
+// project has none. While an operation runs on the project, it returns that
+// operation's state (starting, stopping) without waiting for it.
+func (m *Manager) Status(ctx context.Context, path string) (*State, error) {
+	project, err := CanonicalProject(path)
+	if err != nil {
+		return nil, err
+	}
+	b := m.box(project)
+	if !b.tryLock() {
+		return b.snapshot(), nil
+	}
+	defer b.unlock()
+	return m.refresh(ctx, b)
+}
+
+// List returns every sandbox on the engine, sorted by project path.
+func (m *Manager) List(ctx context.Context) ([]State, error) {
+	if err := m.resync(ctx); err != nil {
+		return nil, err
+	}
+	var out []State
+	for _, b := range m.allBoxes() {
+		if st := b.snapshot(); st != nil {
+			out = append(out, *st)
+		}
+	}
+	return out, nil
+}
+
+// refresh reads the project's container from Docker and makes the state
+// follow it. The project's lock must be held.
+func (m *Manager) refresh(ctx context.Context, b *box) (*State, error) {
+	c, err := m.find(ctx, b)
+	if errors.Is(err, ErrContainerNotFound) {
+		if b.snapshot() != nil {
+			m.log.Info().Str("project", b.project).Msg("the sandbox container is gone")
+		}
+		m.forget(b)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return m.observe(ctx, b, c), nil
+}
+
+// observe makes the project's state follow a container just read from Docker.
+// The project's lock must be held.
+func (m *Manager) observe(ctx context.Context, b *box, c Container) *State {
+	var secret vncSecret
+	if c.Running {
+		var err error
+		if secret, err = m.secretFor(ctx, b, c); err != nil {
+			m.log.Warn().Err(err).Str("project", b.project).Msg("VNC password unknown")
+		}
+	}
+	st := stateOf(b.project, c, secret, m.displayOf(c), false)
+	b.mu.Lock()
+	if !c.Running && b.failedID == c.ID {
+		st.Status, st.Error = StatusError, b.failure
+	}
+	b.mu.Unlock()
+	m.commit(b, &st)
+	return &st
+}
+
+// resync makes every sandbox's state follow Docker: the containers with the
+// sandbox label, and the projects the manager or the registry know whose
+// container may be gone. Projects with an operation under way are skipped;
+// the operation settles their state itself.
+func (m *Manager) resync(ctx context.Context) error {
+	containers, err := m.docker.ListContainers(ctx, sandboxLabel)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, c := range containers {
+		project := c.Labels[LabelProject]
+		if project == "" || c.Name != ContainerName(project) {
+			continue // not one of ours, or a copy made by hand
+		}
+		seen[project] = true
+		b := m.box(project)
+		if b.tryLock() {
+			m.observe(ctx, b, c)
+			b.unlock()
+		}
+	}
+	for _, project := range m.registry.list() {
+		m.box(project) // so the loop below checks it
+	}
+	for _, b := range m.allBoxes() {
+		if seen[b.project] || !b.tryLock() {
+			continue
+		}
+		if b.snapshot() != nil || recordExists(b.project) {
+			if _, err := m.refresh(ctx, b); err != nil {
+				m.log.Debug().Err(err).Str("project", b.project).Msg("refresh failed")
+			}
+		}
+		b.unlock()
+	}
+	return nil
+}
+
+// Run reconciles the sandboxes with Docker, then follows Docker's events
+// (and resyncs every ResyncInterval, in case one was lost) so that a
+// container stopped, killed or removed behind the sidecar's back is noticed
+// and announced. It returns when ctx ends.
+func (m *Manager) Run(ctx context.Context) {
+	if err := m.resync(ctx); err != nil {
+		m.log.Warn().Err(err).Msg("startup reconciliation failed; retrying in the background")
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { m.followEvents(ctx) })
+	ticker := time.NewTicker(m.cfg.ResyncInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		case <-ticker.C:
+			if err := m.resync(ctx); err != nil {
+				m.log.Debug().Err(err).Msg("resync failed")
+			}
+		}
+	}
+}
+
+// followEvents refreshes a project whenever Docker reports a change to its
+// container. When the stream breaks (Docker restarted, or went away), it
+// reconnects with backoff and resyncs, since events were missed meanwhile.
+func (m *Manager) followEvents(ctx context.Context) {
+	const maxBackoff = 5 * time.Second
+	backoff := 250 * time.Millisecond
+	for ctx.Err() == nil {
+		events, err := m.docker.Events(ctx)
+		if err != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, maxBackoff)
+			continue
+		}
+		backoff = 250 * time.Millisecond
+		if err := m.resync(ctx); err != nil {
+			m.log.Debug().Err(err).Msg("resync after reconnecting to Docker failed")
+		}
+		for ev := range events {
+			m.onEvent(ctx, ev)
+		}
+	}
+}
+
+func (m *Manager) onEvent(ctx context.Context, ev ContainerEvent) {
+	project := ev.Labels[LabelProject]
+	if project == "" {
+		return
+	}
+	b := m.box(project)
+	if !b.tryLock() {
+		return
+	}
+	defer b.unlock()
+	if _, err := m.refresh(ctx, b); err != nil {
+		m.log.Debug().Err(err).Str("project", project).Str("action", ev.Action).Msg("refresh after event failed")
+	}
+}

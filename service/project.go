@@ -1,0 +1,88 @@
+package service
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Labels on every sandbox container, and on the image.
+const (
+	LabelSandbox   = "pilot.sandbox"
+	LabelProject   = "pilot.project"
+	LabelImageHash = "pilot.sandbox.hash"
+)
+
+// CanonicalProject turns a client's project path into the key the manager uses:
+// absolute, cleaned and symlink-resolved, so "/a/b", "/a/b/" and a symlink to it
+// name one project. The path must name an existing directory.
+func CanonicalProject(path string) (string, error) {
+	switch {
+	case path == "":
+		return "", &ProjectError{Path: path, Reason: "must not be empty"}
+	case strings.ContainsRune(path, 0):
+		return "", &ProjectError{Path: path, Reason: "must not contain NUL"}
+	case !filepath.IsAbs(path):
+		return "", &ProjectError{Path: path, Reason: "must be an absolute path"}
+	}
+	resolved, err := filepath.EvalSymlinks(filepath.Clean(path))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", &ProjectError{Path: path, Reason: "does not exist"}
+		}
+		return "", &ProjectError{Path: path, Reason: err.Error()}
+	}
+	info, err := os.Stat(resolved)
+	if err != nil {
+		return "", &ProjectError{Path: path, Reason: err.Error()}
+	}
+	if !info.IsDir() {
+		return "", &ProjectError{Path: path, Reason: "is not a directory"}
+	}
+	return resolved, nil
+}
+
+// ContainerName is the sandbox container's name for a canonical project path:
+// readable, and the same every time, so that the engine itself refuses a
+// second container for one project (two sidecars, or a crash mid-create).
+func ContainerName(project string) string {
+	sum := sha256.Sum256([]byte(project))
+	slug := slugify(filepath.Base(project))
+	if slug == "" {
+		slug = "project"
+	}
+	return "pilot-sandbox-" + slug + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// slugify keeps what Docker allows in a name, lowercased, at most 24 bytes.
+func slugify(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		ok := (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9')
+		switch {
+		case ok:
+			b.WriteRune(r)
+			dash = false
+		case !dash && b.Len() > 0:
+			b.WriteByte('-')
+			dash = true
+		}
+		if b.Len() >= 24 {
+			break
+		}
+	}
+	return strings.Trim(b.String(), "-")
+}
+
+// projectLabels are the labels of a project's sandbox container.
+func projectLabels(project string) map[string]string {
+	return map[string]string{LabelSandbox: "true", LabelProject: project}
+}
+
+// sandboxLabel selects every sandbox container.
+var sandboxLabel = map[string]string{LabelSandbox: "true"}

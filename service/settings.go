@@ -1,0 +1,157 @@
+package service
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// toolsKey is the one key of .pilot/settings.json the sidecar owns for the
+// agent-tools switch. Every other key belongs to the desktop app and is
+// written back byte for byte, in its place.
+const toolsKey = "dockerToolsEnabled"
+
+func settingsFile(project string) string {
+	return filepath.Join(project, pilotDir, "settings.json")
+}
+
+// settingsDoc is a JSON object together with where each top-level value sits
+// in the file, so that setting one key rewrites only that key's value (or
+// appends it) and leaves every other byte of the file as it was.
+type settingsDoc struct {
+	data    []byte
+	spans   map[string][2]int // key -> [start, end) of its value in data
+	lastEnd int               // end of the last value, or just after '{'
+}
+
+func emptySettings() *settingsDoc {
+	return &settingsDoc{data: []byte("{}\n"), spans: map[string][2]int{}, lastEnd: 1}
+}
+
+func parseSettings(data []byte) (*settingsDoc, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	doc := &settingsDoc{data: data, spans: map[string][2]int{}, lastEnd: int(dec.InputOffset())}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key := tok.(string) // object keys are always strings
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, err
+		}
+		end := int(dec.InputOffset())
+		doc.spans[key] = [2]int{end - len(raw), end}
+		doc.lastEnd = end
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("data after the JSON object")
+	}
+	return doc, nil
+}
+
+func (d *settingsDoc) raw(key string) []byte {
+	span, ok := d.spans[key]
+	if !ok {
+		return nil
+	}
+	return d.data[span[0]:span[1]]
+}
+
+// bool reads a boolean key; anything but true is false.
+func (d *settingsDoc) bool(key string) bool {
+	return string(d.raw(key)) == "true"
+}
+
+// with returns the file's bytes with key set to the JSON value.
+func (d *settingsDoc) with(key string, value []byte) []byte {
+	var out []byte
+	if span, ok := d.spans[key]; ok {
+		out = append(out, d.data[:span[0]]...)
+		out = append(out, value...)
+		return append(out, d.data[span[1]:]...)
+	}
+	name, _ := json.Marshal(key)
+	sep := ",\n  "
+	if len(d.spans) == 0 {
+		sep = "\n  "
+	}
+	out = append(out, d.data[:d.lastEnd]...)
+	out = append(out, sep...)
+	out = append(out, name...)
+	out = append(out, ": "...)
+	out = append(out, value...)
+	if len(d.spans) == 0 {
+		out = append(out, '\n')
+		// drop the whitespace that stood between '{' and '}'
+		rest := bytes.TrimLeft(d.data[d.lastEnd:], " \t\r\n")
+		return append(out, rest...)
+	}
+	return append(out, d.data[d.lastEnd:]...)
+}
+
+// readSettings loads .pilot/settings.json. A missing file is an empty
+// document; a file that is not a JSON object is an errCorrupt error.
+func readSettings(project string) (*settingsDoc, error) {
+	path := settingsFile(project)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return emptySettings(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	doc, err := parseSettings(data)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w: %v", path, errCorrupt, err)
+	}
+	return doc, nil
+}
+
+// writeSettingsBool sets one boolean key and writes the file atomically,
+// keeping every other key. A corrupt file is set aside (kept next to the new
+// one) rather than overwritten; the name it was moved to is returned.
+func writeSettingsBool(project, key string, value bool, setAsideCorrupt func(path string) (string, error)) (aside string, err error) {
+	doc, err := readSettings(project)
+	if errors.Is(err, errCorrupt) {
+		if aside, err = setAsideCorrupt(settingsFile(project)); err != nil {
+			return "", fmt.Errorf("set aside corrupt %s: %w", settingsFile(project), err)
+		}
+		doc = emptySettings()
+	} else if err != nil {
+		return "", err
+	}
+	data := doc.with(key, []byte(strconv.FormatBool(value)))
+	if err := os.MkdirAll(filepath.Join(project, pilotDir), 0o755); err != nil {
+		return aside, fmt.Errorf("write %s: %w", settingsFile(project), err)
+	}
+	if err := writeFileAtomic(settingsFile(project), data, settingsPerm(project)); err != nil {
+		return aside, fmt.Errorf("write %s: %w", settingsFile(project), err)
+	}
+	return aside, nil
+}
+
+// settingsPerm keeps the mode the app gave the file, or 0644 for a new one.
+func settingsPerm(project string) os.FileMode {
+	if info, err := os.Stat(settingsFile(project)); err == nil {
+		return info.Mode().Perm()
+	}
+	return 0o644
+}

@@ -1,0 +1,107 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Stop stops the project's sandbox and keeps its container, so the next
+// start finds the desktop's files as they were. Stopping a stopped sandbox
+// returns its state.
+func (m *Manager) Stop(ctx context.Context, path string) (State, error) {
+	b, err := m.lockProject(ctx, path)
+	if err != nil {
+		return State{}, err
+	}
+	defer b.unlock()
+	return m.stop(ctx, b)
+}
+
+func (m *Manager) stop(ctx context.Context, b *box) (State, error) {
+	c, err := m.find(ctx, b)
+	if errors.Is(err, ErrContainerNotFound) {
+		m.forget(b)
+		return State{}, ErrNoSandbox
+	}
+	if err != nil {
+		return State{}, err
+	}
+	display := m.displayOf(c)
+	if c.Running {
+		stopping := stateOf(b.project, c, vncSecret{}, display, true)
+		stopping.Status = StatusStopping
+		m.commit(b, &stopping)
+		if err := m.docker.StopContainer(ctx, c.ID, m.cfg.StopGrace); err != nil {
+			m.settle(ctx, b)
+			return State{}, fmt.Errorf("stop container: %w", err)
+		}
+		if c, err = m.docker.InspectContainer(ctx, c.ID); err != nil {
+			m.settle(ctx, b)
+			return State{}, err
+		}
+	}
+	st := stateOf(b.project, c, vncSecret{}, display, true)
+	if !c.Running {
+		// Asked to stop, it is stopped, whatever it died of before.
+		st.Status, st.Error = StatusStopped, ""
+		m.clearFailure(b)
+	}
+	m.commit(b, &st)
+	m.log.Info().Str("project", b.project).Str("container", c.ID).Msg("sandbox stopped")
+	return st, nil
+}
+
+// Close is what the app calls when it closes a project: the sandbox is
+// stopped and kept. It returns nil when the project has no sandbox.
+func (m *Manager) Close(ctx context.Context, path string) (*State, error) {
+	st, err := m.Stop(ctx, path)
+	if errors.Is(err, ErrNoSandbox) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// Remove deletes the project's container, with everything in it, and its
+// .pilot/sandbox.json. It reports whether there was a container to delete.
+func (m *Manager) Remove(ctx context.Context, path string) (bool, error) {
+	b, err := m.lockProject(ctx, path)
+	if err != nil {
+		return false, err
+	}
+	defer b.unlock()
+	c, err := m.find(ctx, b)
+	switch {
+	case errors.Is(err, ErrContainerNotFound):
+		m.forget(b)
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	if err := m.docker.RemoveContainer(ctx, c.ID); err != nil && !errors.Is(err, ErrContainerNotFound) {
+		m.settle(ctx, b)
+		return false, fmt.Errorf("remove container: %w", err)
+	}
+	m.forget(b)
+	m.log.Info().Str("project", b.project).Str("container", c.ID).Msg("sandbox removed")
+	return true, nil
+}
+
+// forget drops what the sidecar and the project remember of a sandbox whose
+// container is gone.
+func (m *Manager) forget(b *box) {
+	m.clearFailure(b)
+	m.setSecret(b, "", vncSecret{})
+	// commit removes the state file only when the state changes; the file
+	// may exist while the manager never loaded the project.
+	if err := removeRecord(b.project); err != nil {
+		m.log.Warn().Err(err).Str("project", b.project).Msg("could not remove the sandbox state file")
+	}
+	if err := m.registry.remove(b.project); err != nil {
+		m.log.Warn().Err(err).Msg("could not update the project registry")
+	}
+	m.commit(b, nil)
+}
