@@ -216,6 +216,7 @@ func containerOf(c *docker.Container) service.Container {
 		StartedAt:  c.State.StartedAt,
 		FinishedAt: c.State.FinishedAt,
 		Ports:      map[int]int{},
+		HostIPs:    map[int]string{},
 	}
 	if c.Config != nil {
 		out.Image = c.Config.Image
@@ -231,6 +232,7 @@ func containerOf(c *docker.Container) service.Container {
 			hport, err2 := strconv.Atoi(bindings[0].HostPort)
 			if err1 == nil && err2 == nil && hport > 0 {
 				out.Ports[cport] = hport
+				out.HostIPs[cport] = bindings[0].HostIP
 			}
 		}
 	}

@@ -15,7 +15,7 @@ type method struct {
 	doc    string
 	params reflect.Type // nil for methods without params
 	result reflect.Type
-	inline bool // run in the read loop (see handler)
+	inline bool // takes effect in the read loop (see handler)
 	call   func(ctx context.Context, sess *session, raw rawParams) (any, error)
 }
 
@@ -80,7 +80,7 @@ type (
 
 func (s *Server) methodTable() map[string]method {
 	list := []method{
-		inline(typed("initialize", "Opens the session: names the server and says whether Docker answers.", s.initialize)),
+		typed("initialize", "Opens the session: names the server and says whether Docker answers.", s.initialize),
 		inline(typed("shutdown", "Ends the session: afterwards every request but exit is refused. Sandboxes keep running.", s.shutdown)),
 		inline(typed("exit", "Notification: the server exits (0 after shutdown, 1 otherwise).", s.exit)),
 		typed("docker/status", "Whether a Docker engine answers, where, and which version.", s.dockerStatus),
@@ -128,7 +128,7 @@ func (s *Server) exit(_ context.Context, sess *session, _ noParams) (*struct{}, 
 	if sess.opts.OnExit != nil {
 		sess.opts.OnExit(code)
 	} else {
-		sess.conn.Close()
+		sess.conn.Load().Close()
 	}
 	return nil, nil
 }

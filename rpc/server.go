@@ -67,9 +67,15 @@ type ConnOptions struct {
 
 // session is one connection's protocol state.
 type session struct {
-	conn     *jsonrpc2.Conn
+	// conn is set by the first message's dispatch: jsonrpc2.NewConn starts
+	// reading before it returns the connection to Serve.
+	conn     atomic.Pointer[jsonrpc2.Conn]
 	shutdown atomic.Bool
 	opts     ConnOptions
+	// flushes asks the forwarder to send every event published so far;
+	// forwarded is closed when the forwarder stops.
+	flushes   chan chan struct{}
+	forwarded chan struct{}
 }
 
 // Serve runs the protocol on stream until the connection closes: at the end
@@ -78,36 +84,65 @@ type session struct {
 func (s *Server) Serve(ctx context.Context, stream jsonrpc2.ObjectStream, opts ConnOptions) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sess := &session{opts: opts}
+	sess := &session{opts: opts, flushes: make(chan chan struct{}), forwarded: make(chan struct{})}
 	events, unsubscribe := s.svc.Subscribe()
 	defer unsubscribe()
-	sess.conn = jsonrpc2.NewConn(ctx, stream, handler{s, sess}, jsonrpc2.SetLogger(printfLogger{s.log}))
+	conn := jsonrpc2.NewConn(ctx, stream, handler{s, sess}, jsonrpc2.SetLogger(printfLogger{s.log}))
 	var wg sync.WaitGroup
-	wg.Go(func() { s.forward(ctx, sess.conn, events) })
+	wg.Go(func() {
+		defer close(sess.forwarded)
+		s.forward(ctx, conn, events, sess.flushes)
+	})
 	select {
-	case <-sess.conn.DisconnectNotify():
+	case <-conn.DisconnectNotify():
 	case <-ctx.Done():
-		sess.conn.Close()
+		conn.Close()
 	}
 	cancel()
 	wg.Wait()
 }
 
-// forward sends the service's events as notifications until ctx ends.
-func (s *Server) forward(ctx context.Context, conn *jsonrpc2.Conn, events <-chan service.Event) {
+// forward sends the service's events as notifications, in the order they
+// were published, until ctx ends. A flush request makes it send every event
+// already published before it answers, so that a reply can follow the
+// events its call caused.
+func (s *Server) forward(ctx context.Context, conn *jsonrpc2.Conn, events <-chan service.Event, flushes <-chan chan struct{}) {
+	send := func(ev service.Event) bool {
+		method, params := notification(ev)
+		return conn.Notify(ctx, method, params) == nil
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case ev, ok := <-events:
-			if !ok {
+			if !ok || !send(ev) {
 				return
 			}
-			method, params := notification(ev)
-			if err := conn.Notify(ctx, method, params); err != nil {
-				return
+		case done := <-flushes:
+			for drained := false; !drained; {
+				select {
+				case ev, ok := <-events:
+					if !ok || !send(ev) {
+						close(done)
+						return
+					}
+				default:
+					drained = true
+				}
 			}
+			close(done)
 		}
+	}
+}
+
+// flush waits until every event published so far has been sent.
+func (sess *session) flush() {
+	done := make(chan struct{})
+	select {
+	case sess.flushes <- done:
+		<-done
+	case <-sess.forwarded:
 	}
 }
 
@@ -121,35 +156,42 @@ func notification(ev service.Event) (string, any) {
 	}{ev.Project, ev.State}
 }
 
-// handler dispatches requests. Control methods (initialize, shutdown, exit)
-// run in the read loop, so that they take effect in the order the client
+// handler dispatches requests. The control methods that change the session
+// (shutdown, exit) take effect in the read loop, so in the order the client
 // sent them; everything else runs in its own goroutine, so a long start does
-// not hold up a status call.
+// not hold up a status call. Replies are always sent from a goroutine, so
+// that the read loop never waits on a client that is not reading.
 type handler struct {
 	s    *Server
 	sess *session
 }
 
 func (h handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	h.sess.conn.Store(conn)
 	m, ok := h.s.methods[req.Method]
 	switch {
 	case h.sess.shutdown.Load() && req.Method != "exit":
-		h.reply(ctx, req, nil, newError(codeInvalidRequest, "the server is shut down: only exit is accepted", nil))
+		go h.reply(ctx, req, nil, newError(codeInvalidRequest, "the server is shut down: only exit is accepted", nil))
 	case !ok:
 		if req.Notif {
 			return // unknown notifications are ignored, as LSP and MCP do
 		}
-		h.reply(ctx, req, nil, newError(codeMethodNotFound, "method not found: "+req.Method, nil))
+		go h.reply(ctx, req, nil, newError(codeMethodNotFound, "method not found: "+req.Method, nil))
 	case m.inline:
-		h.call(ctx, req, m)
+		started := time.Now()
+		result, err := m.call(ctx, h.sess, req.Params)
+		go h.finish(ctx, req, started, result, err)
 	default:
-		go h.call(ctx, req, m)
+		go func() {
+			started := time.Now()
+			result, err := m.call(ctx, h.sess, req.Params)
+			h.finish(ctx, req, started, result, err)
+		}()
 	}
 }
 
-func (h handler) call(ctx context.Context, req *jsonrpc2.Request, m method) {
-	started := time.Now()
-	result, err := m.call(ctx, h.sess, req.Params)
+// finish logs the outcome of a call and answers it.
+func (h handler) finish(ctx context.Context, req *jsonrpc2.Request, started time.Time, result any, err error) {
 	if err != nil {
 		wire := toWire(err)
 		ev := h.s.log.Info()
@@ -168,11 +210,15 @@ func (h handler) reply(ctx context.Context, req *jsonrpc2.Request, result any, w
 	if req.Notif {
 		return
 	}
+	// The events the call caused (a start's progress and state changes) go
+	// out before its reply.
+	h.sess.flush()
+	conn := h.sess.conn.Load()
 	var err error
 	if wire != nil {
-		err = h.sess.conn.ReplyWithError(ctx, req.ID, wire)
+		err = conn.ReplyWithError(ctx, req.ID, wire)
 	} else {
-		err = h.sess.conn.Reply(ctx, req.ID, result)
+		err = conn.Reply(ctx, req.ID, result)
 	}
 	if err != nil && err != jsonrpc2.ErrClosed {
 		h.s.log.Warn().Err(err).Str("method", req.Method).Msg("could not send the reply")

@@ -23,7 +23,8 @@ type Stream struct {
 	framer framer
 	closer io.Closer
 
-	writeMu sync.Mutex // serializes frames on the writer
+	writeMu sync.Mutex     // serializes frames on the writer
+	replies sync.WaitGroup // error replies the stream sends itself, in flight
 
 	mu      sync.Mutex // guards pending and closed
 	pending map[string]int
@@ -100,7 +101,8 @@ func (s *Stream) writeFrame(data []byte) error {
 	return s.framer.WriteFrame(data)
 }
 
-// writeError answers a message the connection never sees.
+// writeError answers a message the connection never sees. It writes from a
+// goroutine so the reader never waits on a client that is not reading.
 func (s *Stream) writeError(id json.RawMessage, code int64, message string) {
 	if id == nil {
 		id = json.RawMessage("null")
@@ -110,7 +112,7 @@ func (s *Stream) writeError(id json.RawMessage, code int64, message string) {
 		ID      json.RawMessage `json:"id"`
 		Error   *jsonrpc2.Error `json:"error"`
 	}{"2.0", id, newError(code, message, nil)})
-	s.writeFrame(data)
+	s.replies.Go(func() { s.writeFrame(data) })
 }
 
 func (s *Stream) track(key string, delta int) {
@@ -126,6 +128,7 @@ func (s *Stream) track(key string, delta int) {
 // waitAnswered blocks until every request read has been answered, or the
 // stream is closed.
 func (s *Stream) waitAnswered() {
+	s.replies.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for len(s.pending) > 0 && !s.closed {

@@ -102,10 +102,12 @@ type Container struct {
 	CreatedAt  time.Time
 	StartedAt  time.Time
 	FinishedAt time.Time
-	// Ports maps published container TCP ports to their host ports; empty
-	// while the container is not running.
-	Ports map[int]int
-	Env   []string
+	// Ports maps published container TCP ports to their host ports, and
+	// HostIPs to the address each is bound to; empty while the container is
+	// not running.
+	Ports   map[int]int
+	HostIPs map[int]string
+	Env     []string
 }
 
 // ExecSpec is a command to run in a container.

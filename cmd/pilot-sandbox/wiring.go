@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/adrg/xdg"
 	"github.com/rs/zerolog"
@@ -68,12 +69,38 @@ func openLog(stderr io.Writer, consoleLevel zerolog.Level) (zerolog.Logger, func
 		return zerolog.Nop(), func() {}, fmt.Errorf("open log file: %w", err)
 	}
 	console := zerolog.ConsoleWriter{Out: stderr, NoColor: !isTerminal(stderr), TimeFormat: "15:04:05"}
+	logFile := &closableFile{f: file}
 	out := zerolog.MultiLevelWriter(
-		levelWriter{file, zerolog.DebugLevel},
+		levelWriter{logFile, zerolog.DebugLevel},
 		levelWriter{console, consoleLevel},
 	)
 	log := zerolog.New(out).Level(zerolog.DebugLevel).With().Timestamp().Int("pid", os.Getpid()).Logger()
-	return log, func() { file.Close() }, nil
+	return log, logFile.close, nil
+}
+
+// closableFile drops writes after close: goroutines that end after the
+// command (a reply still being logged) must not fail on a closed file.
+type closableFile struct {
+	mu sync.Mutex // guards f
+	f  *os.File
+}
+
+func (c *closableFile) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.f == nil {
+		return len(p), nil
+	}
+	return c.f.Write(p)
+}
+
+func (c *closableFile) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.f != nil {
+		c.f.Close()
+		c.f = nil
+	}
 }
 
 // levelWriter passes on only events at or above its level.

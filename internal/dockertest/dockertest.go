@@ -1,0 +1,95 @@
+// Package dockertest is how tests get a real Docker engine and real
+// sandboxes. A test that needs Docker calls Engine (or Manager) first: the
+// test is skipped when no engine answers, and fails instead when
+// PILOT_REQUIRE_DOCKER=1, as in CI, so a missing engine cannot pass for a
+// green run.
+package dockertest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pilot-sandbox/pilot-sandbox/engine"
+	"github.com/pilot-sandbox/pilot-sandbox/resources"
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// RequireEnv is the variable that turns a skip for a missing engine into a
+// failure.
+const RequireEnv = "PILOT_REQUIRE_DOCKER"
+
+// Engine returns a client for the engine the sidecar would use.
+func Engine(t testing.TB) *engine.Client {
+	t.Helper()
+	c := engine.New("")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.Info(ctx); err != nil {
+		if os.Getenv(RequireEnv) == "1" {
+			t.Fatalf("no Docker engine, and %s=1: %v", RequireEnv, err)
+		}
+		t.Skipf("no Docker engine (set %s=1 to fail instead): %v", RequireEnv, err)
+	}
+	return c
+}
+
+// Config is the manager configuration tests use: the image and base image
+// from PILOT_IMAGE and PILOT_BASE_IMAGE like the binary, a private state
+// directory, and logs in the test's output.
+func Config(t testing.TB) service.Config {
+	cfg := service.Config{
+		Image:     os.Getenv("PILOT_IMAGE"),
+		Resources: resources.SandboxImage(),
+		StateDir:  t.TempDir(),
+		Logger:    zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel),
+	}
+	if base := os.Getenv("PILOT_BASE_IMAGE"); base != "" {
+		cfg.BuildArgs = map[string]string{"BASE_IMAGE": base}
+	}
+	return cfg
+}
+
+// Manager returns a manager on the real engine, with cfg's changes applied.
+func Manager(t testing.TB, change func(*service.Config)) (*service.Manager, *engine.Client) {
+	t.Helper()
+	docker := Engine(t)
+	cfg := Config(t)
+	if change != nil {
+		change(&cfg)
+	}
+	m, err := service.New(docker, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, docker
+}
+
+// Project makes an empty project directory and removes the project's sandbox
+// container when the test ends, whatever happened to it.
+func Project(t testing.TB, docker service.Docker) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { RemoveSandbox(t, docker, dir) })
+	return dir
+}
+
+// RemoveSandbox force-removes a project's container if there is one.
+func RemoveSandbox(t testing.TB, docker service.Docker, project string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := docker.InspectContainer(ctx, service.ContainerName(project))
+	if err != nil {
+		return
+	}
+	if err := docker.RemoveContainer(ctx, c.ID); err != nil {
+		t.Logf("cleanup: remove %s: %v", c.Name, err)
+	}
+}

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Makes this machine ready to run sandboxes: a Docker engine that answers,
+# the sandbox's base image, and the sandbox image itself.
+#
+# - No engine answers: as root with apt-get, install docker.io if dockerd is
+#   missing, then start dockerd in the background (machines without systemd,
+#   such as CI containers, have nothing else to start it).
+# - The base image (debian:bookworm-slim, or $PILOT_BASE_IMAGE) cannot be
+#   pulled, e.g. Docker Hub is out of reach: build the same Debian release
+#   with debootstrap and import it under that tag.
+# - Build pilot-sandbox's image once, so that tests running in parallel do
+#   not each start the same build.
+#
+# Exits non-zero if the engine cannot be had.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf 'dev-env: %s\n' "$*" >&2; }
+
+as_root() { [ "$(id -u)" = 0 ]; }
+
+apt_install() {
+  if ! as_root || ! command -v apt-get >/dev/null; then
+    log "cannot install $* (needs root and apt-get)"
+    return 1
+  fi
+  if [ -z "${apt_updated:-}" ]; then
+    apt-get update -qq
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+engine_answers() { docker info >/dev/null 2>&1; }
+
+ensure_engine() {
+  if command -v docker >/dev/null && engine_answers; then
+    return 0
+  fi
+  if ! command -v dockerd >/dev/null || ! command -v docker >/dev/null; then
+    log "installing Docker Engine (docker.io)"
+    apt_install docker.io ca-certificates || return 1
+  fi
+  if ! as_root; then
+    log "no Docker engine answers and this user cannot start one: start Docker, or run as root"
+    return 1
+  fi
+  log "starting dockerd"
+  mkdir -p /var/log
+  nohup dockerd >/var/log/pilot-sandbox-dockerd.log 2>&1 &
+  for _ in $(seq 1 120); do
+    engine_answers && { log "dockerd is up"; return 0; }
+    sleep 0.5
+  done
+  log "dockerd did not come up; its log ends:"
+  tail -n 20 /var/log/pilot-sandbox-dockerd.log >&2 || true
+  return 1
+}
+
+ensure_base_image() {
+  local base="${PILOT_BASE_IMAGE:-debian:bookworm-slim}"
+  if docker image inspect "$base" >/dev/null 2>&1; then
+    return 0
+  fi
+  log "pulling $base"
+  if timeout 300 docker pull "$base" >/dev/null 2>&1; then
+    return 0
+  fi
+  log "cannot pull $base: building Debian bookworm with debootstrap and importing it as $base"
+  command -v debootstrap >/dev/null || apt_install debootstrap || return 1
+  local root
+  root="$(mktemp -d /tmp/pilot-rootfs.XXXXXX)"
+  debootstrap --variant=minbase bookworm "$root" http://deb.debian.org/debian >/tmp/pilot-debootstrap.log 2>&1 || {
+    log "debootstrap failed; its log ends:"; tail -n 20 /tmp/pilot-debootstrap.log >&2; rm -rf "$root"; return 1; }
+  rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+  tar -C "$root" -c . | docker import - "$base" >/dev/null
+  rm -rf "$root"
+  log "imported $base"
+}
+
+build_image() {
+  log "building the sandbox image"
+  go run ./cmd/pilot-sandbox build
+}
+
+ensure_engine
+ensure_base_image
+build_image

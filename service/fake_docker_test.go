@@ -1,0 +1,359 @@
+package service
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+)
+
+// fakeDocker is an in-memory Docker engine for unit tests of the manager's
+// logic. It keeps containers, images and uploaded files, and hands out new
+// host ports on every start like the real engine.
+type fakeDocker struct {
+	mu         sync.Mutex // guards everything below
+	down       error      // when set, every call fails with it
+	containers map[string]*Container
+	files      map[string]map[string]string // container ID -> path -> content
+	images     map[string]map[string]string // tag -> labels
+	nextPort   int
+	nextID     int
+	calls      map[string]int
+	buildErr   error
+	buildLines []string
+	// onStart decides what a started container does; nil: it runs.
+	onStart func(c *Container)
+	// exec answers commands other than reading the VNC password file.
+	exec   func(cmd []string) (ExecResult, error)
+	logs   []string
+	events chan ContainerEvent
+	now    time.Time
+}
+
+func newFakeDocker() *fakeDocker {
+	return &fakeDocker{
+		containers: map[string]*Container{},
+		files:      map[string]map[string]string{},
+		images:     map[string]map[string]string{},
+		nextPort:   32768,
+		calls:      map[string]int{},
+		now:        time.Unix(1_700_000_000, 0),
+	}
+}
+
+var _ Docker = (*fakeDocker)(nil)
+
+func (f *fakeDocker) enter(call string) error {
+	f.mu.Lock()
+	f.calls[call]++
+	return f.down
+}
+
+func (f *fakeDocker) count(call string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[call]
+}
+
+func (f *fakeDocker) setDown(err error) {
+	f.mu.Lock()
+	f.down = err
+	f.mu.Unlock()
+}
+
+func (f *fakeDocker) lookup(idOrName string) *Container {
+	if c, ok := f.containers[idOrName]; ok {
+		return c
+	}
+	for _, c := range f.containers {
+		if c.Name == idOrName {
+			return c
+		}
+	}
+	return nil
+}
+
+func (f *fakeDocker) Info(ctx context.Context) (EngineInfo, error) {
+	defer f.mu.Unlock()
+	if err := f.enter("Info"); err != nil {
+		return EngineInfo{Endpoint: "fake://"}, err
+	}
+	return EngineInfo{Endpoint: "fake://", Version: "0.0-fake", APIVersion: "1.41"}, nil
+}
+
+func (f *fakeDocker) ImageLabels(ctx context.Context, ref string) (map[string]string, error) {
+	defer f.mu.Unlock()
+	if err := f.enter("ImageLabels"); err != nil {
+		return nil, err
+	}
+	labels, ok := f.images[ref]
+	if !ok {
+		return nil, ErrImageNotFound
+	}
+	return maps.Clone(labels), nil
+}
+
+func (f *fakeDocker) BuildImage(ctx context.Context, spec BuildSpec) error {
+	f.mu.Lock()
+	f.calls["BuildImage"]++
+	down, buildErr, lines := f.down, f.buildErr, f.buildLines
+	f.mu.Unlock()
+	if down != nil {
+		return down
+	}
+	io.Copy(io.Discard, spec.Context)
+	for _, l := range lines {
+		if spec.Output != nil {
+			spec.Output(l)
+		}
+	}
+	if buildErr != nil {
+		return buildErr
+	}
+	f.mu.Lock()
+	f.images[spec.Tag] = maps.Clone(spec.Labels)
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakeDocker) CreateContainer(ctx context.Context, spec ContainerSpec) (string, error) {
+	defer f.mu.Unlock()
+	if err := f.enter("CreateContainer"); err != nil {
+		return "", err
+	}
+	if f.lookup(spec.Name) != nil {
+		return "", ErrNameConflict
+	}
+	if _, ok := f.images[spec.Image]; !ok {
+		return "", fmt.Errorf("no such image %s", spec.Image)
+	}
+	f.nextID++
+	id := fmt.Sprintf("%064x", f.nextID)
+	f.containers[id] = &Container{
+		ID: id, Name: spec.Name, Image: spec.Image, Labels: maps.Clone(spec.Labels),
+		State: "created", Env: append([]string(nil), spec.Env...), CreatedAt: f.now, Ports: map[int]int{},
+	}
+	return id, nil
+}
+
+func (f *fakeDocker) CopyTo(ctx context.Context, id, dir string, archive io.Reader) error {
+	defer f.mu.Unlock()
+	if err := f.enter("CopyTo"); err != nil {
+		return err
+	}
+	if f.lookup(id) == nil {
+		return ErrContainerNotFound
+	}
+	tr := tar.NewReader(archive)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		data, _ := io.ReadAll(tr)
+		if f.files[id] == nil {
+			f.files[id] = map[string]string{}
+		}
+		f.files[id][dir+"/"+hdr.Name] = string(data)
+	}
+}
+
+func (f *fakeDocker) StartContainer(ctx context.Context, id string) error {
+	f.mu.Lock()
+	f.calls["StartContainer"]++
+	if f.down != nil {
+		f.mu.Unlock()
+		return f.down
+	}
+	c := f.lookup(id)
+	if c == nil {
+		f.mu.Unlock()
+		return ErrContainerNotFound
+	}
+	c.Running, c.State, c.ExitCode, c.StartedAt = true, "running", 0, f.now
+	c.Ports = map[int]int{vncPort: f.nextPort, novncPort: f.nextPort + 1}
+	f.nextPort += 2
+	onStart := f.onStart
+	f.mu.Unlock()
+	if onStart != nil {
+		f.mu.Lock()
+		onStart(c)
+		f.mu.Unlock()
+	}
+	return nil
+}
+
+func (f *fakeDocker) StopContainer(ctx context.Context, id string, grace time.Duration) error {
+	defer f.mu.Unlock()
+	if err := f.enter("StopContainer"); err != nil {
+		return err
+	}
+	c := f.lookup(id)
+	if c == nil {
+		return ErrContainerNotFound
+	}
+	if c.Running {
+		c.Running, c.State, c.ExitCode, c.Ports = false, "exited", 0, map[int]int{}
+	}
+	return nil
+}
+
+func (f *fakeDocker) RemoveContainer(ctx context.Context, id string) error {
+	defer f.mu.Unlock()
+	if err := f.enter("RemoveContainer"); err != nil {
+		return err
+	}
+	c := f.lookup(id)
+	if c == nil {
+		return ErrContainerNotFound
+	}
+	delete(f.containers, c.ID)
+	return nil
+}
+
+func (f *fakeDocker) InspectContainer(ctx context.Context, idOrName string) (Container, error) {
+	defer f.mu.Unlock()
+	if err := f.enter("InspectContainer"); err != nil {
+		return Container{}, err
+	}
+	c := f.lookup(idOrName)
+	if c == nil {
+		return Container{}, fmt.Errorf("%w: %s", ErrContainerNotFound, idOrName)
+	}
+	cp := *c
+	cp.Ports = maps.Clone(c.Ports)
+	return cp, nil
+}
+
+func (f *fakeDocker) ListContainers(ctx context.Context, labels map[string]string) ([]Container, error) {
+	defer f.mu.Unlock()
+	if err := f.enter("ListContainers"); err != nil {
+		return nil, err
+	}
+	var out []Container
+	for _, c := range f.containers {
+		match := true
+		for k, v := range labels {
+			match = match && c.Labels[k] == v
+		}
+		if match {
+			cp := *c
+			cp.Ports = maps.Clone(c.Ports)
+			out = append(out, cp)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeDocker) Exec(ctx context.Context, id string, spec ExecSpec) (ExecResult, error) {
+	f.mu.Lock()
+	f.calls["Exec"]++
+	if f.down != nil {
+		defer f.mu.Unlock()
+		return ExecResult{}, f.down
+	}
+	c := f.lookup(id)
+	switch {
+	case c == nil:
+		f.mu.Unlock()
+		return ExecResult{}, ErrContainerNotFound
+	case !c.Running:
+		f.mu.Unlock()
+		return ExecResult{}, fmt.Errorf("%w: container %s is not running", ErrNotRunning, id)
+	}
+	if len(spec.Cmd) == 2 && spec.Cmd[0] == "cat" && spec.Cmd[1] == vncPasswdFile {
+		defer f.mu.Unlock()
+		content, ok := f.files[c.ID][vncPasswdFile]
+		if !ok {
+			return ExecResult{ExitCode: 1, Stderr: []byte("No such file")}, nil
+		}
+		return ExecResult{Stdout: []byte(content)}, nil
+	}
+	exec := f.exec
+	f.mu.Unlock()
+	if exec == nil {
+		return ExecResult{}, nil
+	}
+	return exec(spec.Cmd)
+}
+
+func (f *fakeDocker) Logs(ctx context.Context, id string, lines int) ([]string, error) {
+	defer f.mu.Unlock()
+	if err := f.enter("Logs"); err != nil {
+		return nil, err
+	}
+	return append([]string(nil), f.logs...), nil
+}
+
+func (f *fakeDocker) Events(ctx context.Context) (<-chan ContainerEvent, error) {
+	defer f.mu.Unlock()
+	if err := f.enter("Events"); err != nil {
+		return nil, err
+	}
+	if f.events == nil {
+		return nil, errors.New("fake: no event stream")
+	}
+	return f.events, nil
+}
+
+// addContainer puts a sandbox container for project on the fake engine, as
+// if an earlier sidecar had made it.
+func (f *fakeDocker) addContainer(project string, running bool, exitCode int, secret vncSecret) *Container {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextID++
+	id := fmt.Sprintf("%064x", f.nextID)
+	c := &Container{
+		ID: id, Name: ContainerName(project), Image: DefaultImage, Labels: projectLabels(project),
+		State: "exited", ExitCode: exitCode, CreatedAt: f.now, Ports: map[int]int{},
+		Env: []string{"RESOLUTION=1024x768x24"},
+	}
+	if running {
+		c.Running, c.State = true, "running"
+		c.Ports = map[int]int{vncPort: f.nextPort, novncPort: f.nextPort + 1}
+		f.nextPort += 2
+	}
+	f.containers[id] = c
+	f.files[id] = map[string]string{vncPasswdFile: string(secret.passwdFile())}
+	return c
+}
+
+// kill makes a container die behind the manager's back.
+func (f *fakeDocker) kill(id string, exitCode int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.containers[id]
+	c.Running, c.State, c.ExitCode, c.Ports = false, "exited", exitCode, map[int]int{}
+}
+
+func (f *fakeDocker) remove(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.containers, id)
+}
+
+func (f *fakeDocker) uploaded(id, path string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.files[id][path]
+}
+
+// errFakeDown is what the fake answers when the engine is "down".
+var errFakeDown = &UnavailableError{Endpoint: "fake://", Err: errors.New("connection refused")}
+
+func hasLine(lines []string, part string) bool {
+	for _, l := range lines {
+		if strings.Contains(l, part) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,127 @@
+package service
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+func TestStatusOf(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		c        Container
+		stopping bool
+		want     Status
+		errPart  string
+	}{
+		{"running", Container{Running: true, State: "running"}, false, StatusRunning, ""},
+		{"paused", Container{Running: true, State: "paused", Name: "x"}, false, StatusError, "docker unpause x"},
+		{"created, never started", Container{State: "created"}, false, StatusStopped, ""},
+		{"clean exit", Container{State: "exited"}, false, StatusStopped, ""},
+		{"desktop crashed", Container{State: "exited", ExitCode: 1}, false, StatusError, "exit code 1"},
+		{"killed from outside", Container{State: "exited", ExitCode: 137}, false, StatusError, "killed"},
+		{"killed by our own stop", Container{State: "exited", ExitCode: 137}, true, StatusStopped, ""},
+		{"out of memory", Container{State: "exited", ExitCode: 137, OOMKilled: true}, false, StatusError, "memory"},
+		{"dead", Container{State: "dead", ExitCode: 2}, false, StatusError, "dead"},
+	} {
+		got, msg := statusOf(tc.c, tc.stopping)
+		if got != tc.want || !strings.Contains(msg, tc.errPart) || (tc.errPart == "" && msg != "") {
+			t.Errorf("%s: %s %q, want %s with %q", tc.name, got, msg, tc.want, tc.errPart)
+		}
+	}
+}
+
+func TestViewerURLsCarryPasswordsInTheFragment(t *testing.T) {
+	viewer, watch := viewerURLs(6080, vncSecret{Control: "AAAAbbbb", View: "CCCCdddd"})
+	if viewer != "http://127.0.0.1:6080/vnc.html#autoconnect=true&reconnect=true&resize=scale&password=AAAAbbbb" {
+		t.Errorf("viewer = %s", viewer)
+	}
+	if !strings.HasSuffix(watch, "&view_only=true&password=CCCCdddd") || !strings.Contains(watch, "/vnc.html#") {
+		t.Errorf("watch = %s", watch)
+	}
+	if v, w := viewerURLs(0, vncSecret{}); v != "" || w != "" {
+		t.Errorf("no port: %q %q", v, w)
+	}
+}
+
+func TestSecretsAreRandomAndURLSafe(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		s, err := newSecret()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{s.Control, s.View} {
+			if !regexp.MustCompile(`^[A-Za-z0-9]{8}$`).MatchString(p) || seen[p] {
+				t.Fatalf("password %q is not 8 fresh URL-safe characters", p)
+			}
+			seen[p] = true
+		}
+		back, ok := parsePasswdFile(string(s.passwdFile()))
+		if !ok || back != s {
+			t.Fatalf("password file round trip: %+v", back)
+		}
+	}
+}
+
+func TestCanonicalProject(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	dir := filepath.Join(root, "proj")
+	os.Mkdir(dir, 0o755)
+	link := filepath.Join(root, "link")
+	os.Symlink(dir, link)
+	for _, in := range []string{dir, dir + "/", dir + "/.", root + "/x/../proj", link, link + "/"} {
+		got, err := CanonicalProject(in)
+		if err != nil || got != dir {
+			t.Errorf("CanonicalProject(%q) = %q, %v; want %q", in, got, err, dir)
+		}
+	}
+}
+
+func TestContainerNames(t *testing.T) {
+	valid := regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]+$`)
+	seen := map[string]bool{}
+	for _, p := range []string{"/", "/home/me/My Project!", "/home/me/my-project", "/srv/日本語", "/a/" + strings.Repeat("x", 300)} {
+		name := ContainerName(p)
+		if !valid.MatchString(name) || len(name) > 64 || seen[name] {
+			t.Errorf("ContainerName(%q) = %q", p, name)
+		}
+		if ContainerName(p) != name {
+			t.Errorf("ContainerName(%q) is not stable", p)
+		}
+		seen[name] = true
+	}
+	if got := ContainerName("/home/me/My Project!"); !strings.HasPrefix(got, "pilot-sandbox-my-project-") {
+		t.Errorf("name %q does not show the project", got)
+	}
+}
+
+func TestBuildHashFollowsFilesAndArgs(t *testing.T) {
+	base := fstest.MapFS{"Dockerfile": {Data: []byte("FROM x")}, "entrypoint.sh": {Data: []byte("#!/bin/sh")}}
+	changed := fstest.MapFS{"Dockerfile": {Data: []byte("FROM y")}, "entrypoint.sh": {Data: []byte("#!/bin/sh")}}
+	a, _ := newBuildContext(base, nil)
+	again, _ := newBuildContext(base, nil)
+	b, _ := newBuildContext(changed, nil)
+	c, _ := newBuildContext(base, map[string]string{"BASE_IMAGE": "debian:local"})
+	if a.hash != again.hash {
+		t.Error("hash is not deterministic")
+	}
+	if a.hash == b.hash || a.hash == c.hash || b.hash == c.hash {
+		t.Errorf("hashes collide: %s %s %s", a.hash, b.hash, c.hash)
+	}
+}
+
+func TestStepProgress(t *testing.T) {
+	var got []string
+	s := &stepProgress{report: func(msg string, cur, total int) {
+		got = append(got, msg+"|"+string(rune('0'+cur))+"/"+string(rune('0'+total)))
+	}}
+	s.line("Step 2/9 : RUN apt-get update")
+	s.line("Get:1 http://deb.debian.org bookworm InRelease") // within a second of the step: skipped
+	if len(got) != 1 || got[0] != "Step 2/9: RUN apt-get update|2/9" {
+		t.Errorf("progress = %q", got)
+	}
+}
