@@ -159,7 +159,21 @@ func (m *Manager) followEvents(ctx context.Context) {
 		if err := m.resync(ctx); err != nil {
 			m.log.Debug().Err(err).Msg("resync after reconnecting to Docker failed")
 		}
-		for ev := range events {
+		m.handleEvents(ctx, events)
+	}
+}
+
+// handleEvents refreshes projects as their events come, until the stream
+// ends or ctx does.
+func (m *Manager) handleEvents(ctx context.Context, events <-chan ContainerEvent) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
 			m.onEvent(ctx, ev)
 		}
 	}
