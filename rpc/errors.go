@@ -8,6 +8,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/pilot-sandbox/pilot-sandbox/service"
+	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
 
 // Error codes (PROTOCOL.md, Errors).
@@ -97,6 +98,8 @@ func toWire(err error) *jsonrpc2.Error {
 		return newError(codeStartFailed, err.Error(), &errorData{Log: start.Log})
 	case errors.Is(err, service.ErrNameConflict):
 		return newError(codeStartFailed, err.Error(), nil)
+	case errors.Is(err, tools.ErrUnknownTool):
+		return newError(codeInvalidParams, "invalid params: name: "+err.Error(), &errorData{Field: "name"})
 	case errors.Is(err, errToolsDisabled):
 		return newError(codeToolsDisabled, err.Error(), nil)
 	case errors.Is(err, service.ErrTimeout), errors.Is(err, context.DeadlineExceeded):

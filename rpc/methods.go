@@ -3,10 +3,12 @@ package rpc
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"reflect"
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/service"
+	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
 
 // method is one entry of the method table.
@@ -76,6 +78,15 @@ type (
 	toolsEnabledResult struct {
 		Enabled bool `json:"enabled"`
 	}
+	toolsListResult struct {
+		Tools []tools.Tool `json:"tools"`
+	}
+	toolsCallParams struct {
+		ProjectPath string `json:"projectPath"`
+		Name        string `json:"name"`
+		// Arguments may be left out for a tool that takes none.
+		Arguments *json.RawMessage `json:"arguments"`
+	}
 )
 
 func (s *Server) methodTable() map[string]method {
@@ -94,6 +105,8 @@ func (s *Server) methodTable() map[string]method {
 		typed("sandbox/setToolsEnabled", "Switches the project's agent tools on or off.", s.setToolsEnabled),
 		typed("sandbox/getToolsEnabled", "Whether the project's agent tools are on.", s.getToolsEnabled),
 		typed("project/close", "The app closed the project: its sandbox is stopped and kept.", s.closeProject),
+		typed("tools/list", "The agent tools, or none when the project's agent tools are off.", s.listTools),
+		typed("tools/call", "Runs an agent tool for the project.", s.callTool),
 	}
 	table := make(map[string]method, len(list))
 	for _, m := range list {
@@ -198,4 +211,29 @@ func (s *Server) getToolsEnabled(_ context.Context, _ *session, p projectParams)
 
 func (s *Server) closeProject(ctx context.Context, _ *session, p projectParams) (*service.State, error) {
 	return s.svc.Close(ctx, p.ProjectPath)
+}
+
+// listTools lists nothing for a project whose agent tools are off: a
+// disabled project costs the agent no tokens.
+func (s *Server) listTools(_ context.Context, _ *session, p projectParams) (toolsListResult, error) {
+	enabled, err := s.svc.ToolsEnabled(p.ProjectPath)
+	if err != nil || !enabled {
+		return toolsListResult{Tools: []tools.Tool{}}, err
+	}
+	return toolsListResult{Tools: s.tools.List()}, nil
+}
+
+func (s *Server) callTool(ctx context.Context, _ *session, p toolsCallParams) (tools.Result, error) {
+	enabled, err := s.svc.ToolsEnabled(p.ProjectPath)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	if !enabled {
+		return tools.Result{}, errToolsDisabled
+	}
+	args := json.RawMessage("{}")
+	if p.Arguments != nil {
+		args = *p.Arguments
+	}
+	return s.tools.Call(ctx, p.ProjectPath, p.Name, args)
 }

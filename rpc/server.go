@@ -15,6 +15,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/pilot-sandbox/pilot-sandbox/service"
+	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
 
 // ProtocolVersion is the version of PROTOCOL.md this server speaks.
@@ -36,6 +37,16 @@ type Service interface {
 	Subscribe() (<-chan service.Event, func())
 }
 
+// Tools is what tools/list and tools/call serve; *tools.Set is one.
+type Tools interface {
+	// List returns every agent tool.
+	List() []tools.Tool
+	// Call runs a tool for a project. Failures the model can correct come
+	// back as a Result with IsError; an error is for an unknown tool or a
+	// failure of the sidecar itself.
+	Call(ctx context.Context, project, name string, arguments json.RawMessage) (tools.Result, error)
+}
+
 // Info names the server in initialize's answer.
 type Info struct {
 	Name    string `json:"name"`
@@ -45,14 +56,15 @@ type Info struct {
 // Server answers JSON-RPC requests on any number of connections.
 type Server struct {
 	svc     Service
+	tools   Tools
 	info    Info
 	log     zerolog.Logger
 	methods map[string]method
 }
 
-// NewServer returns a server for svc.
-func NewServer(svc Service, info Info, log zerolog.Logger) *Server {
-	s := &Server{svc: svc, info: info, log: log}
+// NewServer returns a server for svc and its agent tools.
+func NewServer(svc Service, tools Tools, info Info, log zerolog.Logger) *Server {
+	s := &Server{svc: svc, tools: tools, info: info, log: log}
 	s.methods = s.methodTable()
 	return s
 }

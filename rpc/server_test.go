@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pilot-sandbox/pilot-sandbox/service"
+	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
 
 // fakeService answers from fixed values and records nothing but what a
@@ -90,7 +91,7 @@ func serve(t *testing.T, svc Service) *client {
 	server, conn := net.Pipe()
 	c := &client{t: t, conn: conn, r: bufio.NewReader(conn), done: make(chan struct{}), exit: make(chan int, 1)}
 	// The connection may log as it closes after the test ended: no t.Log.
-	s := NewServer(svc, Info{Name: "pilot-sandbox", Version: "test"}, zerolog.Nop())
+	s := NewServer(svc, tools.New(), Info{Name: "pilot-sandbox", Version: "test"}, zerolog.Nop())
 	go func() {
 		defer close(c.done)
 		s.Serve(context.Background(), NewStream(FramingNDJSON, server, server, server), ConnOptions{
@@ -247,7 +248,7 @@ func TestEndOfInputAnswersPendingRequests(t *testing.T) {
 	dir := t.TempDir()
 	server, conn := net.Pipe()
 	out := make(chan []byte, 1)
-	s := NewServer(svc, Info{Name: "x", Version: "y"}, zerolog.Nop())
+	s := NewServer(svc, tools.New(), Info{Name: "x", Version: "y"}, zerolog.Nop())
 	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"sandbox/start","params":{"projectPath":"` + dir + `"}}` + "\n")
 	done := make(chan struct{})
 	go func() {

@@ -1,0 +1,38 @@
+// Package tools is the agent tools: what a coding agent calls to see and
+// drive a project's sandbox desktop. The shapes are MCP's (Tool, Content,
+// Result), so the same tools can be served to MCP clients.
+package tools
+
+import "encoding/json"
+
+// Tool describes one agent tool to a model.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+}
+
+// Content is one part of a tool's result: text, or an image.
+type Content struct {
+	Type     string `json:"type"` // "text" or "image"
+	Text     string `json:"text,omitempty"`
+	Data     string `json:"data,omitempty"` // base64, for images
+	MimeType string `json:"mimeType,omitempty"`
+}
+
+// Result is what a tool call returns. A failure the model can act on (a bad
+// argument, a stopped sandbox) is a Result with IsError set, not an error.
+type Result struct {
+	Content []Content `json:"content"`
+	IsError bool      `json:"isError"`
+}
+
+// Text is a result holding one text content.
+func Text(text string) Result {
+	return Result{Content: []Content{{Type: "text", Text: text}}}
+}
+
+// Errorf is a failed result whose text tells the model what to do.
+func Errorf(text string) Result {
+	return Result{Content: []Content{{Type: "text", Text: text}}, IsError: true}
+}
