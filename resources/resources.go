@@ -10,6 +10,9 @@ import (
 //go:embed docker/sandbox
 var files embed.FS
 
+//go:embed agent/agent.py
+var agent []byte
+
 // SandboxImage is the Docker build context of the sandbox image: the
 // Dockerfile at its root, with the entrypoint and desktop configuration.
 func SandboxImage() fs.FS {
@@ -20,3 +23,9 @@ func SandboxImage() fs.FS {
 	}
 	return sub
 }
+
+// DesktopAgent is the source of the desktop agent, the Python program the
+// sidecar runs in each sandbox to drive its display. It is passed to the
+// sandbox at run time, not built into the image, so it always matches the
+// binary, whatever image an older container was made from.
+func DesktopAgent() []byte { return agent }

@@ -7,6 +7,8 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -191,15 +193,27 @@ func (h handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 		go h.reply(ctx, req, nil, newError(codeMethodNotFound, "method not found: "+req.Method, nil))
 	case m.inline:
 		started := time.Now()
-		result, err := m.call(ctx, h.sess, req.Params)
+		result, err := h.call(ctx, m, req)
 		go h.finish(ctx, req, started, result, err)
 	default:
 		go func() {
 			started := time.Now()
-			result, err := m.call(ctx, h.sess, req.Params)
+			result, err := h.call(ctx, m, req)
 			h.finish(ctx, req, started, result, err)
 		}()
 	}
+}
+
+// call runs a method. A panic is a bug: it is logged with its stack and
+// answered as an internal error, and the server goes on serving.
+func (h handler) call(ctx context.Context, m method, req *jsonrpc2.Request) (result any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			h.s.log.Error().Str("method", req.Method).Str("stack", string(debug.Stack())).Msgf("panic: %v", p)
+			result, err = nil, fmt.Errorf("%s failed: %v", req.Method, p)
+		}
+	}()
+	return m.call(ctx, h.sess, req.Params)
 }
 
 // finish logs the outcome of a call and answers it.

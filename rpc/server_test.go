@@ -76,6 +76,20 @@ func (f *fakeService) SetToolsEnabled(p string, on bool) (bool, error) {
 }
 func (f *fakeService) Subscribe() (<-chan service.Event, func()) { return f.events, func() {} }
 
+// fakeTools has one tool, which echoes its arguments.
+type fakeTools struct{}
+
+func (fakeTools) List() []tools.Tool {
+	return []tools.Tool{{Name: "echo", Description: "Echoes.", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+}
+
+func (fakeTools) Call(ctx context.Context, project, name string, args json.RawMessage) (tools.Result, error) {
+	if name != "echo" {
+		return tools.Result{}, fmt.Errorf("%w %q", tools.ErrUnknownTool, name)
+	}
+	return tools.Text(string(args)), nil
+}
+
 // client is the test's end of a connection: it writes raw frames and reads
 // whole messages.
 type client struct {
@@ -91,7 +105,7 @@ func serve(t *testing.T, svc Service) *client {
 	server, conn := net.Pipe()
 	c := &client{t: t, conn: conn, r: bufio.NewReader(conn), done: make(chan struct{}), exit: make(chan int, 1)}
 	// The connection may log as it closes after the test ended: no t.Log.
-	s := NewServer(svc, tools.New(), Info{Name: "pilot-sandbox", Version: "test"}, zerolog.Nop())
+	s := NewServer(svc, fakeTools{}, Info{Name: "pilot-sandbox", Version: "test"}, zerolog.Nop())
 	go func() {
 		defer close(c.done)
 		s.Serve(context.Background(), NewStream(FramingNDJSON, server, server, server), ConnOptions{
@@ -248,7 +262,7 @@ func TestEndOfInputAnswersPendingRequests(t *testing.T) {
 	dir := t.TempDir()
 	server, conn := net.Pipe()
 	out := make(chan []byte, 1)
-	s := NewServer(svc, tools.New(), Info{Name: "x", Version: "y"}, zerolog.Nop())
+	s := NewServer(svc, fakeTools{}, Info{Name: "x", Version: "y"}, zerolog.Nop())
 	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"sandbox/start","params":{"projectPath":"` + dir + `"}}` + "\n")
 	done := make(chan struct{})
 	go func() {

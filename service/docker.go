@@ -41,6 +41,10 @@ type Docker interface {
 	// Exec runs a command in a running container. It returns when the command
 	// ends, or when spec.Timeout passes (TimedOut set), whichever is first.
 	Exec(ctx context.Context, id string, spec ExecSpec) (ExecResult, error)
+	// ExecAttach starts a command with its stdin and stdout attached and
+	// returns at once. The command runs until it exits or the session is
+	// closed (which closes its stdin).
+	ExecAttach(ctx context.Context, id string, spec ExecSpec) (ExecSession, error)
 	// Logs returns the last lines of the container's output.
 	Logs(ctx context.Context, id string, lines int) ([]string, error)
 	// Events streams container events for containers with the label
@@ -131,6 +135,18 @@ type ExecResult struct {
 	Stderr    []byte
 	TimedOut  bool
 	Truncated bool
+}
+
+// ExecSession is a running command's standard input and output. Reads end
+// with io.EOF when the command's output ends.
+type ExecSession interface {
+	io.Reader
+	io.Writer
+	// Close ends the session: the command's stdin is closed and the stream
+	// is torn down. It is safe to call more than once.
+	Close() error
+	// Stderr is what the command wrote to its stderr so far (the first 64 KiB).
+	Stderr() string
 }
 
 // ContainerEvent is a change to a container seen in the engine's event stream.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"image/png"
 	"math"
 	"strconv"
 	"time"
@@ -128,21 +127,11 @@ type Screenshot struct {
 	Height int
 }
 
-// Screenshot captures the project's display at full size with scrot.
+// Screenshot captures the project's display at full size.
 func (m *Manager) Screenshot(ctx context.Context, path string) (Screenshot, error) {
-	res, err := m.ExecArgv(ctx, path, ExecSpec{
-		Cmd:     []string{"scrot", "--silent", "--overwrite", "-"},
-		Timeout: 20 * time.Second,
-	})
+	d, err := m.Desktop(ctx, path)
 	if err != nil {
 		return Screenshot{}, err
 	}
-	if res.ExitCode != 0 || res.TimedOut {
-		return Screenshot{}, fmt.Errorf("screenshot: scrot exited with %d: %s", res.ExitCode, bytes.TrimSpace(res.Stderr))
-	}
-	cfg, err := png.DecodeConfig(bytes.NewReader(res.Stdout))
-	if err != nil {
-		return Screenshot{}, fmt.Errorf("screenshot: %w", err)
-	}
-	return Screenshot{PNG: res.Stdout, Width: cfg.Width, Height: cfg.Height}, nil
+	return d.Screenshot(ctx)
 }

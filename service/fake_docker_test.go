@@ -3,6 +3,7 @@ package service
 import (
 	"archive/tar"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,10 @@ type fakeDocker struct {
 	logs   []string
 	events chan ContainerEvent
 	now    time.Time
+	// agent answers a desktop agent's requests; nil answers {}. An answer of
+	// nil ends the agent's process.
+	agent    func(req map[string]any) map[string]any
+	sessions map[string][]*fakeSession // container ID -> its attached execs
 }
 
 func newFakeDocker() *fakeDocker {
@@ -285,6 +290,59 @@ func (f *fakeDocker) Exec(ctx context.Context, id string, spec ExecSpec) (ExecRe
 	return exec(spec.Cmd)
 }
 
+func (f *fakeDocker) ExecAttach(ctx context.Context, id string, spec ExecSpec) (ExecSession, error) {
+	f.mu.Lock()
+	f.calls["ExecAttach"]++
+	c, handler := f.lookup(id), f.agent
+	f.mu.Unlock()
+	if c == nil || !c.Running {
+		return nil, fmt.Errorf("%w: %s", ErrNotRunning, id)
+	}
+	if handler == nil {
+		handler = func(map[string]any) map[string]any { return map[string]any{} }
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go func() {
+		defer outW.Close()
+		dec := json.NewDecoder(inR)
+		for {
+			var req map[string]any
+			if dec.Decode(&req) != nil {
+				return
+			}
+			resp := handler(req)
+			if resp == nil {
+				inR.CloseWithError(io.EOF)
+				return
+			}
+			resp["id"] = req["id"]
+			line, _ := json.Marshal(resp)
+			if _, err := outW.Write(append(line, '\n')); err != nil {
+				return
+			}
+		}
+	}()
+	fs := &fakeSession{Reader: outR, in: inW, out: outR}
+	f.mu.Lock()
+	if f.sessions == nil {
+		f.sessions = map[string][]*fakeSession{}
+	}
+	f.sessions[c.ID] = append(f.sessions[c.ID], fs)
+	f.mu.Unlock()
+	return fs, nil
+}
+
+type fakeSession struct {
+	io.Reader
+	in  *io.PipeWriter
+	out *io.PipeReader
+}
+
+func (s *fakeSession) Write(p []byte) (int, error) { return s.in.Write(p) }
+func (s *fakeSession) Close() error                { s.in.Close(); s.out.Close(); return nil }
+func (s *fakeSession) Stderr() string              { return "Traceback: fake agent died" }
+
 func (f *fakeDocker) Logs(ctx context.Context, id string, lines int) ([]string, error) {
 	defer f.mu.Unlock()
 	if err := f.enter("Logs"); err != nil {
@@ -326,12 +384,17 @@ func (f *fakeDocker) addContainer(project string, running bool, exitCode int, se
 	return c
 }
 
-// kill makes a container die behind the manager's back.
+// kill makes a container die behind the manager's back, with the processes
+// attached to it.
 func (f *fakeDocker) kill(id string, exitCode int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.containers[id]
 	c.Running, c.State, c.ExitCode, c.Ports = false, "exited", exitCode, map[int]int{}
+	for _, s := range f.sessions[id] {
+		s.out.CloseWithError(io.EOF)
+	}
+	delete(f.sessions, id)
 }
 
 func (f *fakeDocker) remove(id string) {

@@ -21,6 +21,8 @@ type Config struct {
 	Image string
 	// Resources is the image's build context (the embedded resources).
 	Resources fs.FS
+	// Agent is the desktop agent's Python source (resources.DesktopAgent).
+	Agent []byte
 	// BuildArgs are passed to the image build, e.g. BASE_IMAGE.
 	BuildArgs map[string]string
 	// StateDir is the sidecar's XDG state directory (registry, logs).
@@ -114,6 +116,9 @@ type box struct {
 	secretOf string     // the container ID the secret belongs to
 	failedID string     // the container whose last start failed
 	failure  string     // why it failed
+
+	agentMu sync.Mutex // guards agent
+	agent   *agent     // the desktop agent of the running container, if started
 }
 
 func (b *box) lock(ctx context.Context) error {

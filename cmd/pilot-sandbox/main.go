@@ -5,6 +5,7 @@
 //	pilot-sandbox start|stop|status|remove [--project DIR]
 //	pilot-sandbox exec [--project DIR] [--timeout D] -- COMMAND...
 //	pilot-sandbox screenshot [--project DIR] [-o FILE]
+//	pilot-sandbox tool [NAME [--project DIR] [JSON arguments]]
 //	pilot-sandbox list | doctor | build | version
 package main
 
@@ -38,6 +39,7 @@ func commands() []command {
 		{"list", "list every sandbox", runList},
 		{"exec", "run a shell command in the project's sandbox", runExec},
 		{"screenshot", "save a PNG of the project's sandbox display", runScreenshot},
+		{"tool", "run one of the agent tools, or list them", runTool},
 		{"build", "build the sandbox image now (start builds it when needed)", runBuild},
 		{"doctor", "check Docker and the sandbox image, and say what to fix", runDoctor},
 		{"version", "print the version", runVersion},

@@ -48,7 +48,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	wg.Go(func() { m.Run(ctx) })
 
 	exitCode := -1
-	server := rpc.NewServer(m, tools.New(), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
+	server := rpc.NewServer(m, tools.New(m), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
 	server.Serve(ctx, rpc.NewStream(framing, e.stdin, e.stdout, nil), rpc.ConnOptions{
 		OnExit: func(code int) {
 			exitCode = code

@@ -35,6 +35,7 @@ func newManager(log zerolog.Logger) (*service.Manager, *engine.Client, error) {
 	cfg := service.Config{
 		Image:     os.Getenv(envImage),
 		Resources: resources.SandboxImage(),
+		Agent:     resources.DesktopAgent(),
 		StateDir:  stateDir(),
 		Logger:    log,
 	}

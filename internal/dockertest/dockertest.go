@@ -45,6 +45,7 @@ func Config(t testing.TB) service.Config {
 	cfg := service.Config{
 		Image:     os.Getenv("PILOT_IMAGE"),
 		Resources: resources.SandboxImage(),
+		Agent:     resources.DesktopAgent(),
 		StateDir:  t.TempDir(),
 		Logger:    zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel),
 	}

@@ -1,0 +1,87 @@
+package engine
+
+import (
+	"context"
+	"io"
+	"sync"
+
+	docker "github.com/fsouza/go-dockerclient"
+
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// attachStderrMax is how much of an attached command's stderr is kept.
+const attachStderrMax = 64 << 10
+
+// ExecAttach starts a long-lived command with its stdin and stdout attached,
+// for a request/response conversation with a process in the container.
+func (e *Client) ExecAttach(ctx context.Context, id string, spec service.ExecSpec) (service.ExecSession, error) {
+	api, err := e.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	createCtx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	ex, err := api.CreateExec(docker.CreateExecOptions{
+		Container:    id,
+		Cmd:          spec.Cmd,
+		User:         spec.User,
+		Env:          spec.Env,
+		WorkingDir:   spec.WorkDir,
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		Context:      createCtx,
+	})
+	if err != nil {
+		return nil, e.classify(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s := &session{stdin: inW, stdout: outR, stderr: &cappedBuffer{max: attachStderrMax}}
+	s.stream, err = api.StartExecNonBlocking(ex.ID, docker.StartExecOptions{
+		InputStream:  inR,
+		OutputStream: outW,
+		ErrorStream:  s.stderr,
+	})
+	if err != nil {
+		return nil, e.classify(err)
+	}
+	go func() {
+		// The stream ends when the command exits or the session is closed.
+		err := s.stream.Wait()
+		if err == nil {
+			err = io.EOF
+		}
+		outW.CloseWithError(err)
+		inR.Close()
+	}()
+	return s, nil
+}
+
+// session is an attached exec.
+type session struct {
+	stdin  *io.PipeWriter
+	stdout *io.PipeReader
+	stderr *cappedBuffer
+	stream docker.CloseWaiter
+	once   sync.Once
+}
+
+func (s *session) Read(p []byte) (int, error)  { return s.stdout.Read(p) }
+func (s *session) Write(p []byte) (int, error) { return s.stdin.Write(p) }
+
+func (s *session) Close() error {
+	s.once.Do(func() {
+		s.stdin.Close()
+		s.stream.Close()
+		s.stdout.Close()
+	})
+	return nil
+}
+
+func (s *session) Stderr() string {
+	s.stderr.mu.Lock()
+	defer s.stderr.mu.Unlock()
+	return string(s.stderr.buf)
+}

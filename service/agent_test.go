@@ -1,0 +1,119 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestDesktopRequestsGoToOneAgent(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Agent = []byte("# agent") })
+	var ops []string
+	h.docker.agent = func(req map[string]any) map[string]any {
+		ops = append(ops, req["op"].(string))
+		if req["op"] == "key" && req["keys"] == "bogus" {
+			return map[string]any{"error": "unknown key name 'bogus'"}
+		}
+		return map[string]any{}
+	}
+	dir := project(t)
+	if _, err := h.m.Start(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	d, err := h.m.Desktop(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := d.Click(ctx, 1, 2, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Type(ctx, "héllo"); err != nil {
+		t.Fatal(err)
+	}
+	err = d.Keys(ctx, "bogus")
+	if !errors.Is(err, ErrAgent) || !strings.Contains(err.Error(), "unknown key name 'bogus'") {
+		t.Errorf("a refused request: %v", err)
+	}
+	if got := strings.Join(ops, ","); got != "hello,click,type,key" {
+		t.Errorf("ops = %s", got)
+	}
+	if n := h.docker.count("ExecAttach"); n != 1 {
+		t.Errorf("%d agents started for one sandbox", n)
+	}
+}
+
+func TestAgentThatDiesIsReplaced(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Agent = []byte("# agent") })
+	var crash atomic.Bool
+	h.docker.agent = func(req map[string]any) map[string]any {
+		if req["op"] != "hello" && crash.CompareAndSwap(true, false) {
+			return nil // the process ends
+		}
+		return map[string]any{}
+	}
+	dir := project(t)
+	if _, err := h.m.Start(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := h.m.Desktop(context.Background(), dir)
+	crash.Store(true)
+	if err := d.Move(context.Background(), 1, 1); !errors.Is(err, errAgentGone) {
+		t.Fatalf("request to a crashing agent: %v", err)
+	}
+	if err := d.Move(context.Background(), 1, 1); err != nil {
+		t.Fatalf("the next request did not get a new agent: %v", err)
+	}
+	if n := h.docker.count("ExecAttach"); n != 2 {
+		t.Errorf("%d agents started, want 2", n)
+	}
+}
+
+func TestAgentOfAStoppedSandboxSaysNotRunning(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Agent = []byte("# agent") })
+	dir := project(t)
+	st, err := h.m.Start(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := h.m.Desktop(context.Background(), dir)
+	if err := d.Move(context.Background(), 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	h.docker.agent = func(map[string]any) map[string]any { return nil }
+	h.docker.kill(st.ContainerID, 0)
+	if err := d.Move(context.Background(), 1, 1); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("a request to a stopped sandbox: %v", err)
+	}
+	if _, err := h.m.Desktop(context.Background(), dir); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("desktop of a stopped sandbox: %v", err)
+	}
+}
+
+func TestAgentThatHangsTimesOut(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	h := newHarness(t, func(c *Config) { c.Agent = []byte("# agent") })
+	h.docker.agent = func(req map[string]any) map[string]any {
+		if req["op"] == "move" {
+			<-release
+		}
+		return map[string]any{}
+	}
+	dir := project(t)
+	if _, err := h.m.Start(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := h.m.Desktop(context.Background(), dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := d.Move(ctx, 1, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("hung request: %v", err)
+	}
+	if err := d.Click(context.Background(), 1, 1, 1, 1); err != nil {
+		t.Errorf("after a hung request: %v", err)
+	}
+}
