@@ -78,6 +78,7 @@ func toWire(err error) *jsonrpc2.Error {
 		argument *service.ArgumentError
 		build    *service.BuildError
 		start    *service.StartError
+		config   *service.ConfigError
 	)
 	switch {
 	case errors.As(err, &wire):
@@ -96,6 +97,8 @@ func toWire(err error) *jsonrpc2.Error {
 		return newError(codeImageBuildFailed, err.Error(), &errorData{Log: build.Log})
 	case errors.As(err, &start):
 		return newError(codeStartFailed, err.Error(), &errorData{Log: start.Log})
+	case errors.As(err, &config):
+		return newError(codeStartFailed, "the project's sandbox settings are wrong: "+config.Error(), nil)
 	case errors.Is(err, service.ErrNameConflict):
 		return newError(codeStartFailed, err.Error(), nil)
 	case errors.Is(err, tools.ErrUnknownTool):

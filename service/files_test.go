@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -177,5 +178,71 @@ func TestRegistrySurvivesARestart(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "projects.json"), []byte("nope"), 0o600)
 	if r, err := openRegistry(dir); !errors.Is(err, errCorrupt) || len(r.list()) != 0 {
 		t.Errorf("corrupt registry: %v", err)
+	}
+}
+
+func TestProjectConfig(t *testing.T) {
+	for _, tc := range []struct {
+		settings string
+		want     *Display
+		errField string
+	}{
+		{``, nil, ""},
+		{`{"yoloMode": true}`, nil, ""},
+		{`{"sandbox": {}}`, nil, ""},
+		{`{"sandbox": {"display": {"width": 2560, "height": 1600}}}`, &Display{2560, 1600}, ""},
+		{`{"sandbox": {"display": {"width": 100, "height": 1600}}}`, nil, "sandbox.display.width"},
+		{`{"sandbox": {"display": {"width": 1920, "height": 99999}}}`, nil, "sandbox.display.height"},
+		{`{"sandbox": {"display": {"width": "wide", "height": 1}}}`, nil, "sandbox"},
+		{`{"sandbox": {"colour": "blue"}}`, nil, "sandbox"},
+		{`{"sandbox": [1]}`, nil, "sandbox"},
+		{`not json`, nil, ""}, // a corrupt file gives the defaults
+	} {
+		dir := t.TempDir()
+		if tc.settings != "" {
+			os.MkdirAll(filepath.Join(dir, pilotDir), 0o755)
+			os.WriteFile(settingsFile(dir), []byte(tc.settings), 0o644)
+		}
+		cfg, err := readProjectConfig(dir)
+		var ce *ConfigError
+		switch {
+		case tc.errField != "":
+			if !errors.As(err, &ce) || ce.Field != tc.errField {
+				t.Errorf("%s: err = %v, want one for %s", tc.settings, err, tc.errField)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", tc.settings, err)
+		case (cfg.Display == nil) != (tc.want == nil) || (tc.want != nil && *cfg.Display != *tc.want):
+			t.Errorf("%s: display %v, want %v", tc.settings, cfg.Display, tc.want)
+		}
+	}
+}
+
+func TestProjectDisplayAppliesAtCreation(t *testing.T) {
+	h := newHarness(t, nil)
+	dir := project(t)
+	os.MkdirAll(filepath.Join(dir, pilotDir), 0o755)
+	os.WriteFile(settingsFile(dir), []byte(`{"sandbox": {"display": {"width": 1920, "height": 1080}}}`), 0o644)
+	st, err := h.m.Start(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Display != (Display{1920, 1080}) {
+		t.Errorf("display = %+v", st.Display)
+	}
+	c, _ := h.docker.InspectContainer(context.Background(), st.ContainerID)
+	if !strings.Contains(strings.Join(c.Env, " "), "RESOLUTION=1920x1080x24") {
+		t.Errorf("env = %v", c.Env)
+	}
+	os.WriteFile(settingsFile(dir), []byte(`{"sandbox": {"display": {"width": 1, "height": 1}}}`), 0o644)
+	other := project(t)
+	os.MkdirAll(filepath.Join(other, pilotDir), 0o755)
+	os.WriteFile(settingsFile(other), []byte(`{"sandbox": {"display": {"width": 1, "height": 1}}}`), 0o644)
+	var ce *ConfigError
+	if _, err := h.m.Start(context.Background(), other); !errors.As(err, &ce) {
+		t.Errorf("start with a bad display: %v", err)
+	}
+	if n := h.docker.count("CreateContainer"); n != 1 {
+		t.Errorf("%d containers created", n)
 	}
 }

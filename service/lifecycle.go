@@ -78,9 +78,17 @@ func (m *Manager) find(ctx context.Context, b *box) (Container, error) {
 // create makes the project's container, building the image first if needed.
 func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 	name := ContainerName(b.project)
+	pc, err := readProjectConfig(b.project)
+	if err != nil {
+		return Container{}, err
+	}
+	display := m.cfg.Display
+	if pc.Display != nil {
+		display = *pc.Display
+	}
 	m.commit(b, &State{
 		ProjectPath: b.project, ContainerName: name, Image: m.cfg.Image,
-		Status: StatusStarting, Display: m.cfg.Display, CreatedAt: m.cfg.Now().UnixMilli(),
+		Status: StatusStarting, Display: display, CreatedAt: m.cfg.Now().UnixMilli(),
 	})
 	if err := m.EnsureImage(ctx, b.project); err != nil {
 		return Container{}, err
@@ -90,7 +98,7 @@ func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 		Name:   name,
 		Image:  m.cfg.Image,
 		Labels: projectLabels(b.project),
-		Env:    []string{fmt.Sprintf("%s=%dx%dx24", resolutionEnv, m.cfg.Display.Width, m.cfg.Display.Height)},
+		Env:    []string{fmt.Sprintf("%s=%dx%dx24", resolutionEnv, display.Width, display.Height)},
 		Ports:  []int{vncPort, novncPort},
 		HostIP: "127.0.0.1",
 		Limits: m.cfg.Limits,

@@ -51,8 +51,10 @@ func (s scale) point(xName string, x int, yName string, y int) (int, int, error)
 	if !s.scaled() {
 		return x, y, nil
 	}
-	return min(int(math.Round(float64(x)/s.factor)), s.display.Width-1),
-		min(int(math.Round(float64(y)/s.factor)), s.display.Height-1), nil
+	// The display pixel under the centre of the screenshot pixel, so the
+	// last screenshot pixel reaches the last display pixel.
+	return min(int((float64(x)+0.5)/s.factor), s.display.Width-1),
+		min(int((float64(y)+0.5)/s.factor), s.display.Height-1), nil
 }
 
 // resize scales a display-sized PNG to the screenshot's size.
