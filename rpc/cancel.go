@@ -52,6 +52,13 @@ func (r *requestID) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+func (r requestID) MarshalJSON() ([]byte, error) {
+	if len(r) == 0 {
+		return []byte("null"), nil
+	}
+	return r, nil
+}
+
 type cancelParams struct {
 	ID requestID `json:"id"`
 }

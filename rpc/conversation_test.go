@@ -38,7 +38,8 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/ f
 //	                 answered everything it read
 //	->& RAW          send RAW, a call the fake holds; wait until it is held
 //	!raw "QUOTED"    send the Go-quoted bytes as they are (no framing)
-//	!framing F       run the script with framing F only
+//	!framing F...    run the script with these framings only (lsp, ndjson,
+//	                 websocket); by default with all three
 //	!docker up|down  switch the fake's Docker engine on or off
 //	!event JSON      the fake publishes a service.Event ({kind, project, state, progress})
 //	!release         let the held calls go on
@@ -99,13 +100,19 @@ func parseScript(text string) script {
 	return s
 }
 
+// framings are the ones the script runs with: all of them (WebSocket
+// included), or those its !framing line names.
 func (s script) framings() []Framing {
 	for _, line := range s.lines {
-		if f, ok := strings.CutPrefix(line, "!framing "); ok {
-			return []Framing{Framing(f)}
+		if list, ok := strings.CutPrefix(line, "!framing "); ok {
+			var out []Framing
+			for _, f := range strings.Fields(list) {
+				out = append(out, Framing(f))
+			}
+			return out
 		}
 	}
-	return []Framing{FramingNDJSON, FramingLSP}
+	return []Framing{FramingNDJSON, FramingLSP, framingWebSocket}
 }
 
 func runScript(t *testing.T, framing Framing, s script) string {
@@ -129,44 +136,70 @@ func runScript(t *testing.T, framing Framing, s script) string {
 	return out.String()
 }
 
-// conversation is a server on an in-memory pipe, and what it wrote.
+// conversation is a server on an in-memory connection, and what it wrote.
 type conversation struct {
 	t       *testing.T
 	framing Framing
 	root    string
 	fake    *fakeService
 	stream  *Stream
-	in      *io.PipeWriter
-	input   *watchedReader
+	conn    clientConn
 	out     *recorder
-	written int64
+	written int64 // units sent: bytes, or messages for WebSocket
 	closed  bool
 	exited  atomic.Bool // the server asked to exit
 	done    chan struct{}
 }
 
+// clientConn is the test's end of the connection.
+type clientConn interface {
+	send(data []byte) error
+	closeInput()
+	// consumed says whether the server has taken the first n units sent
+	// and since asked for more: it has dispatched every whole message.
+	consumed(n int64) bool
+	atEOF() bool
+}
+
 func startConversation(t *testing.T, framing Framing, root string) *conversation {
-	pr, pw := io.Pipe()
 	c := &conversation{
-		t: t, framing: framing, root: root, fake: newFakeService(), in: pw,
-		input: &watchedReader{r: pr}, out: &recorder{framing: framing, root: root}, done: make(chan struct{}),
+		t: t, framing: framing, root: root, fake: newFakeService(),
+		out: &recorder{framing: framing, root: root}, done: make(chan struct{}),
 	}
 	s := NewServer(c.fake, fakeTools{}, Info{Name: "pilot-sandbox", Version: "golden"}, zerolog.Nop())
-	c.stream = NewStream(framing, c.input, c.out, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		defer close(c.done)
-		s.Serve(ctx, c.stream, ConnOptions{OnExit: func(code int) {
-			// As serve does: the process would exit now.
-			c.out.note(fmt.Sprintf("exit %d", code))
-			c.exited.Store(true)
-			cancel()
-		}})
-		pr.CloseWithError(errConversationOver)
-	}()
-	t.Cleanup(func() { cancel(); pw.Close(); <-c.done })
+	opts := ConnOptions{OnExit: func(code int) {
+		// As serve does: the process would exit now.
+		c.out.note(fmt.Sprintf("exit %d", code))
+		c.exited.Store(true)
+		cancel()
+	}}
+	if framing == framingWebSocket {
+		c.conn, c.stream = serveWebSocket(t, ctx, s, c.out, opts, c.done)
+	} else {
+		pr, pw := io.Pipe()
+		input := &watchedReader{r: pr}
+		c.conn = &pipeConn{w: pw, watchedReader: input}
+		c.stream = NewStream(framing, input, c.out, nil)
+		go func() {
+			defer close(c.done)
+			s.Serve(ctx, c.stream, opts)
+			pr.CloseWithError(errConversationOver)
+		}()
+	}
+	t.Cleanup(func() { cancel(); c.conn.closeInput(); <-c.done })
 	return c
 }
+
+// pipeConn is a byte-stream connection: what is sent goes through an
+// io.Pipe into the server's framer.
+type pipeConn struct {
+	w *io.PipeWriter
+	*watchedReader
+}
+
+func (p *pipeConn) send(data []byte) error { _, err := p.w.Write(data); return err }
+func (p *pipeConn) closeInput()            { p.w.Close() }
 
 var errConversationOver = fmt.Errorf("the server has stopped reading")
 
@@ -202,7 +235,7 @@ func (c *conversation) step(line string) (waited bool) {
 		c.settle()
 	case line == "!eof":
 		c.closeInput()
-		c.waitFor("the server to read the end of input", c.input.atEOF)
+		c.waitFor("the server to read the end of input", c.conn.atEOF)
 	case line == "", strings.HasPrefix(line, "#"), strings.HasPrefix(line, "!framing "):
 		return false
 	default:
@@ -213,6 +246,9 @@ func (c *conversation) step(line string) (waited bool) {
 
 // frame wraps one message in the conversation's framing.
 func (c *conversation) frame(msg string) []byte {
+	if c.framing == framingWebSocket {
+		return []byte(msg)
+	}
 	if c.framing == FramingLSP {
 		return []byte(fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(msg), msg))
 	}
@@ -221,22 +257,25 @@ func (c *conversation) frame(msg string) []byte {
 
 func (c *conversation) send(data []byte) {
 	c.t.Helper()
-	if c.closed {
+	switch {
+	case c.closed:
 		c.out.note("not sent: the input is closed")
-		return
+	case c.over():
+		c.out.note("not sent: " + errConversationOver.Error())
+	case c.conn.send(data) != nil:
+		c.out.note("not sent: " + errConversationOver.Error())
+	case c.framing == framingWebSocket:
+		c.written++
+	default:
+		c.written += int64(len(data))
 	}
-	if _, err := c.in.Write(data); err != nil {
-		c.out.note("not sent: " + err.Error())
-		return
-	}
-	c.written += int64(len(data))
 }
 
 // settle waits until the server has read everything sent, dispatched it,
 // and answered every request it read, except the calls the fake holds.
 func (c *conversation) settle() {
 	c.t.Helper()
-	c.waitFor("the server to read what was sent", func() bool { return c.over() || c.input.consumed(c.written) })
+	c.waitFor("the server to read what was sent", func() bool { return c.over() || c.conn.consumed(c.written) })
 	c.stream.replies.Wait()
 	c.waitFor("every request read to be answered", func() bool {
 		c.stream.mu.Lock()
@@ -265,7 +304,7 @@ func (c *conversation) over() bool {
 func (c *conversation) closeInput() {
 	if !c.closed {
 		c.closed = true
-		c.in.Close()
+		c.conn.closeInput()
 	}
 }
 
@@ -423,6 +462,9 @@ func (r *recorder) normalize(frame []byte) string {
 
 // unframe checks one frame and returns its body.
 func unframe(f Framing, frame []byte) ([]byte, error) {
+	if f == framingWebSocket {
+		return frame, nil
+	}
 	if f == FramingNDJSON {
 		body, ok := bytes.CutSuffix(frame, []byte("\n"))
 		if !ok || bytes.ContainsRune(body, '\n') {

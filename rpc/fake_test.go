@@ -102,7 +102,14 @@ func (f *fakeService) release() {
 	f.gate = make(chan struct{})
 }
 
-func (f *fakeService) publish(ev service.Event) { f.events <- ev }
+// publish drops the event when the subscriber is too far behind, as the
+// manager's broker does.
+func (f *fakeService) publish(ev service.Event) {
+	select {
+	case f.events <- ev:
+	default:
+	}
+}
 
 func (f *fakeService) unavailable() error {
 	return &service.UnavailableError{Endpoint: fakeEndpoint, Err: errors.New("dial unix /var/run/docker.sock: connect: connection refused")}

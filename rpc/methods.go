@@ -159,9 +159,10 @@ func (s *Server) exit(_ context.Context, sess *session, _ noParams) (*struct{}, 
 	sess.exited.Store(true)
 	if sess.opts.OnExit != nil {
 		sess.opts.OnExit(code)
-	} else {
-		sess.conn.Load().Close()
 	}
+	// Whatever the transport does, this connection is over: the requests
+	// read after exit will never be answered, so nothing may wait for them.
+	sess.conn.Load().Close()
 	return nil, nil
 }
 

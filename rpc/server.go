@@ -77,8 +77,9 @@ func NewServer(svc Service, tools Tools, info Info, log zerolog.Logger) *Server 
 // ConnOptions are per-connection choices of the transport.
 type ConnOptions struct {
 	// OnExit is called for the exit notification with the exit code the
-	// protocol asks for (0 after shutdown, 1 otherwise). The stdio transport
-	// exits the process; nil closes just this connection.
+	// protocol asks for (0 after shutdown, 1 otherwise); the connection is
+	// closed right after. The stdio transport exits the process; a
+	// WebSocket connection leaves it nil.
 	OnExit func(code int)
 }
 
