@@ -37,6 +37,9 @@ func decodeObject(data []byte, v reflect.Value, prefix string) error {
 	slices.Sort(keys)
 	for _, k := range keys {
 		if _, ok := fields[k]; !ok {
+			if k == "" {
+				k = `""` // data.field must name it visibly
+			}
 			return &paramError{field: prefix + k, reason: "unknown field"}
 		}
 	}
