@@ -188,9 +188,10 @@ func eventNotification(ev service.Event) (string, any) {
 }
 
 // handler dispatches requests. The control methods that change the session
-// (shutdown, exit) take effect in the read loop, so in the order the client
-// sent them; everything else runs in its own goroutine, so a long start does
-// not hold up a status call. Replies are always sent from a goroutine, so
+// (shutdown, exit, $/cancelRequest) take effect in the read loop, so in the
+// order the client sent them; everything else runs in its own goroutine,
+// with a context $/cancelRequest can cancel, so a long start does not hold
+// up a status call. Replies are always sent from a goroutine, so
 // that the read loop never waits on a client that is not reading.
 type handler struct {
 	s    *Server
