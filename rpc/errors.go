@@ -24,6 +24,9 @@ const (
 	codeStartFailed       int64 = -32004
 	codeToolsDisabled     int64 = -32005
 	codeTimeout           int64 = -32006
+	// codeRequestCancelled is LSP's answer to a request the client
+	// cancelled with $/cancelRequest (an addition to PROTOCOL.md).
+	codeRequestCancelled int64 = -32800
 )
 
 // kinds are the stable strings clients switch on, one per code.
@@ -39,6 +42,23 @@ var kinds = map[int64]string{
 	codeStartFailed:       "start_failed",
 	codeToolsDisabled:     "tools_disabled",
 	codeTimeout:           "timeout",
+	codeRequestCancelled:  "request_cancelled",
+}
+
+// errorMeanings say what each code means, for rpc.discover.
+var errorMeanings = map[int64]string{
+	codeParseError:        "The frame is not JSON; the connection stays open.",
+	codeInvalidRequest:    "Not a JSON-RPC 2.0 request (or a request after shutdown).",
+	codeMethodNotFound:    "Unknown method.",
+	codeInvalidParams:     "Bad params; data.field names the field.",
+	codeInternal:          "A bug; the log has the detail.",
+	codeDockerUnavailable: "No Docker engine answers; message says what to do.",
+	codeNotRunning:        "The method needs a running sandbox.",
+	codeImageBuildFailed:  "The sandbox image did not build; data.log holds the last lines of the build.",
+	codeStartFailed:       "The container did not become ready; data.log holds its last output.",
+	codeToolsDisabled:     "tools/call on a project whose agent tools are off.",
+	codeTimeout:           "A Docker operation did not finish in time.",
+	codeRequestCancelled:  "The client cancelled the request with $/cancelRequest.",
 }
 
 // errToolsDisabled: tools/call on a project whose agent tools are off.
@@ -107,6 +127,10 @@ func toWire(err error) *jsonrpc2.Error {
 		return newError(codeToolsDisabled, err.Error(), nil)
 	case errors.Is(err, service.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		return newError(codeTimeout, err.Error(), nil)
+	case errors.Is(err, context.Canceled):
+		// Only a cancelled request's context is cancelled while its
+		// connection can still carry the answer.
+		return newError(codeRequestCancelled, "request cancelled", nil)
 	default:
 		return newError(codeInternal, "internal error: "+err.Error(), nil)
 	}

@@ -15,9 +15,10 @@ import (
 type method struct {
 	name   string
 	doc    string
-	params reflect.Type // nil for methods without params
-	result reflect.Type
-	inline bool // takes effect in the read loop (see handler)
+	params reflect.Type
+	result reflect.Type // nil for notifications
+	errors []int64      // the protocol errors it may answer besides invalid_params and internal
+	inline bool         // takes effect in the read loop (see handler)
 	call   func(ctx context.Context, sess *session, raw rawParams) (any, error)
 }
 
@@ -37,6 +38,27 @@ func typed[P, R any](name, doc string, f func(ctx context.Context, sess *session
 			return f(ctx, sess, p)
 		},
 	}
+}
+
+// inline marks a method that changes the session: it runs in the read
+// loop, so it takes effect in the order the client sent it.
+func inline(m method) method {
+	m.inline = true
+	return m
+}
+
+// notification marks a method a client sends as a notification: it has no
+// result (a request to it gets null).
+func notification(m method) method {
+	m.result = nil
+	return m
+}
+
+// mayFail lists the protocol errors a method answers besides
+// invalid_params and internal (for rpc.discover).
+func mayFail(m method, codes ...int64) method {
+	m.errors = codes
+	return m
 }
 
 // Params and results of the methods (PROTOCOL.md, Methods).
@@ -89,35 +111,31 @@ type (
 	}
 )
 
-func (s *Server) methodTable() map[string]method {
-	list := []method{
-		typed("initialize", "Opens the session: names the server and says whether Docker answers.", s.initialize),
+// methodTable is every method, in the order rpc.discover lists them.
+func (s *Server) methodTable() []method {
+	docker := []int64{codeDockerUnavailable, codeTimeout}
+	needsRunning := append([]int64{codeNotRunning}, docker...)
+	return []method{
+		typed("initialize", "Opens the session: names the server and says whether Docker answers, and if not, what to do.", s.initialize),
 		inline(typed("shutdown", "Ends the session: afterwards every request but exit is refused. Sandboxes keep running.", s.shutdown)),
-		inline(typed("exit", "Notification: the server exits (0 after shutdown, 1 otherwise).", s.exit)),
-		typed("docker/status", "Whether a Docker engine answers, where, and which version.", s.dockerStatus),
-		typed("sandbox/start", "Starts (or creates) the project's sandbox and returns once its desktop answers.", s.start),
-		typed("sandbox/stop", "Stops the project's sandbox, keeping its container and files.", s.stop),
-		typed("sandbox/remove", "Deletes the project's container and .pilot/sandbox.json.", s.remove),
-		typed("sandbox/status", "The project's sandbox, or null when it has none.", s.status),
-		typed("sandbox/list", "Every sandbox on the engine.", s.list),
-		typed("sandbox/exec", "Runs a shell command in the running sandbox as its user.", s.exec),
-		typed("sandbox/screenshot", "A PNG of the sandbox's whole display.", s.screenshot),
-		typed("sandbox/setToolsEnabled", "Switches the project's agent tools on or off.", s.setToolsEnabled),
-		typed("sandbox/getToolsEnabled", "Whether the project's agent tools are on.", s.getToolsEnabled),
-		typed("project/close", "The app closed the project: its sandbox is stopped and kept.", s.closeProject),
+		notification(inline(typed("exit", "Notification: the server exits (0 after shutdown, 1 otherwise).", s.exit))),
+		typed("docker/status", "Whether a Docker engine answers, where, and which version; if not, what to do.", s.dockerStatus),
+		mayFail(typed("sandbox/start", "Starts (or creates) the project's sandbox and returns once its desktop answers. Reports sandbox/progress while it runs.", s.start),
+			append([]int64{codeImageBuildFailed, codeStartFailed}, docker...)...),
+		mayFail(typed("sandbox/stop", "Stops the project's sandbox, keeping its container and files.", s.stop), needsRunning...),
+		mayFail(typed("sandbox/remove", "Deletes the project's container and .pilot/sandbox.json.", s.remove), docker...),
+		mayFail(typed("sandbox/status", "The project's sandbox, or null when it has none.", s.status), docker...),
+		mayFail(typed("sandbox/list", "Every sandbox on the engine.", s.list), docker...),
+		mayFail(typed("sandbox/exec", "Runs a shell command under bash -lc in the running sandbox as its user, with DISPLAY set. A non-zero exit is a result.", s.exec), needsRunning...),
+		mayFail(typed("sandbox/screenshot", "A PNG of the sandbox's whole display.", s.screenshot), needsRunning...),
+		typed("sandbox/setToolsEnabled", "Switches the project's agent tools on or off (dockerToolsEnabled in .pilot/settings.json).", s.setToolsEnabled),
+		typed("sandbox/getToolsEnabled", "Whether the project's agent tools are on (default false).", s.getToolsEnabled),
+		mayFail(typed("project/close", "The app closed the project: its sandbox is stopped and kept.", s.closeProject), docker...),
 		typed("tools/list", "The agent tools, or none when the project's agent tools are off.", s.listTools),
-		typed("tools/call", "Runs an agent tool for the project.", s.callTool),
+		mayFail(typed("tools/call", "Runs an agent tool for the project. Failures the model can correct are results with isError.", s.callTool), codeToolsDisabled),
+		typed("rpc.discover", "This document: every method, notification and error of the protocol, as OpenRPC.", s.discover),
+		notification(inline(typed("$/cancelRequest", "Notification: cancels the request with this id, which then answers request_cancelled.", s.cancelRequest))),
 	}
-	table := make(map[string]method, len(list))
-	for _, m := range list {
-		table[m.name] = m
-	}
-	return table
-}
-
-func inline(m method) method {
-	m.inline = true
-	return m
 }
 
 func (s *Server) initialize(ctx context.Context, _ *session, p initializeParams) (initializeResult, error) {
@@ -138,11 +156,13 @@ func (s *Server) exit(_ context.Context, sess *session, _ noParams) (*struct{}, 
 		code = 0
 	}
 	s.log.Info().Int("code", code).Msg("exit requested")
+	sess.exited.Store(true)
 	if sess.opts.OnExit != nil {
 		sess.opts.OnExit(code)
-	} else {
-		sess.conn.Load().Close()
 	}
+	// Whatever the transport does, this connection is over: the requests
+	// read after exit will never be answered, so nothing may wait for them.
+	sess.conn.Load().Close()
 	return nil, nil
 }
 

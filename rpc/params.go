@@ -37,6 +37,9 @@ func decodeObject(data []byte, v reflect.Value, prefix string) error {
 	slices.Sort(keys)
 	for _, k := range keys {
 		if _, ok := fields[k]; !ok {
+			if k == "" {
+				k = `""` // data.field must name it visibly
+			}
 			return &paramError{field: prefix + k, reason: "unknown field"}
 		}
 	}
@@ -82,18 +85,8 @@ type fieldInfo struct {
 
 func structFields(t reflect.Type) map[string]fieldInfo {
 	out := map[string]fieldInfo{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if !f.IsExported() || tag == "-" {
-			continue
-		}
-		name, opts, _ := strings.Cut(tag, ",")
-		if name == "" {
-			name = f.Name
-		}
-		optional := f.Type.Kind() == reflect.Pointer || strings.Contains(opts, "omitempty")
-		out[name] = fieldInfo{index: i, required: !optional}
+	for _, f := range jsonFields(t) {
+		out[f.name] = fieldInfo{index: f.index, required: f.required}
 	}
 	return out
 }

@@ -61,21 +61,27 @@ type Server struct {
 	tools   Tools
 	info    Info
 	log     zerolog.Logger
-	methods map[string]method
+	table   []method          // the method table, in order
+	methods map[string]method // the same, by name
 }
 
 // NewServer returns a server for svc and its agent tools.
 func NewServer(svc Service, tools Tools, info Info, log zerolog.Logger) *Server {
 	s := &Server{svc: svc, tools: tools, info: info, log: log}
-	s.methods = s.methodTable()
+	s.table = s.methodTable()
+	s.methods = make(map[string]method, len(s.table))
+	for _, m := range s.table {
+		s.methods[m.name] = m
+	}
 	return s
 }
 
 // ConnOptions are per-connection choices of the transport.
 type ConnOptions struct {
 	// OnExit is called for the exit notification with the exit code the
-	// protocol asks for (0 after shutdown, 1 otherwise). The stdio transport
-	// exits the process; nil closes just this connection.
+	// protocol asks for (0 after shutdown, 1 otherwise); the connection is
+	// closed right after. The stdio transport exits the process; a
+	// WebSocket connection leaves it nil.
 	OnExit func(code int)
 }
 
@@ -85,11 +91,15 @@ type session struct {
 	// reading before it returns the connection to Serve.
 	conn     atomic.Pointer[jsonrpc2.Conn]
 	shutdown atomic.Bool
+	exited   atomic.Bool // after exit, nothing more is handled
 	opts     ConnOptions
 	// flushes asks the forwarder to send every event published so far;
 	// forwarded is closed when the forwarder stops.
 	flushes   chan chan struct{}
 	forwarded chan struct{}
+
+	mu       sync.Mutex                    // guards inflight
+	inflight map[jsonrpc2.ID]*inflightCall // requests running, for $/cancelRequest
 }
 
 // Serve runs the protocol on stream until the connection closes: at the end
@@ -98,7 +108,12 @@ type session struct {
 func (s *Server) Serve(ctx context.Context, stream jsonrpc2.ObjectStream, opts ConnOptions) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sess := &session{opts: opts, flushes: make(chan chan struct{}), forwarded: make(chan struct{})}
+	sess := &session{
+		opts:      opts,
+		flushes:   make(chan chan struct{}),
+		forwarded: make(chan struct{}),
+		inflight:  map[jsonrpc2.ID]*inflightCall{},
+	}
 	events, unsubscribe := s.svc.Subscribe()
 	defer unsubscribe()
 	conn := jsonrpc2.NewConn(ctx, stream, handler{s, sess}, jsonrpc2.SetLogger(printfLogger{s.log}))
@@ -122,7 +137,7 @@ func (s *Server) Serve(ctx context.Context, stream jsonrpc2.ObjectStream, opts C
 // events its call caused.
 func (s *Server) forward(ctx context.Context, conn *jsonrpc2.Conn, events <-chan service.Event, flushes <-chan chan struct{}) {
 	send := func(ev service.Event) bool {
-		method, params := notification(ev)
+		method, params := eventNotification(ev)
 		return conn.Notify(ctx, method, params) == nil
 	}
 	for {
@@ -160,20 +175,25 @@ func (sess *session) flush() {
 	}
 }
 
-func notification(ev service.Event) (string, any) {
+// eventParams are the params of sandbox/event; state is null when the
+// project has no sandbox any more.
+type eventParams struct {
+	ProjectPath string         `json:"projectPath"`
+	State       *service.State `json:"state"`
+}
+
+func eventNotification(ev service.Event) (string, any) {
 	if ev.Kind == service.EventProgress {
 		return "sandbox/progress", ev.Progress
 	}
-	return "sandbox/event", struct {
-		ProjectPath string         `json:"projectPath"`
-		State       *service.State `json:"state"`
-	}{ev.Project, ev.State}
+	return "sandbox/event", eventParams{ev.Project, ev.State}
 }
 
 // handler dispatches requests. The control methods that change the session
-// (shutdown, exit) take effect in the read loop, so in the order the client
-// sent them; everything else runs in its own goroutine, so a long start does
-// not hold up a status call. Replies are always sent from a goroutine, so
+// (shutdown, exit, $/cancelRequest) take effect in the read loop, so in the
+// order the client sent them; everything else runs in its own goroutine,
+// with a context $/cancelRequest can cancel, so a long start does not hold
+// up a status call. Replies are always sent from a goroutine, so
 // that the read loop never waits on a client that is not reading.
 type handler struct {
 	s    *Server
@@ -184,6 +204,9 @@ func (h handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 	h.sess.conn.Store(conn)
 	m, ok := h.s.methods[req.Method]
 	switch {
+	case h.sess.exited.Load():
+		// The connection is closing: a message that was already read
+		// when exit took effect is dropped, not run.
 	case h.sess.shutdown.Load() && req.Method != "exit":
 		go h.reply(ctx, req, nil, newError(codeInvalidRequest, "the server is shut down: only exit is accepted", nil))
 	case !ok:
@@ -196,7 +219,9 @@ func (h handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 		result, err := h.call(ctx, m, req)
 		go h.finish(ctx, req, started, result, err)
 	default:
+		ctx, done := h.sess.begin(ctx, req)
 		go func() {
+			defer done()
 			started := time.Now()
 			result, err := h.call(ctx, m, req)
 			h.finish(ctx, req, started, result, err)

@@ -50,6 +50,10 @@ func newStream(f framer, c io.Closer) *Stream {
 // skipping the invalid ones.
 func (s *Stream) ReadObject(v any) error {
 	for {
+		if s.isClosed() {
+			// jsonrpc2 goes on reading after a close; nothing more is read.
+			return io.EOF
+		}
 		frame, err := s.framer.ReadFrame()
 		var ferr *frameError
 		switch {
@@ -134,6 +138,12 @@ func (s *Stream) waitAnswered() {
 	for len(s.pending) > 0 && !s.closed {
 		s.settled.Wait()
 	}
+}
+
+func (s *Stream) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // Close closes the underlying connection.

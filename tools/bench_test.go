@@ -46,7 +46,10 @@ func newBench(b *testing.B) *bench {
 	server, client := net.Pipe()
 	s := rpc.NewServer(m, tools.New(m), rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
 	done := make(chan struct{})
-	go func() { s.Serve(context.Background(), rpc.NewStream(rpc.FramingNDJSON, server, server, server), rpc.ConnOptions{}); close(done) }()
+	go func() {
+		s.Serve(context.Background(), rpc.NewStream(rpc.FramingNDJSON, server, server, server), rpc.ConnOptions{})
+		close(done)
+	}()
 	b.Cleanup(func() { client.Close(); <-done })
 	bn := &bench{b: b, docker: docker, id: st.ContainerID, project: dir, conn: client, r: bufio.NewReader(client)}
 	bn.tool("sandbox_hover", `{"x": 0, "y": 0}`) // start the desktop agent

@@ -167,6 +167,33 @@ func (s *sidecar) notifications(method string) []map[string]any {
 	return out
 }
 
+// waitNotification returns the first notification of method whose params
+// satisfy match, reading on until one comes.
+func (s *sidecar) waitNotification(method string, match func(params map[string]any) bool, timeout time.Duration) map[string]any {
+	s.t.Helper()
+	for i, m := range s.pending {
+		if p, ok := m["params"].(map[string]any); ok && m["method"] == method && match(p) {
+			s.pending = append(s.pending[:i:i], s.pending[i+1:]...)
+			return p
+		}
+	}
+	deadline := time.After(timeout)
+	for {
+		select {
+		case msg, ok := <-s.msgs:
+			if !ok {
+				s.t.Fatalf("waiting for %s: stdout ended: %v", method, <-s.raw)
+			}
+			if p, ok := msg["params"].(map[string]any); ok && msg["method"] == method && match(p) {
+				return p
+			}
+			s.pending = append(s.pending, msg)
+		case <-deadline:
+			s.t.Fatalf("no %s notification within %s", method, timeout)
+		}
+	}
+}
+
 func result(t *testing.T, msg map[string]any) map[string]any {
 	t.Helper()
 	if msg["error"] != nil {
@@ -178,15 +205,21 @@ func result(t *testing.T, msg map[string]any) map[string]any {
 
 func (s *sidecar) wait() int {
 	s.t.Helper()
+	// Read stdout to its end before Wait, which closes the pipe.
+	select {
+	case err := <-s.raw:
+		if err != nil {
+			s.t.Error(err)
+		}
+	case <-time.After(30 * time.Second):
+		s.t.Fatal("the sidecar did not close its stdout")
+	}
 	done := make(chan error, 1)
 	go func() { done <- s.cmd.Wait() }()
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
 		s.t.Fatal("the sidecar did not exit")
-	}
-	if err := <-s.raw; err != nil {
-		s.t.Error(err)
 	}
 	return s.cmd.ProcessState.ExitCode()
 }

@@ -1,0 +1,364 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+	"github.com/pilot-sandbox/pilot-sandbox/tools"
+)
+
+// fakeService is a hand-written Service whose behaviour a conversation
+// picks by the base name of the project directory it sends:
+//
+//	ok, other   sandboxes that start (with progress and events), run and stop
+//	none        a project that never has a sandbox
+//	buildfail   start fails building the image (image_build_failed, data.log)
+//	startfail   start fails waiting for the desktop (start_failed, data.log)
+//	bug         every call fails with a plain Go error (internal)
+//	slowdocker  every call fails with service.ErrTimeout (timeout)
+//	held        calls wait until the conversation releases them, or their
+//	            context ends
+//
+// With Docker switched off (setDocker(false)), every call on a project
+// answers docker_unavailable after its path was checked, as the real
+// manager does.
+type fakeService struct {
+	events chan service.Event
+
+	mu       sync.Mutex // guards the fields below
+	dockerUp bool
+	tools    map[string]bool
+	states   map[string]service.State // by canonical project path
+	gate     chan struct{}            // closed to release the held calls
+	held     map[*int]heldCall        // calls waiting at a gate, by a unique key
+}
+
+// heldCall is a call waiting at a gate.
+type heldCall struct {
+	ctx  context.Context
+	gate chan struct{}
+}
+
+func newFakeService() *fakeService {
+	return &fakeService{
+		events:   make(chan service.Event, 64),
+		dockerUp: true,
+		tools:    map[string]bool{},
+		states:   map[string]service.State{},
+		gate:     make(chan struct{}),
+		held:     map[*int]heldCall{},
+	}
+}
+
+const fakeEndpoint = "unix:///var/run/docker.sock"
+
+// fakeProjects makes the project directories fakeService knows under root,
+// plus a file and a symlink to ok.
+func fakeProjects(root string) error {
+	for _, name := range []string{"ok", "other", "none", "buildfail", "startfail", "bug", "slowdocker", "held"} {
+		if err := os.Mkdir(filepath.Join(root, name), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "file.txt"), nil, 0o644); err != nil {
+		return err
+	}
+	return os.Symlink(filepath.Join(root, "ok"), filepath.Join(root, "link"))
+}
+
+func (f *fakeService) setDocker(up bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dockerUp = up
+}
+
+// heldCalls counts the calls waiting at the gate, leaving out those
+// cancelled or released already: they are about to answer.
+func (f *fakeService) heldCalls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, call := range f.held {
+		if call.ctx.Err() == nil && call.gate == f.gate {
+			n++
+		}
+	}
+	return n
+}
+
+// release lets every held call go on.
+func (f *fakeService) release() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	close(f.gate)
+	f.gate = make(chan struct{})
+}
+
+// publish drops the event when the subscriber is too far behind, as the
+// manager's broker does.
+func (f *fakeService) publish(ev service.Event) {
+	select {
+	case f.events <- ev:
+	default:
+	}
+}
+
+func (f *fakeService) unavailable() error {
+	return &service.UnavailableError{Endpoint: fakeEndpoint, Err: errors.New("dial unix /var/run/docker.sock: connect: connection refused")}
+}
+
+// enter resolves the project and applies its behaviour; a nil error means
+// the call goes on normally.
+func (f *fakeService) enter(ctx context.Context, path string) (string, error) {
+	project, err := service.CanonicalProject(path)
+	if err != nil {
+		return "", err
+	}
+	f.mu.Lock()
+	up, gate := f.dockerUp, f.gate
+	f.mu.Unlock()
+	switch {
+	case !up:
+		return "", f.unavailable()
+	case filepath.Base(project) == "bug":
+		return "", errors.New("the fake service has a bug")
+	case filepath.Base(project) == "slowdocker":
+		return "", fmt.Errorf("inspect container: %w: context deadline exceeded", service.ErrTimeout)
+	case filepath.Base(project) == "held":
+		key := new(int)
+		f.mu.Lock()
+		f.held[key] = heldCall{ctx, gate}
+		f.mu.Unlock()
+		defer func() {
+			f.mu.Lock()
+			delete(f.held, key)
+			f.mu.Unlock()
+		}()
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	return project, nil
+}
+
+func (f *fakeService) DockerStatus(context.Context) service.DockerStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.dockerUp {
+		return service.DockerStatus{Endpoint: fakeEndpoint, Error: f.unavailable().Error()}
+	}
+	return service.DockerStatus{Available: true, Endpoint: fakeEndpoint, Version: "20.10.24", APIVersion: "1.41"}
+}
+
+func (f *fakeService) state(project string) (service.State, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st, ok := f.states[project]
+	return st, ok
+}
+
+// commit records a state and announces it, as the manager does.
+func (f *fakeService) commit(project string, st *service.State) {
+	f.mu.Lock()
+	if st == nil {
+		delete(f.states, project)
+	} else {
+		cp := *st // the caller goes on changing st
+		st = &cp
+		f.states[project] = cp
+	}
+	f.mu.Unlock()
+	f.publish(service.Event{Kind: service.EventState, Project: project, State: st})
+}
+
+func (f *fakeService) progress(project, stage, msg string, current, total int) {
+	f.publish(service.Event{Kind: service.EventProgress, Project: project, Progress: service.Progress{
+		ProjectPath: project, Stage: stage, Message: msg, Current: current, Total: total,
+	}})
+}
+
+func (f *fakeService) Start(ctx context.Context, path string) (service.State, error) {
+	project, err := f.enter(ctx, path)
+	if err != nil {
+		return service.State{}, err
+	}
+	if st, ok := f.state(project); ok && st.Status == service.StatusRunning {
+		return st, nil
+	}
+	st := service.State{
+		ProjectPath: project, ContainerID: "c0ffee", ContainerName: "pilot-sandbox-" + filepath.Base(project),
+		Image: "pilot-sandbox:latest", Status: service.StatusStarting, Display: service.DefaultDisplay, CreatedAt: 1700000000000,
+	}
+	f.commit(project, &st)
+	switch filepath.Base(project) {
+	case "buildfail":
+		f.progress(project, service.StageImage, "Step 1/2 : FROM debian:bookworm-slim", 1, 2)
+		f.commit(project, nil)
+		return service.State{}, &service.BuildError{Log: []string{"Step 2/2 : RUN apt-get install xvfb", "E: Unable to locate package xvfb"}, Err: errors.New("the command returned a non-zero code: 100")}
+	case "startfail":
+		f.progress(project, service.StageStart, "Starting the desktop", 0, 0)
+		st.Status, st.Error = service.StatusError, "the container exited with code 1 before its desktop was ready"
+		f.commit(project, &st)
+		return service.State{}, &service.StartError{Log: []string{"Xvfb: cannot open display :99"}, Err: errors.New(st.Error)}
+	}
+	f.progress(project, service.StageCreate, "Creating the sandbox container "+st.ContainerName, 0, 0)
+	f.progress(project, service.StageStart, "Starting the desktop", 0, 0)
+	st.Status, st.WSPort, st.VNCPort, st.StartedAt = service.StatusRunning, 32768, 32769, 1700000001000
+	st.ViewerURL = "http://127.0.0.1:32768/vnc.html#autoconnect=true&password=control"
+	st.WatchURL = "http://127.0.0.1:32768/vnc.html#autoconnect=true&view_only=true&password=view"
+	f.commit(project, &st)
+	f.progress(project, service.StageReady, "The desktop is ready on 127.0.0.1:32768", 0, 0)
+	return st, nil
+}
+
+func (f *fakeService) Stop(ctx context.Context, path string) (service.State, error) {
+	project, err := f.enter(ctx, path)
+	if err != nil {
+		return service.State{}, err
+	}
+	st, ok := f.state(project)
+	if !ok {
+		return service.State{}, service.ErrNoSandbox
+	}
+	if st.Status != service.StatusStopped {
+		st.Status, st.WSPort, st.VNCPort, st.StartedAt, st.ViewerURL, st.WatchURL = service.StatusStopped, 0, 0, 0, "", ""
+		f.commit(project, &st)
+	}
+	return st, nil
+}
+
+func (f *fakeService) Remove(ctx context.Context, path string) (bool, error) {
+	project, err := f.enter(ctx, path)
+	if err != nil {
+		return false, err
+	}
+	if _, ok := f.state(project); !ok {
+		return false, nil
+	}
+	f.commit(project, nil)
+	return true, nil
+}
+
+func (f *fakeService) Status(ctx context.Context, path string) (*service.State, error) {
+	project, err := f.enter(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if st, ok := f.state(project); ok {
+		return &st, nil
+	}
+	return nil, nil
+}
+
+func (f *fakeService) List(context.Context) ([]service.State, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.dockerUp {
+		return nil, f.unavailable()
+	}
+	var out []service.State
+	for _, st := range f.states {
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b service.State) int { return strings.Compare(a.ProjectPath, b.ProjectPath) })
+	return out, nil
+}
+
+func (f *fakeService) Close(ctx context.Context, path string) (*service.State, error) {
+	project, err := f.enter(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := f.state(project); !ok {
+		return nil, nil
+	}
+	st, err := f.Stop(ctx, project)
+	return &st, err
+}
+
+func (f *fakeService) running(ctx context.Context, path string) error {
+	project, err := f.enter(ctx, path)
+	if err != nil {
+		return err
+	}
+	if st, ok := f.state(project); !ok {
+		return service.ErrNoSandbox
+	} else if st.Status != service.StatusRunning {
+		return fmt.Errorf("%w (it is %s)", service.ErrNotRunning, st.Status)
+	}
+	return nil
+}
+
+func (f *fakeService) Exec(ctx context.Context, path string, r service.ExecRequest) (service.ExecOutput, error) {
+	if err := f.running(ctx, path); err != nil {
+		return service.ExecOutput{}, err
+	}
+	if r.Command == "" {
+		return service.ExecOutput{}, &service.ArgumentError{Name: "command", Reason: "must not be empty"}
+	}
+	return service.ExecOutput{ExitCode: 3, Stdout: fmt.Sprintf("ran %q in %q for %s\n", r.Command, r.WorkDir, r.Timeout), Stderr: "warning\n"}, nil
+}
+
+func (f *fakeService) Screenshot(ctx context.Context, path string) (service.Screenshot, error) {
+	if err := f.running(ctx, path); err != nil {
+		return service.Screenshot{}, err
+	}
+	return service.Screenshot{PNG: []byte("\x89PNG\r\n\x1a\n"), Width: 1280, Height: 800}, nil
+}
+
+func (f *fakeService) ToolsEnabled(path string) (bool, error) {
+	project, err := service.CanonicalProject(path)
+	if err != nil {
+		return false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.tools[project], nil
+}
+
+func (f *fakeService) SetToolsEnabled(path string, on bool) (bool, error) {
+	project, err := service.CanonicalProject(path)
+	if err != nil {
+		return false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tools[project] = on
+	return on, nil
+}
+
+func (f *fakeService) Subscribe() (<-chan service.Event, func()) { return f.events, func() {} }
+
+// fakeTools is a Tools with one tool, echo, which answers its text.
+type fakeTools struct{}
+
+func (fakeTools) List() []tools.Tool {
+	return []tools.Tool{{
+		Name:        "echo",
+		Description: "Answers its text.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+	}}
+}
+
+func (fakeTools) Call(_ context.Context, _, name string, args json.RawMessage) (tools.Result, error) {
+	if name != "echo" {
+		return tools.Result{}, fmt.Errorf("%w %q; the tools are [echo]", tools.ErrUnknownTool, name)
+	}
+	var a struct {
+		Text *string `json:"text"`
+	}
+	if json.Unmarshal(args, &a) != nil || a.Text == nil {
+		return tools.Errorf("text: must be a string"), nil
+	}
+	return tools.Text(*a.Text), nil
+}

@@ -1,0 +1,139 @@
+package rpc
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"strconv"
+
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// OpenRPCVersion is the version of the OpenRPC specification rpc.discover
+// follows. 1.3 allows a method without a result: a notification.
+const OpenRPCVersion = "1.3.2"
+
+// The OpenRPC document's parts (https://spec.open-rpc.org). Members are
+// declared in the order the specification lists them.
+type (
+	openRPCDoc struct {
+		OpenRPC    string            `json:"openrpc"`
+		Info       openRPCInfo       `json:"info"`
+		Methods    []openRPCMethod   `json:"methods"`
+		Components openRPCComponents `json:"components"`
+		// Notifications the server sends: OpenRPC has no place for them,
+		// so they are listed, shaped as methods, under an extension.
+		Notifications []openRPCMethod `json:"x-notifications"`
+	}
+	openRPCInfo struct {
+		Title       string `json:"title"`
+		Description string `json:"description"`
+		Version     string `json:"version"`
+	}
+	openRPCMethod struct {
+		Name           string              `json:"name"`
+		Description    string              `json:"description"`
+		ParamStructure string              `json:"paramStructure"`
+		Params         []contentDescriptor `json:"params"`
+		Result         *contentDescriptor  `json:"result,omitempty"`
+		Errors         []schema            `json:"errors,omitempty"`
+	}
+	contentDescriptor struct {
+		Name     string `json:"name"`
+		Required bool   `json:"required,omitempty"`
+		Schema   schema `json:"schema"`
+	}
+	openRPCError struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+		Data    schema `json:"data"`
+	}
+	openRPCComponents struct {
+		Schemas map[string]schema       `json:"schemas"`
+		Errors  map[string]openRPCError `json:"errors"`
+	}
+)
+
+// discover is rpc.discover: the OpenRPC document, generated from the method
+// table and the Go types of params and results, so it cannot drift from
+// what the server does.
+func (s *Server) discover(context.Context, *session, noParams) (*openRPCDoc, error) {
+	return s.openRPC(), nil
+}
+
+func (s *Server) openRPC() *openRPCDoc {
+	gen := newSchemaGen()
+	doc := &openRPCDoc{
+		OpenRPC: OpenRPCVersion,
+		Info: openRPCInfo{
+			Title:       "pilot-sandbox",
+			Description: "A Docker sandbox with a virtual desktop for each project, driven over JSON-RPC 2.0 (docs/protocol.md). Server " + s.info.Name + " " + s.info.Version + ".",
+			Version:     strconv.Itoa(ProtocolVersion),
+		},
+		Methods: []openRPCMethod{},
+	}
+	for _, m := range s.table {
+		om := openRPCMethod{
+			Name:           m.name,
+			Description:    m.doc,
+			ParamStructure: "by-name",
+			Params:         paramDescriptors(gen, m.params),
+			Errors:         errorRefs(m),
+		}
+		if m.result != nil {
+			om.Result = &contentDescriptor{Name: "result", Schema: gen.result(m.result)}
+		}
+		doc.Methods = append(doc.Methods, om)
+	}
+	doc.Notifications = []openRPCMethod{
+		serverNotification(gen, "sandbox/event", "After every status change of any sandbox, including changes found at startup and containers that die, stop or vanish outside the sidecar. state is null when the project has no sandbox any more.", reflect.TypeFor[eventParams]()),
+		serverNotification(gen, "sandbox/progress", "While a start or image build runs. stage is image, create, start or ready.", reflect.TypeFor[service.Progress]()),
+	}
+	doc.Components = openRPCComponents{Schemas: gen.defs, Errors: errorComponents()}
+	return doc
+}
+
+// paramDescriptors lists a params struct's members, as by-name params.
+func paramDescriptors(gen *schemaGen, t reflect.Type) []contentDescriptor {
+	out := []contentDescriptor{}
+	for _, f := range jsonFields(t) {
+		out = append(out, contentDescriptor{Name: f.name, Required: f.required, Schema: gen.params(f.typ)})
+	}
+	return out
+}
+
+func serverNotification(gen *schemaGen, name, doc string, params reflect.Type) openRPCMethod {
+	var ps []contentDescriptor
+	for _, f := range jsonFields(params) {
+		s := gen.result(f.typ)
+		ps = append(ps, contentDescriptor{Name: f.name, Required: true, Schema: s})
+		if f.typ.Kind() != reflect.Pointer {
+			ps[len(ps)-1].Required = f.required
+		}
+	}
+	return openRPCMethod{Name: name, Description: doc, ParamStructure: "by-name", Params: ps}
+}
+
+// errorRefs names the errors a method may answer: invalid_params when it
+// takes params, then its own.
+func errorRefs(m method) []schema {
+	codes := slices.Clone(m.errors)
+	if m.params.NumField() > 0 {
+		codes = append([]int64{codeInvalidParams}, codes...)
+	}
+	var refs []schema
+	for _, c := range codes {
+		refs = append(refs, schema{"$ref": "#/components/errors/" + kinds[c]})
+	}
+	return refs
+}
+
+// errorComponents is every error of the protocol, by kind.
+func errorComponents() map[string]openRPCError {
+	out := map[string]openRPCError{}
+	for code, kind := range kinds {
+		data := schema{"kind": kind}
+		out[kind] = openRPCError{Code: code, Message: errorMeanings[code], Data: data}
+	}
+	return out
+}

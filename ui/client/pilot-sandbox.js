@@ -1,0 +1,325 @@
+// A client of the pilot-sandbox protocol (docs/protocol.md) for the desktop
+// app: typed methods for every request, subscriptions to the server's
+// notifications, and errors that carry the protocol's code and kind. It has
+// no dependencies and runs anywhere a transport does: Node or Electron's
+// main process over stdio (node.js), a browser over WebSocket
+// (websocket.js).
+
+/** @typedef {import('./types.js').Transport} Transport */
+/** @typedef {import('./types.js').RequestOptions} RequestOptions */
+/** @typedef {import('./types.js').DockerStatus} DockerStatus */
+/** @typedef {import('./types.js').SandboxState} SandboxState */
+/** @typedef {import('./types.js').InitializeResult} InitializeResult */
+/** @typedef {import('./types.js').ExecOptions} ExecOptions */
+/** @typedef {import('./types.js').ExecResult} ExecResult */
+/** @typedef {import('./types.js').Screenshot} Screenshot */
+/** @typedef {import('./types.js').Tool} Tool */
+/** @typedef {import('./types.js').ToolResult} ToolResult */
+/** @typedef {import('./types.js').SandboxEvent} SandboxEvent */
+/** @typedef {import('./types.js').SandboxProgress} SandboxProgress */
+
+/** The protocol version this client speaks. */
+export const PROTOCOL_VERSION = 1;
+
+/**
+ * An error answered by the server. `kind` is the stable string to switch
+ * on (docs/protocol.md, Errors); `field` names the bad param of an
+ * invalid_params error; `log` holds the last lines of a failed image build
+ * or start.
+ */
+export class RpcError extends Error {
+  /**
+   * @param {number} code
+   * @param {string} message
+   * @param {any} [data]
+   */
+  constructor(code, message, data) {
+    super(message);
+    this.name = 'RpcError';
+    this.code = code;
+    /** @type {Record<string, any>} */
+    this.data = data && typeof data === 'object' ? data : {};
+    /** @type {string} */
+    this.kind = typeof this.data.kind === 'string' ? this.data.kind : '';
+    /** @type {string | undefined} */
+    this.field = this.data.field;
+    /** @type {string[] | undefined} */
+    this.log = this.data.log;
+  }
+}
+
+/** The connection to the server closed before the answer came. */
+export class ConnectionClosedError extends Error {
+  /** @param {string} message */
+  constructor(message) {
+    super(message);
+    this.name = 'ConnectionClosedError';
+  }
+}
+
+/**
+ * @typedef {object} Pending
+ * @property {(value: any) => void} resolve
+ * @property {(error: Error) => void} reject
+ * @property {string} method
+ */
+
+export class Client {
+  /** @param {Transport} transport */
+  constructor(transport) {
+    this.transport = transport;
+    this.nextId = 1;
+    /** @type {Map<number, Pending>} */
+    this.pending = new Map();
+    /** @type {Map<string, Set<(params: any) => void>>} */
+    this.handlers = new Map();
+    /** @type {Set<(error?: Error) => void>} */
+    this.closeHandlers = new Set();
+    /** @type {Error | null} why the connection closed, once it has */
+    this.closedBy = null;
+    transport.listen(
+      (message) => this.receive(message),
+      (error) => this.closed(error),
+    );
+  }
+
+  /**
+   * Sends a request and resolves with its result, or rejects with an
+   * RpcError (or ConnectionClosedError).
+   *
+   * @param {string} method
+   * @param {object} [params]
+   * @param {RequestOptions} [options]
+   * @returns {Promise<any>}
+   */
+  request(method, params, options = {}) {
+    if (this.closedBy) return Promise.reject(this.closedBy);
+    const { signal } = options;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        if (!this.pending.delete(id)) return;
+        this.notify('$/cancelRequest', { id });
+        reject(signal?.reason);
+      };
+      const done = () => signal?.removeEventListener('abort', onAbort);
+      this.pending.set(id, {
+        method,
+        resolve: (value) => { done(); resolve(value); },
+        reject: (error) => { done(); reject(error); },
+      });
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.transport.send({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) });
+    });
+  }
+
+  /**
+   * Sends a notification.
+   *
+   * @param {string} method
+   * @param {object} [params]
+   */
+  notify(method, params) {
+    if (this.closedBy) return;
+    this.transport.send({ jsonrpc: '2.0', method, ...(params === undefined ? {} : { params }) });
+  }
+
+  /**
+   * Calls handler with the params of every notification of method, until
+   * the returned function is called.
+   *
+   * @param {string} method
+   * @param {(params: any) => void} handler
+   * @returns {() => void} unsubscribe
+   */
+  on(method, handler) {
+    let set = this.handlers.get(method);
+    if (!set) this.handlers.set(method, (set = new Set()));
+    set.add(handler);
+    return () => { set.delete(handler); };
+  }
+
+  /**
+   * sandbox/event: a sandbox's state changed (any project's: filter by
+   * projectPath). state is null when the project has no sandbox any more.
+   *
+   * @param {(event: SandboxEvent) => void} handler
+   * @returns {() => void} unsubscribe
+   */
+  onEvent(handler) { return this.on('sandbox/event', handler); }
+
+  /**
+   * sandbox/progress: a start or image build made progress.
+   *
+   * @param {(progress: SandboxProgress) => void} handler
+   * @returns {() => void} unsubscribe
+   */
+  onProgress(handler) { return this.on('sandbox/progress', handler); }
+
+  /**
+   * Called once when the connection closes, with the reason if it failed.
+   *
+   * @param {(error?: Error) => void} handler
+   * @returns {() => void} unsubscribe
+   */
+  onClose(handler) {
+    this.closeHandlers.add(handler);
+    return () => { this.closeHandlers.delete(handler); };
+  }
+
+  /** Closes the connection; pending requests reject. */
+  close() {
+    this.transport.close();
+    this.closed();
+  }
+
+  /** @param {any} message */
+  receive(message) {
+    if (!message || typeof message !== 'object') return;
+    if (typeof message.method === 'string') {
+      if (message.id !== undefined) {
+        // The server makes no requests; answer as JSON-RPC asks.
+        this.transport.send({ jsonrpc: '2.0', id: message.id, error: { code: -32601, message: 'the client serves no methods' } });
+        return;
+      }
+      for (const handler of this.handlers.get(message.method) ?? []) handler(message.params);
+      return;
+    }
+    const call = this.pending.get(message.id);
+    if (!call) return; // answered after a cancel, or not ours
+    this.pending.delete(message.id);
+    if (message.error) {
+      const { code, message: text, data } = message.error;
+      call.reject(new RpcError(code, `${call.method}: ${text}`, data));
+    } else {
+      call.resolve(message.result);
+    }
+  }
+
+  /** @param {Error} [error] */
+  closed(error) {
+    if (this.closedBy) return;
+    this.closedBy = new ConnectionClosedError(`the connection to pilot-sandbox closed${error ? `: ${error.message}` : ''}`);
+    for (const call of this.pending.values()) call.reject(this.closedBy);
+    this.pending.clear();
+    for (const handler of this.closeHandlers) handler(error);
+  }
+
+  // The protocol's methods, typed.
+
+  /**
+   * @param {{name: string, version: string}} [clientInfo]
+   * @returns {Promise<InitializeResult>}
+   */
+  initialize(clientInfo) { return this.request('initialize', clientInfo ? { clientInfo } : {}); }
+
+  /** Ends the session; afterwards only exit is accepted. Sandboxes keep running. */
+  async shutdown() { await this.request('shutdown'); }
+
+  /** Asks the server to exit (with 0 after shutdown). */
+  exit() { this.notify('exit'); }
+
+  /** @returns {Promise<DockerStatus>} */
+  dockerStatus() { return this.request('docker/status', {}); }
+
+  /**
+   * Starts (or creates) the project's sandbox; resolves once its desktop
+   * answers. Progress comes as sandbox/progress meanwhile.
+   *
+   * @param {string} projectPath an absolute path to an existing directory
+   * @param {RequestOptions} [options]
+   * @returns {Promise<SandboxState>}
+   */
+  start(projectPath, options) { return this.request('sandbox/start', { projectPath }, options); }
+
+  /**
+   * @param {string} projectPath
+   * @returns {Promise<SandboxState>}
+   */
+  stop(projectPath) { return this.request('sandbox/stop', { projectPath }); }
+
+  /**
+   * @param {string} projectPath
+   * @returns {Promise<{removed: boolean}>}
+   */
+  remove(projectPath) { return this.request('sandbox/remove', { projectPath }); }
+
+  /**
+   * @param {string} projectPath
+   * @returns {Promise<SandboxState | null>}
+   */
+  status(projectPath) { return this.request('sandbox/status', { projectPath }); }
+
+  /** @returns {Promise<{sandboxes: SandboxState[]}>} */
+  list() { return this.request('sandbox/list', {}); }
+
+  /**
+   * Runs command under bash -lc in the running sandbox. A non-zero exit
+   * is a result, not an error.
+   *
+   * @param {string} projectPath
+   * @param {string} command
+   * @param {ExecOptions} [options]
+   * @returns {Promise<ExecResult>}
+   */
+  exec(projectPath, command, options = {}) {
+    const { signal, timeoutMs, workdir } = options;
+    /** @type {Record<string, unknown>} */
+    const params = { projectPath, command };
+    if (timeoutMs !== undefined) params.timeoutMs = timeoutMs;
+    if (workdir !== undefined) params.workdir = workdir;
+    return this.request('sandbox/exec', params, { signal });
+  }
+
+  /**
+   * @param {string} projectPath
+   * @returns {Promise<Screenshot>}
+   */
+  screenshot(projectPath) { return this.request('sandbox/screenshot', { projectPath }); }
+
+  /**
+   * @param {string} projectPath
+   * @param {boolean} enabled
+   * @returns {Promise<{enabled: boolean}>}
+   */
+  setToolsEnabled(projectPath, enabled) { return this.request('sandbox/setToolsEnabled', { projectPath, enabled }); }
+
+  /**
+   * @param {string} projectPath
+   * @returns {Promise<{enabled: boolean}>}
+   */
+  getToolsEnabled(projectPath) { return this.request('sandbox/getToolsEnabled', { projectPath }); }
+
+  /**
+   * The app closed the project: its sandbox is stopped and kept.
+   *
+   * @param {string} projectPath
+   * @returns {Promise<SandboxState | null>}
+   */
+  closeProject(projectPath) { return this.request('project/close', { projectPath }); }
+
+  /**
+   * @param {string} projectPath
+   * @returns {Promise<{tools: Tool[]}>}
+   */
+  listTools(projectPath) { return this.request('tools/list', { projectPath }); }
+
+  /**
+   * @param {string} projectPath
+   * @param {string} name
+   * @param {Record<string, unknown>} [args]
+   * @param {RequestOptions} [options]
+   * @returns {Promise<ToolResult>}
+   */
+  callTool(projectPath, name, args = {}, options = {}) {
+    return this.request('tools/call', { projectPath, name, arguments: args }, options);
+  }
+
+  /**
+   * The protocol as an OpenRPC document, generated by the server.
+   *
+   * @returns {Promise<Record<string, any>>}
+   */
+  discover() { return this.request('rpc.discover'); }
+}

@@ -1,0 +1,111 @@
+// Types of the pilot-sandbox protocol (docs/protocol.md), for JSDoc and
+// tsc. The server's rpc.discover method returns the same shapes as an
+// OpenRPC document generated from its Go types.
+
+/**
+ * @typedef {object} DockerStatus
+ * @property {boolean} available
+ * @property {string} endpoint
+ * @property {string} [version]
+ * @property {string} [apiVersion]
+ * @property {string} [error] what is wrong and what to do, in plain words
+ */
+
+/** @typedef {'starting' | 'running' | 'stopping' | 'stopped' | 'error'} SandboxStatus */
+
+/**
+ * @typedef {object} SandboxState
+ * @property {string} projectPath
+ * @property {string} containerId
+ * @property {string} containerName
+ * @property {string} image
+ * @property {SandboxStatus} status
+ * @property {number} wsPort host port of noVNC on 127.0.0.1 (0 unless running)
+ * @property {number} vncPort host port of the VNC server on 127.0.0.1
+ * @property {string} viewerUrl what the panel's iframe loads to take control
+ * @property {string} watchUrl the same desktop, view-only
+ * @property {{width: number, height: number}} display
+ * @property {number} createdAt milliseconds since the Unix epoch
+ * @property {number} [startedAt]
+ * @property {string} [error]
+ */
+
+/**
+ * @typedef {object} InitializeResult
+ * @property {{name: string, version: string}} serverInfo
+ * @property {number} protocolVersion
+ * @property {DockerStatus} docker
+ */
+
+/**
+ * @typedef {object} ExecOptions
+ * @property {number} [timeoutMs] 1 to 600000, default 120000
+ * @property {string} [workdir] default: the sandbox user's home
+ * @property {AbortSignal} [signal] aborting cancels the command's call
+ */
+
+/**
+ * @typedef {object} ExecResult
+ * @property {number} exitCode
+ * @property {string} stdout at most 10 MiB
+ * @property {string} stderr at most 10 MiB
+ * @property {boolean} timedOut
+ * @property {boolean} truncated
+ */
+
+/**
+ * @typedef {object} Screenshot
+ * @property {'image/png'} mimeType
+ * @property {string} data base64
+ * @property {number} width
+ * @property {number} height
+ */
+
+/**
+ * @typedef {object} Tool
+ * @property {string} name
+ * @property {string} description
+ * @property {object} inputSchema a JSON Schema
+ */
+
+/**
+ * @typedef {{type: 'text', text: string} | {type: 'image', data: string, mimeType: string}} Content
+ */
+
+/**
+ * @typedef {object} ToolResult
+ * @property {Content[]} content
+ * @property {boolean} isError
+ */
+
+/**
+ * @typedef {object} SandboxEvent params of sandbox/event
+ * @property {string} projectPath
+ * @property {SandboxState | null} state null when the project has no sandbox any more
+ */
+
+/**
+ * @typedef {object} SandboxProgress params of sandbox/progress
+ * @property {string} projectPath
+ * @property {'image' | 'create' | 'start' | 'ready'} stage
+ * @property {string} message
+ * @property {number} [current]
+ * @property {number} [total]
+ */
+
+/**
+ * @typedef {object} RequestOptions
+ * @property {AbortSignal} [signal] aborting sends $/cancelRequest and rejects with the signal's reason
+ */
+
+/**
+ * A way to carry JSON-RPC messages: stdio with Content-Length framing
+ * (node.js) or a WebSocket (websocket.js).
+ *
+ * @typedef {object} Transport
+ * @property {(message: object) => void} send
+ * @property {(onMessage: (message: any) => void, onClose: (error?: Error) => void) => void} listen
+ * @property {() => void} close
+ */
+
+export {};
