@@ -85,7 +85,9 @@ func (m *Manager) ExecArgv(ctx context.Context, path string, spec ExecSpec) (Exe
 	if spec.User == "" {
 		spec.User = sandboxUser
 	}
-	spec.Env = append([]string{displayEnv}, spec.Env...)
+	// Docker sets HOME for the exec's user but not USER or LOGNAME, which
+	// some programs read.
+	spec.Env = append([]string{displayEnv, "USER=" + spec.User, "LOGNAME=" + spec.User}, spec.Env...)
 	res, err := m.docker.Exec(ctx, st.ContainerID, spec)
 	if errors.Is(err, ErrNotRunning) || errors.Is(err, ErrContainerNotFound) {
 		// The container went away since the state was read.

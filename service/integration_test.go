@@ -90,7 +90,7 @@ func TestSandboxLifecycle(t *testing.T) {
 		t.Errorf("password %q is missing or in the container's metadata: %s", password, meta)
 	}
 
-	if out := exec(t, m, dir, `echo "$(whoami) $DISPLAY"; xdpyinfo | grep dimensions`); !strings.Contains(out.Stdout, "sandbox :99") ||
+	if out := exec(t, m, dir, `echo "$(whoami) $DISPLAY $USER $LOGNAME"; xdpyinfo | grep dimensions`); !strings.Contains(out.Stdout, "sandbox :99 sandbox sandbox") ||
 		!strings.Contains(out.Stdout, "1280x800 pixels") {
 		t.Errorf("exec: %+v", out)
 	}

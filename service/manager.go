@@ -233,7 +233,13 @@ func (m *Manager) commit(b *box, st *State) {
 		return
 	}
 	m.persist(b.project, prev, st)
-	if dropped := m.events.publish(Event{Kind: EventState, Project: b.project, State: st}); dropped > 0 {
+	// Subscribers get their own copy: st stays the caller's.
+	var published *State
+	if st != nil {
+		cp := *st
+		published = &cp
+	}
+	if dropped := m.events.publish(Event{Kind: EventState, Project: b.project, State: published}); dropped > 0 {
 		m.log.Warn().Int("subscribers", dropped).Msg("event dropped for subscribers that stopped reading")
 	}
 }

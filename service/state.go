@@ -94,7 +94,8 @@ func statusOf(c Container, stopping bool) (Status, string) {
 		return StatusStopped, ""
 	case c.OOMKilled:
 		return StatusError, "the sandbox ran out of memory and was stopped"
-	case c.ExitCode == 0 || stopping:
+	case c.ExitCode == 0 || c.ExitCode == 143 || stopping:
+		// 143: the entrypoint died of SIGTERM, which only a stop sends.
 		return StatusStopped, ""
 	case c.State == "dead" || c.State == "removing":
 		return StatusError, fmt.Sprintf("the container is %s", c.State)

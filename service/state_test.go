@@ -21,6 +21,7 @@ func TestStatusOf(t *testing.T) {
 		{"paused", Container{Running: true, State: "paused", Name: "x"}, false, StatusError, "docker unpause x"},
 		{"created, never started", Container{State: "created"}, false, StatusStopped, ""},
 		{"clean exit", Container{State: "exited"}, false, StatusStopped, ""},
+		{"stopped by SIGTERM", Container{State: "exited", ExitCode: 143}, false, StatusStopped, ""},
 		{"desktop crashed", Container{State: "exited", ExitCode: 1}, false, StatusError, "exit code 1"},
 		{"killed from outside", Container{State: "exited", ExitCode: 137}, false, StatusError, "killed"},
 		{"killed by our own stop", Container{State: "exited", ExitCode: 137}, true, StatusStopped, ""},
