@@ -16,25 +16,9 @@ const attachStderrMax = 64 << 10
 // ExecAttach starts a long-lived command with its stdin and stdout attached,
 // for a request/response conversation with a process in the container.
 func (e *Client) ExecAttach(ctx context.Context, id string, spec service.ExecSpec) (service.ExecSession, error) {
-	api, err := e.connect(ctx)
+	api, ex, err := e.createExec(ctx, id, spec, true)
 	if err != nil {
 		return nil, err
-	}
-	createCtx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	ex, err := api.CreateExec(docker.CreateExecOptions{
-		Container:    id,
-		Cmd:          spec.Cmd,
-		User:         spec.User,
-		Env:          spec.Env,
-		WorkingDir:   spec.WorkDir,
-		AttachStdin:  true,
-		AttachStdout: true,
-		AttachStderr: true,
-		Context:      createCtx,
-	})
-	if err != nil {
-		return nil, e.classify(err)
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()

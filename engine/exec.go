@@ -19,25 +19,9 @@ const exitCodeWait = 2 * time.Second
 // cancelled ctx the stream is closed and the call returns, whatever the
 // command (or a child still holding its stdout) does.
 func (e *Client) Exec(ctx context.Context, id string, spec service.ExecSpec) (service.ExecResult, error) {
-	api, err := e.connect(ctx)
+	api, ex, err := e.createExec(ctx, id, spec, spec.Stdin != nil)
 	if err != nil {
 		return service.ExecResult{}, err
-	}
-	createCtx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	ex, err := api.CreateExec(docker.CreateExecOptions{
-		Container:    id,
-		Cmd:          spec.Cmd,
-		User:         spec.User,
-		Env:          spec.Env,
-		WorkingDir:   spec.WorkDir,
-		AttachStdin:  spec.Stdin != nil,
-		AttachStdout: true,
-		AttachStderr: true,
-		Context:      createCtx,
-	})
-	if err != nil {
-		return service.ExecResult{}, e.classify(err)
 	}
 	stdout := &cappedBuffer{max: spec.MaxOutput}
 	stderr := &cappedBuffer{max: spec.MaxOutput}
@@ -62,6 +46,32 @@ func (e *Client) Exec(ctx context.Context, id string, spec service.ExecSpec) (se
 	}
 	res.ExitCode, err = e.exitCode(ctx, api, ex.ID, !timedOut)
 	return res, err
+}
+
+// createExec sets up an exec instance with stdout and stderr attached, and
+// stdin when asked.
+func (e *Client) createExec(ctx context.Context, id string, spec service.ExecSpec, stdin bool) (*docker.Client, *docker.Exec, error) {
+	api, err := e.connect(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	ex, err := api.CreateExec(docker.CreateExecOptions{
+		Container:    id,
+		Cmd:          spec.Cmd,
+		User:         spec.User,
+		Env:          spec.Env,
+		WorkingDir:   spec.WorkDir,
+		AttachStdin:  stdin,
+		AttachStdout: true,
+		AttachStderr: true,
+		Context:      ctx,
+	})
+	if err != nil {
+		return nil, nil, e.classify(err)
+	}
+	return api, ex, nil
 }
 
 // waitStream waits for the exec stream to end, closing it on timeout or when
