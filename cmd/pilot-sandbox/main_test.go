@@ -347,6 +347,21 @@ func TestCommandLine(t *testing.T) {
 	} else if data, _ := os.ReadFile(shot); !bytes.HasPrefix(data, []byte("\x89PNG")) {
 		t.Error("screenshot is not a PNG")
 	}
+	toolShot := filepath.Join(t.TempDir(), "tool.png")
+	if out, code := run("tool", "sandbox_screenshot", "-o", toolShot); code != 0 || !strings.Contains(out, "1280x800") {
+		t.Errorf("tool sandbox_screenshot: %d %s", code, out)
+	} else if data, _ := os.ReadFile(toolShot); !bytes.HasPrefix(data, []byte("\x89PNG")) {
+		t.Error("tool sandbox_screenshot wrote no PNG")
+	}
+	if out, code := run("tool", "sandbox_exec", `{"command": "echo $((6*7))"}`); code != 0 || !strings.Contains(out, "42") {
+		t.Errorf("tool sandbox_exec: %d %s", code, out)
+	}
+	if _, code := run("tool", "sandbox_click", `{"x": -1, "y": 0}`); code != 1 {
+		t.Errorf("tool with a bad argument: code %d, want 1", code)
+	}
+	if out, code := run("tool"); code != 0 || strings.Count(out, "sandbox_") < 16 {
+		t.Errorf("tool list: %d %s", code, out)
+	}
 	if out, code := run("stop"); code != 0 || !strings.Contains(out, "stopped") {
 		t.Errorf("stop: %d %s", code, out)
 	}
