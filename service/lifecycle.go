@@ -70,7 +70,7 @@ func (m *Manager) find(ctx context.Context, b *box) (Container, error) {
 		return c, err
 	}
 	if c.Labels[LabelProject] != b.project {
-		return c, fmt.Errorf("a container named %s exists but is not this project's sandbox: remove or rename it", name)
+		return c, fmt.Errorf("%w: a container named %s exists but is not this project's sandbox: remove or rename it", ErrNameConflict, name)
 	}
 	return c, nil
 }
@@ -128,6 +128,7 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 		// container's environment, command line or labels.
 		secret, err := newSecret()
 		if err != nil {
+			m.settle(ctx, b)
 			return State{}, err
 		}
 		if err := m.docker.CopyTo(ctx, c.ID, vncDir, passwdArchive(secret)); err != nil {
