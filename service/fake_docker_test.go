@@ -139,8 +139,12 @@ func (f *fakeDocker) CreateContainer(ctx context.Context, spec ContainerSpec) (s
 	}
 	f.nextID++
 	id := fmt.Sprintf("%064x", f.nextID)
+	// The real engine merges the image's labels into the container's;
+	// images of the current Dockerfile name where the passwords go.
+	labels := maps.Clone(spec.Labels)
+	labels[LabelVNCDir] = "/etc/pilot-sandbox/vnc"
 	f.containers[id] = &Container{
-		ID: id, Name: spec.Name, Image: spec.Image, Labels: maps.Clone(spec.Labels),
+		ID: id, Name: spec.Name, Image: spec.Image, Labels: labels,
 		State: "created", Env: append([]string(nil), spec.Env...), CreatedAt: f.now, Ports: map[int]int{},
 	}
 	return id, nil
@@ -183,7 +187,9 @@ func (f *fakeDocker) StartContainer(ctx context.Context, id string) error {
 		f.mu.Unlock()
 		return ErrContainerNotFound
 	}
-	c.Running, c.State, c.ExitCode, c.StartedAt = true, "running", 0, f.now
+	// Every start is a new run, with its own start time.
+	c.Running, c.State, c.ExitCode = true, "running", 0
+	c.StartedAt = f.now.Add(time.Duration(f.calls["StartContainer"]) * time.Second)
 	c.Ports = map[int]int{vncPort: f.nextPort, novncPort: f.nextPort + 1}
 	f.nextPort += 2
 	onStart := f.onStart
@@ -274,9 +280,9 @@ func (f *fakeDocker) Exec(ctx context.Context, id string, spec ExecSpec) (ExecRe
 		f.mu.Unlock()
 		return ExecResult{}, fmt.Errorf("%w: container %s is not running", ErrNotRunning, id)
 	}
-	if len(spec.Cmd) == 2 && spec.Cmd[0] == "cat" && spec.Cmd[1] == vncPasswdFile {
+	if len(spec.Cmd) == 2 && spec.Cmd[0] == "cat" && strings.HasSuffix(spec.Cmd[1], "/passwd") {
 		defer f.mu.Unlock()
-		content, ok := f.files[c.ID][vncPasswdFile]
+		content, ok := f.files[c.ID][spec.Cmd[1]]
 		if !ok {
 			return ExecResult{ExitCode: 1, Stderr: []byte("No such file")}, nil
 		}
@@ -380,7 +386,8 @@ func (f *fakeDocker) addContainer(project string, running bool, exitCode int, se
 		f.nextPort += 2
 	}
 	f.containers[id] = c
-	f.files[id] = map[string]string{vncPasswdFile: string(secret.passwdFile())}
+	// An earlier sidecar's container: an image without LabelVNCDir.
+	f.files[id] = map[string]string{legacyVNCDir + "/passwd": string(secret.passwdFile())}
 	return c
 }
 

@@ -1,10 +1,7 @@
 package service
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"strconv"
@@ -17,8 +14,6 @@ const (
 	sandboxUser    = "sandbox"
 	sandboxUID     = 1000
 	sandboxHome    = "/home/sandbox"
-	vncDir         = sandboxHome + "/.vnc"
-	vncPasswdFile  = vncDir + "/passwd"
 	displayEnv     = "DISPLAY=:99"
 	resolutionEnv  = "RESOLUTION"
 	startLogLines  = 30
@@ -122,6 +117,7 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 	starting.Status, starting.Error = StatusStarting, ""
 	m.commit(b, &starting)
 
+	var installed vncSecret
 	if !c.Running {
 		// Fresh passwords on every start; the file goes in before the desktop
 		// starts, through the archive API, so the secret never appears in the
@@ -130,11 +126,12 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 		if err != nil {
 			return State{}, err
 		}
-		if err := m.docker.CopyTo(ctx, c.ID, vncDir, passwdArchive(secret)); err != nil {
+		dir, legacy := passwdDir(c)
+		if err := m.docker.CopyTo(ctx, c.ID, dir, passwdArchive(secret, legacy)); err != nil {
 			m.settle(ctx, b)
 			return State{}, fmt.Errorf("install VNC password: %w", err)
 		}
-		m.setSecret(b, c.ID, secret)
+		installed = secret
 		m.progress(b.project, StageStart, "Starting the desktop", 0, 0)
 		if err := m.docker.StartContainer(ctx, c.ID); err != nil {
 			return State{}, m.failStart(ctx, b, c.ID, fmt.Errorf("start container: %w", err))
@@ -143,6 +140,9 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 	ready, err := m.waitReady(ctx, c.ID)
 	if err != nil {
 		return State{}, m.failStart(ctx, b, c.ID, err)
+	}
+	if installed != (vncSecret{}) {
+		m.setSecret(b, keyOf(ready), installed)
 	}
 	secret, err := m.secretFor(ctx, b, ready)
 	if err != nil {
@@ -255,88 +255,4 @@ func (m *Manager) displayOf(c Container) Display {
 		}
 	}
 	return m.cfg.Display
-}
-
-// secretAlphabet keeps passwords safe in a URL fragment without escaping.
-const secretAlphabet = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789"
-
-func newSecret() (vncSecret, error) {
-	word := func() (string, error) {
-		b := make([]byte, 8)
-		if _, err := rand.Read(b); err != nil {
-			return "", err
-		}
-		for i := range b {
-			b[i] = secretAlphabet[int(b[i])%len(secretAlphabet)]
-		}
-		return string(b), nil
-	}
-	control, err := word()
-	if err != nil {
-		return vncSecret{}, err
-	}
-	view, err := word()
-	if err != nil {
-		return vncSecret{}, err
-	}
-	return vncSecret{Control: control, View: view}, nil
-}
-
-// passwdArchive is a tar holding x11vnc's password file, owned by the
-// sandbox user and readable by nobody else.
-func passwdArchive(s vncSecret) *bytes.Reader {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	data := s.passwdFile()
-	tw.WriteHeader(&tar.Header{
-		Name: "passwd", Mode: 0o600, Size: int64(len(data)),
-		Uid: sandboxUID, Gid: sandboxUID, ModTime: time.Now(),
-	})
-	tw.Write(data)
-	tw.Close()
-	return bytes.NewReader(buf.Bytes())
-}
-
-func parsePasswdFile(data string) (vncSecret, bool) {
-	lines := strings.Split(strings.TrimSpace(data), "\n")
-	var s vncSecret
-	for i, l := range lines {
-		l = strings.TrimSpace(l)
-		switch {
-		case i == 0:
-			s.Control = l
-		case l == "__BEGIN_VIEWONLY__" && i+1 < len(lines):
-			s.View = strings.TrimSpace(lines[i+1])
-		}
-	}
-	return s, s.Control != "" && s.View != ""
-}
-
-func (m *Manager) setSecret(b *box, id string, s vncSecret) {
-	b.mu.Lock()
-	b.secret, b.secretOf = s, id
-	b.mu.Unlock()
-}
-
-// secretFor returns the VNC passwords of a running container: remembered,
-// or read back from the container (after the sidecar restarted).
-func (m *Manager) secretFor(ctx context.Context, b *box, c Container) (vncSecret, error) {
-	b.mu.Lock()
-	s, of := b.secret, b.secretOf
-	b.mu.Unlock()
-	if of == c.ID {
-		return s, nil
-	}
-	res, err := m.docker.Exec(ctx, c.ID, ExecSpec{
-		Cmd: []string{"cat", vncPasswdFile}, User: sandboxUser, Timeout: 10 * time.Second, MaxOutput: 4096,
-	})
-	if err != nil {
-		return vncSecret{}, fmt.Errorf("read VNC password: %w", err)
-	}
-	s, ok := parsePasswdFile(string(res.Stdout))
-	if res.ExitCode != 0 || !ok {
-		return vncSecret{}, errors.New("the sandbox has no VNC password file")
-	}
-	m.setSecret(b, c.ID, s)
-	return s, nil
 }

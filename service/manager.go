@@ -113,7 +113,7 @@ type box struct {
 	mu       sync.Mutex // guards the fields below
 	state    *State     // nil: the project has no sandbox
 	secret   vncSecret  // the VNC passwords of the current container
-	secretOf string     // the container ID the secret belongs to
+	secretOf secretKey  // the run of the container the secret belongs to
 	failedID string     // the container whose last start failed
 	failure  string     // why it failed
 

@@ -114,7 +114,7 @@ func TestStartCreatesContainerAndWaitsForDesktop(t *testing.T) {
 	if st.ContainerName != ContainerName(dir) || st.ProjectPath != dir || st.Display != DefaultDisplay {
 		t.Errorf("state = %+v", st)
 	}
-	secret, ok := parsePasswdFile(h.docker.uploaded(st.ContainerID, vncPasswdFile))
+	secret, ok := parsePasswdFile(h.docker.uploaded(st.ContainerID, "/etc/pilot-sandbox/vnc/passwd"))
 	if !ok {
 		t.Fatal("no VNC password file was installed before the start")
 	}

@@ -94,7 +94,7 @@ func (m *Manager) Remove(ctx context.Context, path string) (bool, error) {
 // container is gone.
 func (m *Manager) forget(b *box) {
 	m.clearFailure(b)
-	m.setSecret(b, "", vncSecret{})
+	m.setSecret(b, secretKey{}, vncSecret{})
 	// commit removes the state file only when the state changes; the file
 	// may exist while the manager never loaded the project.
 	if err := removeRecord(b.project); err != nil {
