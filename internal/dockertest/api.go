@@ -1,0 +1,77 @@
+package dockertest
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// API is the engine's HTTP API as a test reads it: raw JSON, not through the
+// engine package, so that a test can check what Docker itself reports
+// (`docker inspect`, `docker stats`) rather than what the adapter maps.
+type API struct {
+	t      testing.TB
+	client *http.Client
+}
+
+// NewAPI returns the API of the engine the sidecar would use; the test is
+// skipped or failed as Engine decides when there is none.
+func NewAPI(t testing.TB) *API {
+	t.Helper()
+	network, address, err := dialAddress(Engine(t).Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, address)
+	}
+	return &API{t: t, client: &http.Client{Transport: &http.Transport{DialContext: dial}, Timeout: time.Minute}}
+}
+
+// Get returns the body of a GET of path (e.g. /containers/ID/json), failing
+// the test on anything but 200.
+func (a *API) Get(path string) []byte {
+	a.t.Helper()
+	resp, err := a.client.Get("http://docker" + path)
+	if err != nil {
+		a.t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		a.t.Fatalf("GET %s: %s %s %v", path, resp.Status, body, err)
+	}
+	return body
+}
+
+// GetJSON decodes the body of a GET of path into v.
+func (a *API) GetJSON(path string, v any) {
+	a.t.Helper()
+	if err := json.Unmarshal(a.Get(path), v); err != nil {
+		a.t.Fatalf("GET %s: %v", path, err)
+	}
+}
+
+// MemoryUsage is what `docker stats` shows as a container's memory use: the
+// cgroup's usage less its page cache, in bytes.
+func (a *API) MemoryUsage(id string) int64 {
+	a.t.Helper()
+	var stats struct {
+		MemoryStats struct {
+			Usage int64            `json:"usage"`
+			Stats map[string]int64 `json:"stats"`
+		} `json:"memory_stats"`
+	}
+	a.GetJSON("/containers/"+id+"/stats?stream=false", &stats)
+	m := stats.MemoryStats
+	cache := m.Stats["total_inactive_file"] // cgroup v1, as docker stats does
+	if v, ok := m.Stats["inactive_file"]; ok {
+		cache = v // cgroup v2
+	}
+	return m.Usage - cache
+}
