@@ -183,8 +183,11 @@ type eventParams struct {
 }
 
 func eventNotification(ev service.Event) (string, any) {
-	if ev.Kind == service.EventProgress {
+	switch ev.Kind {
+	case service.EventProgress:
 		return "sandbox/progress", ev.Progress
+	case service.EventWarning:
+		return "sandbox/warning", ev.Warning
 	}
 	return "sandbox/event", eventParams{ev.Project, ev.State}
 }

@@ -110,12 +110,13 @@ type box struct {
 	// wait for a start.
 	settingsMu sync.Mutex
 
-	mu       sync.Mutex // guards the fields below
-	state    *State     // nil: the project has no sandbox
-	secret   vncSecret  // the VNC passwords of the current container
-	secretOf secretKey  // the run of the container the secret belongs to
-	failedID string     // the container whose last start failed
-	failure  string     // why it failed
+	mu       sync.Mutex        // guards the fields below
+	state    *State            // nil: the project has no sandbox
+	secret   vncSecret         // the VNC passwords of the current container
+	secretOf secretKey         // the run of the container the secret belongs to
+	failedID string            // the container whose last start failed
+	failure  string            // why it failed
+	reported map[string]string // file -> the problem last reported with it
 
 	agentMu sync.Mutex // guards agent
 	agent   *agent     // the desktop agent of the running container, if started
@@ -232,7 +233,7 @@ func (m *Manager) commit(b *box, st *State) {
 	if sameState(prev, st) {
 		return
 	}
-	m.persist(b.project, prev, st)
+	m.persist(b, prev, st)
 	// Subscribers get their own copy: st stays the caller's.
 	var published *State
 	if st != nil {
@@ -245,13 +246,13 @@ func (m *Manager) commit(b *box, st *State) {
 }
 
 // persist keeps .pilot/sandbox.json in step with settled states; the
-// transitional ones (starting, stopping) are not written.
-func (m *Manager) persist(project string, prev, st *State) {
+// transitional ones (starting, stopping) are not written. A file that
+// cannot be written is reported, and the sandbox goes on as it is: the
+// sidecar finds containers by name, not by this file.
+func (m *Manager) persist(b *box, prev, st *State) {
 	if st == nil {
-		if err := removeRecord(project); err != nil {
-			m.log.Warn().Err(err).Str("project", project).Msg("could not remove the sandbox state file")
-		}
-		if err := m.registry.remove(project); err != nil {
+		m.warn(b, sandboxFile(b.project), removeRecord(b.project))
+		if err := m.registry.remove(b.project); err != nil {
 			m.log.Warn().Err(err).Msg("could not update the project registry")
 		}
 		return
@@ -259,19 +260,37 @@ func (m *Manager) persist(project string, prev, st *State) {
 	if st.Status == StatusStarting || st.Status == StatusStopping {
 		return
 	}
-	if prev != nil && recordOf(*prev, time.Time{}) == recordOf(*st, time.Time{}) {
+	if prev != nil && sameRecord(recordOf(*prev, time.Time{}), recordOf(*st, time.Time{})) {
 		return
 	}
-	aside, err := writeRecord(project, recordOf(*st, m.cfg.Now()), m.cfg.Now())
-	if aside != "" {
-		m.log.Warn().Str("project", project).Str("keptAs", aside).Msg("the sandbox state file was corrupt; kept it aside and wrote a new one")
+	m.saveRecord(b, *st)
+}
+
+// saveRecord writes the state to .pilot/sandbox.json, reporting what was
+// wrong with the file there, if anything.
+func (m *Manager) saveRecord(b *box, st State) {
+	now := m.cfg.Now()
+	aside, err := writeRecord(b.project, recordOf(st, now), now)
+	if aside != nil {
+		m.warn(b, sandboxFile(b.project), aside)
 	}
-	if err != nil {
-		m.log.Warn().Err(err).Str("project", project).Msg("could not save the sandbox state file")
-	}
-	if err := m.registry.add(project); err != nil {
+	m.warn(b, sandboxFile(b.project), err)
+	if err := m.registry.add(b.project); err != nil {
 		m.log.Warn().Err(err).Msg("could not update the project registry")
 	}
+}
+
+// ensureRecord rewrites .pilot/sandbox.json when it does not say what the
+// settled state says: lost, corrupt, or edited by hand since.
+func (m *Manager) ensureRecord(b *box) {
+	st := b.snapshot()
+	if st == nil || st.Status == StatusStarting || st.Status == StatusStopping {
+		return
+	}
+	if rec, err := readRecord(b.project); err == nil && rec != nil && sameRecord(*rec, recordOf(*st, time.Time{})) {
+		return
+	}
+	m.saveRecord(b, *st)
 }
 
 // progress announces a step of a long operation.

@@ -93,6 +93,7 @@ func (m *Manager) resync(ctx context.Context) error {
 		b := m.box(project)
 		if b.tryLock() {
 			m.observe(ctx, b, c)
+			m.ensureRecord(b)
 			b.unlock()
 		}
 	}

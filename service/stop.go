@@ -97,9 +97,7 @@ func (m *Manager) forget(b *box) {
 	m.setSecret(b, secretKey{}, vncSecret{})
 	// commit removes the state file only when the state changes; the file
 	// may exist while the manager never loaded the project.
-	if err := removeRecord(b.project); err != nil {
-		m.log.Warn().Err(err).Str("project", b.project).Msg("could not remove the sandbox state file")
-	}
+	m.warn(b, sandboxFile(b.project), removeRecord(b.project))
 	if err := m.registry.remove(b.project); err != nil {
 		m.log.Warn().Err(err).Msg("could not update the project registry")
 	}
