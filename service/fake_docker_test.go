@@ -25,6 +25,10 @@ type fakeDocker struct {
 	nextPort   int
 	nextID     int
 	calls      map[string]int
+	capacity   Capacity // what Capacity answers; zero: 8 CPUs, 32 GiB
+	// startErrs are errors StartContainer returns, one a call, before it
+	// starts containers again.
+	startErrs  []error
 	buildErr   error
 	buildLines []string
 	// onStart decides what a started container does; nil: it runs.
@@ -126,6 +130,31 @@ func (f *fakeDocker) BuildImage(ctx context.Context, spec BuildSpec) error {
 	return nil
 }
 
+func (f *fakeDocker) Capacity(ctx context.Context) (Capacity, error) {
+	defer f.mu.Unlock()
+	if err := f.enter("Capacity"); err != nil {
+		return Capacity{}, err
+	}
+	if f.capacity == (Capacity{}) {
+		return Capacity{CPUs: 8, MemoryBytes: 32 << 30}, nil
+	}
+	return f.capacity, nil
+}
+
+func (f *fakeDocker) UpdateLimits(ctx context.Context, id string, limits Limits) error {
+	defer f.mu.Unlock()
+	if err := f.enter("UpdateLimits"); err != nil {
+		return err
+	}
+	c := f.lookup(id)
+	if c == nil {
+		return ErrContainerNotFound
+	}
+	limits.ShmBytes = c.Limits.ShmBytes
+	c.Limits = limits
+	return nil
+}
+
 func (f *fakeDocker) CreateContainer(ctx context.Context, spec ContainerSpec) (string, error) {
 	defer f.mu.Unlock()
 	if err := f.enter("CreateContainer"); err != nil {
@@ -146,6 +175,7 @@ func (f *fakeDocker) CreateContainer(ctx context.Context, spec ContainerSpec) (s
 	f.containers[id] = &Container{
 		ID: id, Name: spec.Name, Image: spec.Image, Labels: labels,
 		State: "created", Env: append([]string(nil), spec.Env...), CreatedAt: f.now, Ports: map[int]int{},
+		Limits: spec.Limits,
 	}
 	return id, nil
 }
@@ -186,6 +216,12 @@ func (f *fakeDocker) StartContainer(ctx context.Context, id string) error {
 	if c == nil {
 		f.mu.Unlock()
 		return ErrContainerNotFound
+	}
+	if len(f.startErrs) > 0 {
+		err := f.startErrs[0]
+		f.startErrs = f.startErrs[1:]
+		f.mu.Unlock()
+		return err
 	}
 	// Every start is a new run, with its own start time.
 	c.Running, c.State, c.ExitCode = true, "running", 0

@@ -73,7 +73,7 @@ func (m *Manager) find(ctx context.Context, b *box) (Container, error) {
 // create makes the project's container, building the image first if needed.
 func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 	name := ContainerName(b.project)
-	pc, err := readProjectConfig(b.project)
+	pc, limits, err := m.projectLimits(ctx, b.project)
 	if err != nil {
 		return Container{}, err
 	}
@@ -96,7 +96,7 @@ func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 		Env:    []string{fmt.Sprintf("%s=%dx%dx24", resolutionEnv, display.Width, display.Height)},
 		Ports:  []int{vncPort, novncPort},
 		HostIP: "127.0.0.1",
-		Limits: m.cfg.Limits,
+		Limits: limits,
 	})
 	switch {
 	case errors.Is(err, ErrNameConflict):
@@ -124,6 +124,10 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 		// container's environment, command line or labels.
 		secret, err := newSecret()
 		if err != nil {
+			return State{}, err
+		}
+		if err := m.applyLimits(ctx, b, c); err != nil {
+			m.settle(ctx, b)
 			return State{}, err
 		}
 		dir, legacy := passwdDir(c)

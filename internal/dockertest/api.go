@@ -57,21 +57,33 @@ func (a *API) GetJSON(path string, v any) {
 	}
 }
 
-// MemoryUsage is what `docker stats` shows as a container's memory use: the
-// cgroup's usage less its page cache, in bytes.
-func (a *API) MemoryUsage(id string) int64 {
+// Stats is what `docker stats` shows of a container.
+type Stats struct {
+	// MemoryBytes is the cgroup's memory use less its inactive page cache,
+	// as docker stats computes it.
+	MemoryBytes int64
+	// Pids counts the container's processes and threads.
+	Pids int64
+}
+
+// Stats reads a container's stats once.
+func (a *API) Stats(id string) Stats {
 	a.t.Helper()
-	var stats struct {
+	var raw struct {
+		PidsStats struct {
+			Current int64 `json:"current"`
+		} `json:"pids_stats"`
 		MemoryStats struct {
 			Usage int64            `json:"usage"`
 			Stats map[string]int64 `json:"stats"`
 		} `json:"memory_stats"`
 	}
-	a.GetJSON("/containers/"+id+"/stats?stream=false", &stats)
-	m := stats.MemoryStats
-	cache := m.Stats["total_inactive_file"] // cgroup v1, as docker stats does
+	// one-shot: one sample now, not two a second apart (API 1.41).
+	a.GetJSON("/containers/"+id+"/stats?stream=false&one-shot=true", &raw)
+	m := raw.MemoryStats
+	cache := m.Stats["total_inactive_file"] // cgroup v1
 	if v, ok := m.Stats["inactive_file"]; ok {
 		cache = v // cgroup v2
 	}
-	return m.Usage - cache
+	return Stats{MemoryBytes: m.Usage - cache, Pids: raw.PidsStats.Current}
 }

@@ -6,6 +6,7 @@
 #   refuses to start the display again ("Server is already active").
 # - Exits non-zero as soon as any desktop process dies, so a broken sandbox
 #   shows as stopped with an error instead of looking alive.
+# - Starts pilot-pidguard, which ends fork floods.
 # - The VNC passwords come from a file the sidecar copies into the container
 #   before it starts (never the environment or the command line); without
 #   it the desktop does not start.
@@ -19,8 +20,10 @@ passwd_file=/etc/pilot-sandbox/vnc/passwd
 log() { printf 'pilot-desktop: %s\n' "$*" >&2; }
 
 pids=()
+guard=
 stop_all() {
   trap - TERM INT
+  [ -n "$guard" ] && kill "$guard" 2>/dev/null
   [ "${#pids[@]}" -gt 0 ] && kill "${pids[@]}" 2>/dev/null
   wait 2>/dev/null
 }
@@ -32,6 +35,11 @@ if [ ! -s "$passwd_file" ]; then
   log "no VNC password in ${passwd_file}: refusing to serve the desktop without one (start the sandbox with pilot-sandbox, which installs one)"
   exit 1
 fi
+
+# Ends fork floods (see the script). Not among the desktop's pids below: if
+# it stops, the desktop goes on without it.
+/usr/local/bin/pilot-pidguard &
+guard=$!
 
 rm -f "/tmp/.X${display_number}-lock" "/tmp/.X11-unix/X${display_number}"
 
