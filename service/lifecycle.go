@@ -137,8 +137,8 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 		}
 		installed = secret
 		m.progress(b.project, StageStart, "Starting the desktop", 0, 0)
-		if err := m.docker.StartContainer(ctx, c.ID); err != nil {
-			return State{}, m.failStart(ctx, b, c.ID, fmt.Errorf("start container: %w", err))
+		if err := m.startContainer(ctx, b, c.ID); err != nil {
+			return State{}, m.failStart(ctx, b, c.ID, err)
 		}
 	}
 	ready, err := m.waitReady(ctx, c.ID)
@@ -158,6 +158,31 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 	m.progress(b.project, StageReady, fmt.Sprintf("The desktop is ready on 127.0.0.1:%d", st.WSPort), 0, 0)
 	m.log.Info().Str("project", b.project).Int("wsPort", st.WSPort).Int("vncPort", st.VNCPort).Msg("sandbox running")
 	return st, nil
+}
+
+// portAttempts bounds the starts of a container whose ports the engine
+// could not publish. Each one moves on: Docker picks the next free ports
+// (and tries ten itself before it gives up).
+const portAttempts = 5
+
+// startContainer starts the container, again when a port Docker chose was
+// taken by something else on the host (it checks its own allocations, not
+// other programs'), or it refused the port.
+func (m *Manager) startContainer(ctx context.Context, b *box, id string) error {
+	for attempt := 1; ; attempt++ {
+		err := m.docker.StartContainer(ctx, id)
+		switch {
+		case err == nil:
+			return nil
+		case !errors.Is(err, ErrPortInUse):
+			return fmt.Errorf("start container: %w", err)
+		case attempt == portAttempts:
+			return fmt.Errorf("start container: the host ports Docker chose were taken %d times in a row; "+
+				"something on this machine holds many ports from 32768 up: %w", attempt, err)
+		}
+		m.log.Warn().Err(err).Str("project", b.project).Int("attempt", attempt).Msg("a host port Docker chose is taken; starting again")
+		m.progress(b.project, StageStart, fmt.Sprintf("A host port Docker chose was taken; starting again (attempt %d of %d)", attempt+1, portAttempts), 0, 0)
+	}
 }
 
 // waitReady polls until the container's desktop answers (ProbeDesktop). Each
