@@ -105,10 +105,10 @@ func (m *Manager) running(ctx context.Context, path string) (*box, State, error)
 	}
 	b := m.box(project)
 	st := b.snapshot()
-	if (st == nil || st.Status != StatusRunning) && b.tryLock() {
+	if (st == nil || st.Status != StatusRunning) && m.tryLockProject(b) {
 		// Not known to be running: ask Docker rather than trust memory.
 		st, err = m.refresh(ctx, b)
-		b.unlock()
+		m.unlockProject(b)
 		if err != nil {
 			return b, State{}, err
 		}

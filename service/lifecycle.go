@@ -22,19 +22,6 @@ const (
 	firstReadDelay = 25 * time.Millisecond
 )
 
-// lockProject resolves path and takes the project's operation lock.
-func (m *Manager) lockProject(ctx context.Context, path string) (*box, error) {
-	project, err := CanonicalProject(path)
-	if err != nil {
-		return nil, err
-	}
-	b := m.box(project)
-	if err := b.lock(ctx); err != nil {
-		return nil, err
-	}
-	return b, nil
-}
-
 // Start brings the project's sandbox up and returns once its desktop really
 // answers: it restarts a stopped container, or creates one (building the
 // image first if it is missing or out of date). Starting a running sandbox
@@ -44,7 +31,7 @@ func (m *Manager) Start(ctx context.Context, path string) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	defer b.unlock()
+	defer m.unlockProject(b)
 	c, err := m.find(ctx, b)
 	if errors.Is(err, ErrContainerNotFound) {
 		c, err = m.create(ctx, b)

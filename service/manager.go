@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -106,6 +107,9 @@ type box struct {
 	// op holds a token while a mutation (start, stop, remove, refresh) runs on
 	// the project: mutations of one project are serialized.
 	op chan struct{}
+	// flock is the project's lock file while this process holds it
+	// (projectlock.go); only the holder of the op token touches it.
+	flock *os.File
 	// settingsMu serializes writes of .pilot/settings.json, which must not
 	// wait for a start.
 	settingsMu sync.Mutex
@@ -250,6 +254,9 @@ func (m *Manager) commit(b *box, st *State) {
 // cannot be written is reported, and the sandbox goes on as it is: the
 // sidecar finds containers by name, not by this file.
 func (m *Manager) persist(b *box, prev, st *State) {
+	if !m.mayWrite(b) {
+		return // another process is working on the project and writes
+	}
 	if st == nil {
 		m.warn(b, sandboxFile(b.project), removeRecord(b.project))
 		if err := m.registry.remove(b.project); err != nil {
@@ -283,6 +290,9 @@ func (m *Manager) saveRecord(b *box, st State) {
 // ensureRecord rewrites .pilot/sandbox.json when it does not say what the
 // settled state says: lost, corrupt, or edited by hand since.
 func (m *Manager) ensureRecord(b *box) {
+	if !m.mayWrite(b) {
+		return
+	}
 	st := b.snapshot()
 	if st == nil || st.Status == StatusStarting || st.Status == StatusStopping {
 		return

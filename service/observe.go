@@ -16,10 +16,10 @@ func (m *Manager) Status(ctx context.Context, path string) (*State, error) {
 		return nil, err
 	}
 	b := m.box(project)
-	if !b.tryLock() {
+	if !m.tryLockProject(b) {
 		return b.snapshot(), nil
 	}
-	defer b.unlock()
+	defer m.unlockProject(b)
 	return m.refresh(ctx, b)
 }
 
@@ -91,17 +91,17 @@ func (m *Manager) resync(ctx context.Context) error {
 		}
 		seen[project] = true
 		b := m.box(project)
-		if b.tryLock() {
+		if m.tryLockProject(b) {
 			m.observe(ctx, b, c)
 			m.ensureRecord(b)
-			b.unlock()
+			m.unlockProject(b)
 		}
 	}
 	for _, project := range m.registry.list() {
 		m.box(project) // so the loop below checks it
 	}
 	for _, b := range m.allBoxes() {
-		if seen[b.project] || !b.tryLock() {
+		if seen[b.project] || !m.tryLockProject(b) {
 			continue
 		}
 		if b.snapshot() != nil || recordExists(b.project) {
@@ -109,7 +109,7 @@ func (m *Manager) resync(ctx context.Context) error {
 				m.log.Debug().Err(err).Str("project", b.project).Msg("refresh failed")
 			}
 		}
-		b.unlock()
+		m.unlockProject(b)
 	}
 	return nil
 }
@@ -186,10 +186,10 @@ func (m *Manager) onEvent(ctx context.Context, ev ContainerEvent) {
 		return
 	}
 	b := m.box(project)
-	if !b.tryLock() {
+	if !m.tryLockProject(b) {
 		return
 	}
-	defer b.unlock()
+	defer m.unlockProject(b)
 	if _, err := m.refresh(ctx, b); err != nil {
 		m.log.Debug().Err(err).Str("project", project).Str("action", ev.Action).Msg("refresh after event failed")
 	}

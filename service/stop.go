@@ -14,7 +14,7 @@ func (m *Manager) Stop(ctx context.Context, path string) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	defer b.unlock()
+	defer m.unlockProject(b)
 	return m.stop(ctx, b)
 }
 
@@ -72,7 +72,7 @@ func (m *Manager) Remove(ctx context.Context, path string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer b.unlock()
+	defer m.unlockProject(b)
 	c, err := m.find(ctx, b)
 	switch {
 	case errors.Is(err, ErrContainerNotFound):
@@ -97,9 +97,11 @@ func (m *Manager) forget(b *box) {
 	m.setSecret(b, secretKey{}, vncSecret{})
 	// commit removes the state file only when the state changes; the file
 	// may exist while the manager never loaded the project.
-	m.warn(b, sandboxFile(b.project), removeRecord(b.project))
-	if err := m.registry.remove(b.project); err != nil {
-		m.log.Warn().Err(err).Msg("could not update the project registry")
+	if m.mayWrite(b) {
+		m.warn(b, sandboxFile(b.project), removeRecord(b.project))
+		if err := m.registry.remove(b.project); err != nil {
+			m.log.Warn().Err(err).Msg("could not update the project registry")
+		}
 	}
 	m.commit(b, nil)
 }
