@@ -42,22 +42,40 @@ func (m *Manager) lockPath(project string) string {
 const lockWait = 100 * time.Millisecond
 
 // lockProject resolves path and takes the project's operation lock: this
-// process's, then the other processes'. It waits for both, as long as ctx
-// lets it.
+// process's, then the other processes'. It waits for both as long as ctx
+// lets it; while another process holds the project, this process's lock is
+// let go between tries, so that a status here can still look at Docker.
 func (m *Manager) lockProject(ctx context.Context, path string) (*box, error) {
 	project, err := CanonicalProject(path)
 	if err != nil {
 		return nil, err
 	}
 	b := m.box(project)
-	if err := b.lock(ctx); err != nil {
-		return nil, err
-	}
-	if err := m.lockFile(ctx, b); err != nil {
+	announced, started := false, time.Now()
+	for {
+		if err := b.lock(ctx); err != nil {
+			return nil, err
+		}
+		if err := m.tryLockFile(b); err != nil {
+			b.unlock()
+			return nil, err
+		}
+		if b.flock != nil || m.lockDir() == "" {
+			return b, nil
+		}
 		b.unlock()
-		return nil, err
+		if !announced && time.Since(started) > time.Second {
+			holder, _ := os.ReadFile(m.lockPath(b.project))
+			m.progress(b.project, StageStart, "Waiting for another pilot-sandbox process working on this sandbox ("+
+				strings.TrimSpace(string(holder))+")", 0, 0)
+			announced = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for another pilot-sandbox process working on this sandbox: %w", ctx.Err())
+		case <-time.After(lockWait):
+		}
 	}
-	return b, nil
 }
 
 // tryLockProject takes the project's operation lock if no one in this
@@ -85,30 +103,6 @@ func (m *Manager) unlockProject(b *box) {
 // mayWrite says whether the holder of the project's operation lock may
 // write its files: no other process is working on the project.
 func (m *Manager) mayWrite(b *box) bool { return b.flock != nil || m.lockDir() == "" }
-
-// lockFile waits for the project's lock file. A wait of more than a moment
-// is announced in the progress of the operation.
-func (m *Manager) lockFile(ctx context.Context, b *box) error {
-	announced := false
-	started := time.Now()
-	for {
-		err := m.tryLockFile(b)
-		if err != nil || b.flock != nil || m.lockDir() == "" {
-			return err
-		}
-		if !announced && time.Since(started) > time.Second {
-			holder, _ := os.ReadFile(m.lockPath(b.project))
-			m.progress(b.project, StageStart, "Waiting for another pilot-sandbox process working on this sandbox ("+
-				strings.TrimSpace(string(holder))+")", 0, 0)
-			announced = true
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for another pilot-sandbox process working on this sandbox: %w", ctx.Err())
-		case <-time.After(lockWait):
-		}
-	}
-}
 
 // tryLockFile takes the project's lock file if it is free, setting b.flock.
 func (m *Manager) tryLockFile(b *box) error {
