@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
@@ -75,4 +76,82 @@ func holdPorts(t *testing.T, first, n int) []net.Listener {
 		}
 	}
 	return held
+}
+
+// TestChangesOutsideTheSidecarAreAnnounced does to a running sandbox what
+// a user could with the docker command: kill it, start it, restart it,
+// pause and unpause it, remove it while it runs. Each change is announced
+// within seconds (Docker's event stream; the periodic resync is set to an
+// hour here, so it cannot be what notices), with a status that says what
+// happened, and the sandbox works again after each one that leaves it
+// running, on its new ports.
+func TestChangesOutsideTheSidecarAreAnnounced(t *testing.T) {
+	m, docker := dockertest.Manager(t, func(c *service.Config) { c.ResyncInterval = time.Hour })
+	api := dockertest.NewAPI(t)
+	dir := dockertest.Project(t, docker)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := m.Start(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, unsubscribe := m.Subscribe()
+	defer unsubscribe()
+	ran := make(chan struct{})
+	go func() { m.Run(ctx); close(ran) }()
+	defer func() { cancel(); <-ran }()
+
+	id := "/containers/" + st.ContainerID
+	for _, step := range []struct {
+		what   string
+		do     func()
+		status string // "" for no sandbox
+		error  string
+	}{
+		{"docker kill", func() { api.Post(id + "/kill") }, "error", "killed from outside"},
+		{"docker start", func() { api.Post(id + "/start") }, "running", ""},
+		{"docker restart", func() { api.Post(id + "/restart?t=1") }, "running", ""},
+		{"docker pause", func() { api.Post(id + "/pause") }, "error", "docker unpause"},
+		{"docker unpause", func() { api.Post(id + "/unpause") }, "running", ""},
+		{"docker rm -f", func() { api.Delete(id + "?force=true") }, "", ""},
+	} {
+		started := time.Now()
+		step.do()
+		got := nextState(t, events, dir, step.status)
+		t.Logf("%s: announced after %s", step.what, time.Since(started).Round(time.Millisecond))
+		if got != nil && !strings.Contains(got.Error, step.error) {
+			t.Errorf("%s: error %q, want one saying %q", step.what, got.Error, step.error)
+		}
+		now, err := m.Status(ctx, dir)
+		if err != nil || (now == nil) != (step.status == "") || (now != nil && string(now.Status) != step.status) {
+			t.Errorf("%s: status %+v, %v", step.what, now, err)
+		}
+		if step.status == "running" && step.error == "" {
+			assertDesktopWorks(t, m, dir, *now)
+		}
+	}
+}
+
+// nextState waits, up to 15 s, for a state event of the project with the
+// status ("" for none) and returns its state.
+func nextState(t *testing.T, events <-chan service.Event, dir, status string) *service.State {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			if ev.Kind != service.EventState || ev.Project != dir {
+				continue
+			}
+			got := ""
+			if ev.State != nil {
+				got = string(ev.State.Status)
+			}
+			if got == status {
+				return ev.State
+			}
+		case <-deadline:
+			t.Fatalf("no %q event within 15s", status)
+		}
+	}
 }

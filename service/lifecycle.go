@@ -132,6 +132,7 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 	if err != nil {
 		return State{}, m.failStart(ctx, b, c.ID, err)
 	}
+	m.markReady(b, ready)
 	if installed != (vncSecret{}) {
 		m.setSecret(b, keyOf(ready), installed)
 	}
@@ -146,6 +147,9 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 	m.log.Info().Str("project", b.project).Int("wsPort", st.WSPort).Int("vncPort", st.VNCPort).Msg("sandbox running")
 	return st, nil
 }
+
+// errNotAnswering: a running container's desktop did not answer in time.
+var errNotAnswering = errors.New("the desktop did not answer")
 
 // portAttempts bounds the starts of a container whose ports the engine
 // could not publish. Each one moves on: Docker picks the next free ports
@@ -187,7 +191,7 @@ func (m *Manager) waitReady(ctx context.Context, id string) (Container, error) {
 		case ctx.Err() != nil:
 			return c, ctx.Err()
 		case waitCtx.Err() != nil:
-			return c, fmt.Errorf("the desktop did not answer within %s: %v", m.cfg.ReadyTimeout, lastErr)
+			return c, fmt.Errorf("%w within %s: %v", errNotAnswering, m.cfg.ReadyTimeout, lastErr)
 		case err != nil:
 			return c, err
 		case !c.Running:

@@ -97,6 +97,10 @@ type Manager struct {
 
 	imageMu sync.Mutex // serializes image checks and builds
 
+	// unready passes Run the projects whose running container's desktop
+	// does not answer yet (readiness.go).
+	unready chan string
+
 	mu    sync.Mutex      // guards boxes
 	boxes map[string]*box // by canonical project path
 }
@@ -114,13 +118,18 @@ type box struct {
 	// wait for a start.
 	settingsMu sync.Mutex
 
-	mu       sync.Mutex        // guards the fields below
-	state    *State            // nil: the project has no sandbox
-	secret   vncSecret         // the VNC passwords of the current container
-	secretOf secretKey         // the run of the container the secret belongs to
-	failedID string            // the container whose last start failed
-	failure  string            // why it failed
-	reported map[string]string // file -> the problem last reported with it
+	mu       sync.Mutex // guards the fields below
+	state    *State     // nil: the project has no sandbox
+	secret   vncSecret  // the VNC passwords of the current container
+	secretOf secretKey  // the run of the container the secret belongs to
+	failedID string     // the container whose last start failed
+	failure  string     // why it failed
+	// readyRun is the run of the container whose desktop answered;
+	// unready the one that never did, and unreadyWhy says so.
+	readyRun   secretKey
+	unready    secretKey
+	unreadyWhy string
+	reported   map[string]string // file -> the problem last reported with it
 
 	agentMu sync.Mutex // guards agent
 	agent   *agent     // the desktop agent of the running container, if started
@@ -167,11 +176,12 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("read image resources: %w", err)
 	}
 	m := &Manager{
-		docker: docker,
-		cfg:    cfg,
-		log:    cfg.Logger,
-		build:  build,
-		boxes:  map[string]*box{},
+		docker:  docker,
+		cfg:     cfg,
+		log:     cfg.Logger,
+		build:   build,
+		boxes:   map[string]*box{},
+		unready: make(chan string, 64),
 	}
 	m.registry, err = openRegistry(cfg.StateDir)
 	if err != nil {

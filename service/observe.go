@@ -58,16 +58,25 @@ func (m *Manager) refresh(ctx context.Context, b *box) (*State, error) {
 // The project's lock must be held.
 func (m *Manager) observe(ctx context.Context, b *box, c Container) *State {
 	var secret vncSecret
-	if c.Running {
+	ready := true
+	if c.Running && c.State != "paused" {
 		var err error
 		if secret, err = m.secretFor(ctx, b, c); err != nil {
 			m.log.Warn().Err(err).Str("project", b.project).Msg("VNC password unknown")
 		}
+		ready = m.readiness(ctx, b, c)
 	}
 	st := stateOf(b.project, c, secret, m.displayOf(c), false)
 	b.mu.Lock()
-	if !c.Running && b.failedID == c.ID {
+	switch {
+	case !c.Running && b.failedID == c.ID:
 		st.Status, st.Error = StatusError, b.failure
+	case !ready:
+		// Started outside the sidecar, or found running: not usable yet.
+		st.Status, st.WSPort, st.VNCPort, st.ViewerURL, st.WatchURL, st.StartedAt = StatusStarting, 0, 0, "", "", 0
+		if b.unready == keyOf(c) {
+			st.Status, st.Error = StatusError, b.unreadyWhy+": restart the sandbox"
+		}
 	}
 	b.mu.Unlock()
 	m.commit(b, &st)
@@ -124,6 +133,7 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { m.followEvents(ctx) })
+	wg.Go(func() { m.watchReadiness(ctx) })
 	ticker := time.NewTicker(m.cfg.ResyncInterval)
 	defer ticker.Stop()
 	for {

@@ -49,6 +49,37 @@ func (a *API) Get(path string) []byte {
 	return body
 }
 
+// Post sends a POST of path with no body (e.g. /containers/ID/kill),
+// failing the test on anything but a 2xx answer: what `docker kill`,
+// `docker restart` or `docker pause` do behind the sidecar's back.
+func (a *API) Post(path string) {
+	a.t.Helper()
+	resp, err := a.client.Post("http://docker"+path, "application/json", nil)
+	if err != nil {
+		a.t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		body, _ := io.ReadAll(resp.Body)
+		a.t.Fatalf("POST %s: %s %s", path, resp.Status, body)
+	}
+}
+
+// Delete sends a DELETE of path (e.g. /containers/ID?force=true).
+func (a *API) Delete(path string) {
+	a.t.Helper()
+	req, _ := http.NewRequest(http.MethodDelete, "http://docker"+path, nil)
+	resp, err := a.client.Do(req)
+	if err != nil {
+		a.t.Fatalf("DELETE %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		body, _ := io.ReadAll(resp.Body)
+		a.t.Fatalf("DELETE %s: %s %s", path, resp.Status, body)
+	}
+}
+
 // GetJSON decodes the body of a GET of path into v.
 func (a *API) GetJSON(path string, v any) {
 	a.t.Helper()
