@@ -274,8 +274,8 @@ func (m *Manager) persist(b *box, prev, st *State) {
 		}
 		return
 	}
-	if st.Status == StatusStarting || st.Status == StatusStopping {
-		return
+	if st.Status == StatusStarting || st.Status == StatusStopping || st.ContainerID == "" {
+		return // transitional, or a start that failed before there was a container
 	}
 	if prev != nil && sameRecord(recordOf(*prev, time.Time{}), recordOf(*st, time.Time{})) {
 		return
@@ -304,7 +304,7 @@ func (m *Manager) ensureRecord(b *box) {
 		return
 	}
 	st := b.snapshot()
-	if st == nil || st.Status == StatusStarting || st.Status == StatusStopping {
+	if st == nil || st.Status == StatusStarting || st.Status == StatusStopping || st.ContainerID == "" {
 		return
 	}
 	if rec, err := readRecord(b.project); err == nil && rec != nil && sameRecord(*rec, recordOf(*st, time.Time{})) {
