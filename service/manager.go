@@ -114,6 +114,9 @@ type box struct {
 	// flock is the project's lock file while this process holds it
 	// (projectlock.go); only the holder of the op token touches it.
 	flock *os.File
+	// lockless: the lock file could not be made, so this process works
+	// on the project with its own lock only; guarded like flock.
+	lockless bool
 	// settingsMu serializes writes of .pilot/settings.json, which must not
 	// wait for a start.
 	settingsMu sync.Mutex

@@ -60,7 +60,7 @@ func (m *Manager) lockProject(ctx context.Context, path string) (*box, error) {
 			b.unlock()
 			return nil, err
 		}
-		if b.flock != nil || m.lockDir() == "" {
+		if m.mayWrite(b) {
 			return b, nil
 		}
 		b.unlock()
@@ -97,24 +97,28 @@ func (m *Manager) unlockProject(b *box) {
 		b.flock.Close()
 		b.flock = nil
 	}
+	b.lockless = false
 	b.unlock()
 }
 
 // mayWrite says whether the holder of the project's operation lock may
-// write its files: no other process is working on the project.
-func (m *Manager) mayWrite(b *box) bool { return b.flock != nil || m.lockDir() == "" }
+// write its files: no other process is working on the project, or there is
+// no way to know.
+func (m *Manager) mayWrite(b *box) bool { return b.flock != nil || b.lockless || m.lockDir() == "" }
 
 // tryLockFile takes the project's lock file if it is free, setting b.flock.
+// A lock file that cannot be made (a read-only state directory) must not
+// stop the sidecar: the process then goes on with its own lock alone
+// (b.lockless), and says so in the log.
 func (m *Manager) tryLockFile(b *box) error {
 	if m.lockDir() == "" {
 		return nil
 	}
-	if err := os.MkdirAll(m.lockDir(), 0o700); err != nil {
-		return fmt.Errorf("project lock: %w", err)
-	}
-	f, err := os.OpenFile(m.lockPath(b.project), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := m.openLockFile(b.project)
 	if err != nil {
-		return fmt.Errorf("project lock: %w", err)
+		m.log.Warn().Err(err).Str("project", b.project).Msg("no project lock file: other pilot-sandbox processes of this user may not wait for this one")
+		b.lockless = true
+		return nil
 	}
 	ok, err := tryFlock(f)
 	if !ok {
@@ -126,4 +130,11 @@ func (m *Manager) tryLockFile(b *box) error {
 	f.WriteAt([]byte(fmt.Sprintf("pid %d, %s\n", os.Getpid(), b.project)), 0)
 	b.flock = f
 	return nil
+}
+
+func (m *Manager) openLockFile(project string) (*os.File, error) {
+	if err := os.MkdirAll(m.lockDir(), 0o700); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(m.lockPath(project), os.O_RDWR|os.O_CREATE, 0o600)
 }

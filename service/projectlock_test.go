@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,21 @@ func TestRegistryKeepsBothSidecarsProjects(t *testing.T) {
 	}
 	if got := strings.Join(r.list(), " "); !strings.Contains(got, one) || !strings.Contains(got, two) {
 		t.Errorf("registry = %s, want both projects", got)
+	}
+}
+
+// A state directory where no lock file can be made (read-only, or a file
+// in the way) does not stop sandboxes: the sidecar goes on, writing its
+// files, with its own lock alone.
+func TestNoLockFileIsNoReasonToFail(t *testing.T) {
+	stateDir := t.TempDir()
+	os.WriteFile(filepath.Join(stateDir, "locks"), []byte("in the way"), 0o600)
+	h := newHarness(t, func(c *Config) { c.StateDir = stateDir })
+	dir := project(t)
+	if st, err := h.m.Start(context.Background(), dir); err != nil || st.Status != StatusRunning {
+		t.Fatalf("start: %+v, %v", st, err)
+	}
+	if rec, err := readRecord(dir); err != nil || rec == nil {
+		t.Errorf("state file: %+v, %v", rec, err)
 	}
 }
