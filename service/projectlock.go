@@ -56,10 +56,7 @@ func (m *Manager) lockProject(ctx context.Context, path string) (*box, error) {
 		if err := b.lock(ctx); err != nil {
 			return nil, err
 		}
-		if err := m.tryLockFile(b); err != nil {
-			b.unlock()
-			return nil, err
-		}
+		m.tryLockFile(b)
 		if m.mayWrite(b) {
 			return b, nil
 		}
@@ -85,9 +82,7 @@ func (m *Manager) tryLockProject(b *box) bool {
 	if !b.tryLock() {
 		return false
 	}
-	if err := m.tryLockFile(b); err != nil {
-		m.log.Debug().Err(err).Str("project", b.project).Msg("project lock file")
-	}
+	m.tryLockFile(b)
 	return true
 }
 
@@ -110,26 +105,31 @@ func (m *Manager) mayWrite(b *box) bool { return b.flock != nil || b.lockless ||
 // A lock file that cannot be made (a read-only state directory) must not
 // stop the sidecar: the process then goes on with its own lock alone
 // (b.lockless), and says so in the log.
-func (m *Manager) tryLockFile(b *box) error {
+func (m *Manager) tryLockFile(b *box) {
 	if m.lockDir() == "" {
-		return nil
+		return
 	}
 	f, err := m.openLockFile(b.project)
 	if err != nil {
 		m.log.Warn().Err(err).Str("project", b.project).Msg("no project lock file: other pilot-sandbox processes of this user may not wait for this one")
 		b.lockless = true
-		return nil
+		return
 	}
 	ok, err := tryFlock(f)
+	if err != nil { // a file system without locks
+		f.Close()
+		m.log.Warn().Err(err).Str("project", b.project).Msg("cannot lock the project lock file: other pilot-sandbox processes of this user may not wait for this one")
+		b.lockless = true
+		return
+	}
 	if !ok {
 		f.Close()
-		return err
+		return
 	}
 	// Who holds it, for a process that waits (and for a person looking).
 	f.Truncate(0)
 	f.WriteAt([]byte(fmt.Sprintf("pid %d, %s\n", os.Getpid(), b.project)), 0)
 	b.flock = f
-	return nil
 }
 
 func (m *Manager) openLockFile(project string) (*os.File, error) {
