@@ -103,8 +103,11 @@ while True:
 		}) {
 			return
 		}
-		if pids := api.Stats(st.ContainerID).Pids; pids > service.DefaultLimits.PidsLimit {
-			t.Errorf("%d processes, over the limit of %d", pids, service.DefaultLimits.PidsLimit)
+		// The limit stops forks; a process joining the cgroup from outside
+		// (a docker exec, the probes of this test) is let in beyond it, so
+		// the count may pass it by a few.
+		if pids := api.Stats(st.ContainerID).Pids; pids > service.DefaultLimits.PidsLimit+16 {
+			t.Errorf("%d processes, well over the limit of %d", pids, service.DefaultLimits.PidsLimit)
 		}
 		if _, err := m.Screenshot(ctx, dir); err != nil && tc.agentLives {
 			t.Errorf("screenshot during the flood: %v", err)
