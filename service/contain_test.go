@@ -142,6 +142,9 @@ func TestMemoryHogIsContained(t *testing.T) {
 	if _, err := m.Screenshot(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
+	if out := exec(t, m, dir, "cat /proc/self/oom_score_adj"); out.Stdout != "500\n" {
+		t.Errorf("a command's OOM score adjustment: %q, want 500 (killed before the desktop)", out.Stdout)
+	}
 	out := exec(t, m, dir, `python3 -c 'hog = b"x" * (3 << 30); print("allocated")'`)
 	if out.ExitCode != 137 || strings.Contains(out.Stdout, "allocated") {
 		t.Errorf("the hog was not killed: %+v", out)

@@ -499,7 +499,7 @@ func TestExecValidatesAndNeedsARunningSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"timeout", "--kill-after=2", "2", "bash", "-lc", "echo $HOME; exit 3"}
+	want := []string{"choom", "-n", "500", "--", "timeout", "--kill-after=2", "2", "bash", "-lc", "echo $HOME; exit 3"}
 	if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
 		t.Errorf("argv = %q, want %q", got, want)
 	}
