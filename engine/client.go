@@ -101,6 +101,11 @@ func (e *Client) connect(ctx context.Context) (*docker.Client, error) {
 	if err != nil {
 		return nil, &service.UnavailableError{Endpoint: e.endpoint, Err: err}
 	}
+	// The version is the daemon's own, just read: the library's check of
+	// it, which it makes lazily on the first calls, would only ask again,
+	// and it writes the client's fields unguarded (a data race when the
+	// first calls run at once).
+	api.SkipServerVersionCheck = true
 	e.api, e.apiVersion = api, env.Get("ApiVersion")
 	return api, nil
 }

@@ -124,7 +124,24 @@ func (e *Client) StartContainer(ctx context.Context, id string) error {
 	if _, already := err.(*docker.ContainerAlreadyRunning); already {
 		return nil
 	}
+	if portTaken(err) {
+		return fmt.Errorf("%w: %v", service.ErrPortInUse, err)
+	}
 	return e.classify(err)
+}
+
+// portTaken says whether a failed start is the engine failing to publish a
+// port that something else holds. Docker retries ten ports itself before it
+// gives up with "driver failed programming external connectivity ...:
+// listen tcp4 127.0.0.1:N: bind: address already in use" (or "port is
+// already allocated" when its own allocator has it); nothing but the text
+// tells this apart from other failures.
+func portTaken(err error) bool {
+	apiErr, ok := err.(*docker.Error)
+	if !ok {
+		return false
+	}
+	return strings.Contains(apiErr.Message, "address already in use") || strings.Contains(apiErr.Message, "port is already allocated")
 }
 
 // StopContainer stops a container; one that is not running is not an error.
@@ -217,6 +234,12 @@ func containerOf(c *docker.Container) service.Container {
 		FinishedAt: c.State.FinishedAt,
 		Ports:      map[int]int{},
 		HostIPs:    map[int]string{},
+	}
+	if h := c.HostConfig; h != nil {
+		out.Limits = service.Limits{MemoryBytes: h.Memory, NanoCPUs: h.NanoCPUs, ShmBytes: h.ShmSize}
+		if h.PidsLimit != nil {
+			out.Limits.PidsLimit = *h.PidsLimit
+		}
 	}
 	if c.Config != nil {
 		out.Image = c.Config.Image

@@ -120,12 +120,38 @@ func TestExec(t *testing.T) {
 func TestCopyToKeepsOwnerAndMode(t *testing.T) {
 	docker, id := runningSandbox(t)
 	res, err := docker.Exec(context.Background(), id, service.ExecSpec{
-		Cmd: []string{"stat", "-c", "%U %a", "/home/sandbox/.vnc/passwd"},
+		Cmd: []string{"stat", "-c", "%U:%G %a", "/etc/pilot-sandbox/vnc/passwd"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.TrimSpace(string(res.Stdout)); got != "sandbox 600" {
-		t.Errorf("password file is %q, want owned by sandbox with mode 600", got)
+	if got := strings.TrimSpace(string(res.Stdout)); got != "root:sandbox 440" {
+		t.Errorf("password file is %q, want root:sandbox with mode 440", got)
+	}
+}
+
+func TestCapacityAndLimits(t *testing.T) {
+	docker, id := runningSandbox(t)
+	ctx := context.Background()
+	capacity, err := docker.Capacity(ctx)
+	if err != nil || capacity.CPUs < 1 || capacity.MemoryBytes < 1<<28 {
+		t.Fatalf("capacity %+v, %v", capacity, err)
+	}
+	c, err := docker.InspectContainer(ctx, id)
+	if err != nil || c.Limits != service.DefaultLimits {
+		t.Fatalf("limits %+v, want the defaults %+v (%v)", c.Limits, service.DefaultLimits, err)
+	}
+	if err := docker.StopContainer(ctx, id, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	want := service.Limits{MemoryBytes: 3 << 30, NanoCPUs: 1e9, PidsLimit: 512, ShmBytes: service.DefaultLimits.ShmBytes}
+	if err := docker.UpdateLimits(ctx, id, want); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := docker.InspectContainer(ctx, id); err != nil || c.Limits != want {
+		t.Errorf("after the update: %+v, want %+v (%v)", c.Limits, want, err)
+	}
+	if err := docker.UpdateLimits(ctx, "pilot-no-such-container", want); !errors.Is(err, service.ErrContainerNotFound) {
+		t.Errorf("update of a missing container: %v", err)
 	}
 }

@@ -38,7 +38,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/ f
 //	!framing F...    run the script with these framings only (lsp, ndjson,
 //	                 websocket); by default with all three
 //	!docker up|down  switch the fake's Docker engine on or off
-//	!event JSON      the fake publishes a service.Event ({kind, project, state, progress})
+//	!event JSON      the fake publishes a service.Event ({kind, project, state, progress, warning})
 //	!release         let the held calls go on
 //	!eof             close the server's input
 //	<- JSON          a message the server sent (regenerated)
@@ -357,13 +357,17 @@ func parseEvent(t *testing.T, raw string) service.Event {
 		Project  string           `json:"project"`
 		State    *service.State   `json:"state"`
 		Progress service.Progress `json:"progress"`
+		Warning  service.Warning  `json:"warning"`
 	}
 	if err := json.Unmarshal([]byte(raw), &e); err != nil {
 		t.Fatalf("!event %s: %v", raw, err)
 	}
 	kind := service.EventState
-	if e.Kind == "progress" {
+	switch e.Kind {
+	case "progress":
 		kind = service.EventProgress
+	case "warning":
+		kind = service.EventWarning
 	}
-	return service.Event{Kind: kind, Project: e.Project, State: e.State, Progress: e.Progress}
+	return service.Event{Kind: kind, Project: e.Project, State: e.State, Progress: e.Progress, Warning: e.Warning}
 }

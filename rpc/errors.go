@@ -24,6 +24,9 @@ const (
 	codeStartFailed       int64 = -32004
 	codeToolsDisabled     int64 = -32005
 	codeTimeout           int64 = -32006
+	// codeProjectFile: a file of the project's .pilot directory could not
+	// be read or written (an addition to PROTOCOL.md).
+	codeProjectFile int64 = -32007
 	// codeRequestCancelled is LSP's answer to a request the client
 	// cancelled with $/cancelRequest (an addition to PROTOCOL.md).
 	codeRequestCancelled int64 = -32800
@@ -42,6 +45,7 @@ var kinds = map[int64]string{
 	codeStartFailed:       "start_failed",
 	codeToolsDisabled:     "tools_disabled",
 	codeTimeout:           "timeout",
+	codeProjectFile:       "file_error",
 	codeRequestCancelled:  "request_cancelled",
 }
 
@@ -58,6 +62,7 @@ var errorMeanings = map[int64]string{
 	codeStartFailed:       "The container did not become ready; data.log holds its last output.",
 	codeToolsDisabled:     "tools/call on a project whose agent tools are off.",
 	codeTimeout:           "A Docker operation did not finish in time.",
+	codeProjectFile:       "A file of the project's .pilot directory cannot be read or written (corrupt, read-only, disk full); data.file names it, message says what to do. Nothing was changed.",
 	codeRequestCancelled:  "The client cancelled the request with $/cancelRequest.",
 }
 
@@ -69,6 +74,9 @@ type errorData struct {
 	Kind  string   `json:"kind"`
 	Field string   `json:"field,omitempty"`
 	Log   []string `json:"log,omitempty"`
+	// File is the project file at fault (file_error, and start_failed
+	// for a wrong setting).
+	File string `json:"file,omitempty"`
 }
 
 func newError(code int64, message string, data *errorData) *jsonrpc2.Error {
@@ -99,6 +107,7 @@ func toWire(err error) *jsonrpc2.Error {
 		build    *service.BuildError
 		start    *service.StartError
 		config   *service.ConfigError
+		file     *service.FileError
 	)
 	switch {
 	case errors.As(err, &wire):
@@ -118,7 +127,9 @@ func toWire(err error) *jsonrpc2.Error {
 	case errors.As(err, &start):
 		return newError(codeStartFailed, err.Error(), &errorData{Log: start.Log})
 	case errors.As(err, &config):
-		return newError(codeStartFailed, "the project's sandbox settings are wrong: "+config.Error(), nil)
+		return newError(codeStartFailed, "the project's sandbox settings are wrong: "+config.Error(), &errorData{File: config.File})
+	case errors.As(err, &file):
+		return newError(codeProjectFile, file.Error(), &errorData{File: file.Path})
 	case errors.Is(err, service.ErrNameConflict):
 		return newError(codeStartFailed, err.Error(), nil)
 	case errors.Is(err, tools.ErrUnknownTool):

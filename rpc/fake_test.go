@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
@@ -24,6 +25,8 @@ import (
 //	startfail   start fails waiting for the desktop (start_failed, data.log)
 //	bug         every call fails with a plain Go error (internal)
 //	slowdocker  every call fails with service.ErrTimeout (timeout)
+//	readonly    .pilot cannot be written: setToolsEnabled fails (file_error)
+//	badsettings start refuses a wrong setting (start_failed, data.file)
 //	held        calls wait until the conversation releases them, or their
 //	            context ends
 //
@@ -63,7 +66,7 @@ const fakeEndpoint = "unix:///var/run/docker.sock"
 // fakeProjects makes the project directories fakeService knows under root,
 // plus a file and a symlink to ok.
 func fakeProjects(root string) error {
-	for _, name := range []string{"ok", "other", "none", "buildfail", "startfail", "bug", "slowdocker", "held"} {
+	for _, name := range []string{"ok", "other", "none", "buildfail", "startfail", "bug", "slowdocker", "held", "readonly", "badsettings"} {
 		if err := os.Mkdir(filepath.Join(root, name), 0o755); err != nil {
 			return err
 		}
@@ -199,6 +202,9 @@ func (f *fakeService) Start(ctx context.Context, path string) (service.State, er
 		ProjectPath: project, ContainerID: "c0ffee", ContainerName: "pilot-sandbox-" + filepath.Base(project),
 		Image: "pilot-sandbox:latest", Status: service.StatusStarting, Display: service.DefaultDisplay, CreatedAt: 1700000000000,
 	}
+	if filepath.Base(project) == "badsettings" {
+		return service.State{}, &service.ConfigError{File: filepath.Join(project, ".pilot", "settings.json"), Field: "sandbox.memory", Reason: `must be at least 512m; it is "64m"`}
+	}
 	f.commit(project, &st)
 	switch filepath.Base(project) {
 	case "buildfail":
@@ -330,6 +336,9 @@ func (f *fakeService) SetToolsEnabled(path string, on bool) (bool, error) {
 	project, err := service.CanonicalProject(path)
 	if err != nil {
 		return false, err
+	}
+	if filepath.Base(project) == "readonly" {
+		return false, &service.FileError{Path: filepath.Join(project, ".pilot", "settings.json"), Problem: service.FileUnwritable, Err: syscall.EROFS}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

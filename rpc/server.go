@@ -83,6 +83,10 @@ type ConnOptions struct {
 	// closed right after. The stdio transport exits the process; a
 	// WebSocket connection leaves it nil.
 	OnExit func(code int)
+	// OnSubscribed, if set, is called once the connection receives the
+	// service's events: the stdio transport starts the manager's startup
+	// reconciliation then, so that none of what it finds is missed.
+	OnSubscribed func()
 }
 
 // session is one connection's protocol state.
@@ -116,6 +120,9 @@ func (s *Server) Serve(ctx context.Context, stream jsonrpc2.ObjectStream, opts C
 	}
 	events, unsubscribe := s.svc.Subscribe()
 	defer unsubscribe()
+	if opts.OnSubscribed != nil {
+		opts.OnSubscribed()
+	}
 	conn := jsonrpc2.NewConn(ctx, stream, handler{s, sess}, jsonrpc2.SetLogger(printfLogger{s.log}))
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -183,8 +190,11 @@ type eventParams struct {
 }
 
 func eventNotification(ev service.Event) (string, any) {
-	if ev.Kind == service.EventProgress {
+	switch ev.Kind {
+	case service.EventProgress:
 		return "sandbox/progress", ev.Progress
+	case service.EventWarning:
+		return "sandbox/warning", ev.Warning
 	}
 	return "sandbox/event", eventParams{ev.Project, ev.State}
 }

@@ -7,12 +7,15 @@ import (
 	"time"
 )
 
+// tempPattern is the name writeFileAtomic gives its temporary files.
+func tempPattern(path string) string { return "." + filepath.Base(path) + ".tmp-*" }
+
 // writeFileAtomic replaces path with data so that a reader (or a crash) sees
 // the old file or the new one, never a part: a temporary file in the same
 // directory, fsync, rename, fsync of the directory.
 func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	tmp, err := os.CreateTemp(dir, tempPattern(path))
 	if err != nil {
 		return err
 	}
@@ -56,4 +59,20 @@ func setAside(path string, now time.Time) (string, error) {
 		return "", err
 	}
 	return aside, nil
+}
+
+// staleTempAge is how old a temporary file of writeFileAtomic must be to
+// count as left behind by a process killed mid-write: a write takes
+// milliseconds.
+const staleTempAge = time.Minute
+
+// removeStaleTemps deletes temporary files of path's atomic writes that a
+// killed process left behind.
+func removeStaleTemps(path string, now time.Time) {
+	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(path), tempPattern(path)))
+	for _, m := range matches {
+		if info, err := os.Lstat(m); err == nil && info.Mode().IsRegular() && now.Sub(info.ModTime()) > staleTempAge {
+			os.Remove(m)
+		}
+	}
 }

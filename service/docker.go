@@ -16,6 +16,8 @@ type Docker interface {
 	// Info reports the engine's endpoint and version, or an
 	// ErrDockerUnavailable error.
 	Info(ctx context.Context) (EngineInfo, error)
+	// Capacity reports the CPUs and memory the engine has.
+	Capacity(ctx context.Context) (Capacity, error)
 	// ImageLabels returns the labels of an image, or ErrImageNotFound.
 	ImageLabels(ctx context.Context, ref string) (map[string]string, error)
 	// BuildImage builds an image from a tar build context, reporting each line
@@ -27,7 +29,12 @@ type Docker interface {
 	// CopyTo extracts a tar archive into dir inside the container, which may
 	// be stopped.
 	CopyTo(ctx context.Context, id, dir string, archive io.Reader) error
+	// StartContainer starts a created or stopped container. It fails with
+	// ErrPortInUse when the engine could not publish a port.
 	StartContainer(ctx context.Context, id string) error
+	// UpdateLimits changes a container's memory, CPU and process limits
+	// (not /dev/shm, which is fixed at creation).
+	UpdateLimits(ctx context.Context, id string, limits Limits) error
 	// StopContainer stops the container, killing it after grace.
 	StopContainer(ctx context.Context, id string, grace time.Duration) error
 	// RemoveContainer removes the container and its anonymous volumes, running
@@ -112,6 +119,8 @@ type Container struct {
 	Ports   map[int]int
 	HostIPs map[int]string
 	Env     []string
+	// Limits are the container's resource limits.
+	Limits Limits
 }
 
 // ExecSpec is a command to run in a container.

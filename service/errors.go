@@ -36,6 +36,12 @@ var (
 	ErrNameConflict = errors.New("container name already in use")
 	// ErrInvalidArgument: an argument of a service call is out of range.
 	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrProjectFile: a file in the project's .pilot directory cannot be
+	// read or written. See FileError.
+	ErrProjectFile = errors.New("project file unusable")
+	// ErrPortInUse is returned by a Docker implementation when the engine
+	// could not publish a port because something else holds it.
+	ErrPortInUse = errors.New("host port in use")
 )
 
 // BuildError is an image build failure with the last lines of the build log.

@@ -28,6 +28,9 @@ const (
 	EventState EventKind = iota
 	// EventProgress: a long operation made progress.
 	EventProgress
+	// EventWarning: a problem with a project's file that a person should
+	// hear of (Warning).
+	EventWarning
 )
 
 // Event is what the manager tells its subscribers.
@@ -36,6 +39,7 @@ type Event struct {
 	Project  string
 	State    *State
 	Progress Progress
+	Warning  Warning
 }
 
 // subscriberBuffer is how far a subscriber may fall behind before events to it

@@ -18,6 +18,8 @@ const (
 	// execGrace is how long after the in-container timeout the sidecar stops
 	// waiting for the stream on its own (a child may still hold stdout).
 	execGrace = 3 * time.Second
+	// execOOMScore is the oom_score_adj of commands run with Exec.
+	execOOMScore = 500
 )
 
 // ExecRequest is a shell command to run in a project's sandbox.
@@ -54,7 +56,10 @@ func (m *Manager) Exec(ctx context.Context, path string, req ExecRequest) (ExecO
 	secs := strconv.Itoa(int(math.Ceil(timeout.Seconds())))
 	started := time.Now()
 	res, err := m.ExecArgv(ctx, path, ExecSpec{
-		Cmd:       []string{"timeout", "--kill-after=2", secs, "bash", "-lc", req.Command},
+		// choom: if the sandbox runs out of memory, the kernel kills the
+		// commands an agent ran before the desktop (and its agent), whose
+		// score stays 0; raising one's own score takes no privilege.
+		Cmd:       []string{"choom", "-n", strconv.Itoa(execOOMScore), "--", "timeout", "--kill-after=2", secs, "bash", "-lc", req.Command},
 		WorkDir:   req.WorkDir,
 		Timeout:   timeout + execGrace,
 		MaxOutput: MaxExecOutput,
@@ -105,10 +110,10 @@ func (m *Manager) running(ctx context.Context, path string) (*box, State, error)
 	}
 	b := m.box(project)
 	st := b.snapshot()
-	if (st == nil || st.Status != StatusRunning) && b.tryLock() {
+	if (st == nil || st.Status != StatusRunning) && m.tryLockProject(b) {
 		// Not known to be running: ask Docker rather than trust memory.
 		st, err = m.refresh(ctx, b)
-		b.unlock()
+		m.unlockProject(b)
 		if err != nil {
 			return b, State{}, err
 		}

@@ -25,6 +25,10 @@ type fakeDocker struct {
 	nextPort   int
 	nextID     int
 	calls      map[string]int
+	capacity   Capacity // what Capacity answers; zero: 8 CPUs, 32 GiB
+	// startErrs are errors StartContainer returns, one a call, before it
+	// starts containers again.
+	startErrs  []error
 	buildErr   error
 	buildLines []string
 	// onStart decides what a started container does; nil: it runs.
@@ -126,6 +130,31 @@ func (f *fakeDocker) BuildImage(ctx context.Context, spec BuildSpec) error {
 	return nil
 }
 
+func (f *fakeDocker) Capacity(ctx context.Context) (Capacity, error) {
+	defer f.mu.Unlock()
+	if err := f.enter("Capacity"); err != nil {
+		return Capacity{}, err
+	}
+	if f.capacity == (Capacity{}) {
+		return Capacity{CPUs: 8, MemoryBytes: 32 << 30}, nil
+	}
+	return f.capacity, nil
+}
+
+func (f *fakeDocker) UpdateLimits(ctx context.Context, id string, limits Limits) error {
+	defer f.mu.Unlock()
+	if err := f.enter("UpdateLimits"); err != nil {
+		return err
+	}
+	c := f.lookup(id)
+	if c == nil {
+		return ErrContainerNotFound
+	}
+	limits.ShmBytes = c.Limits.ShmBytes
+	c.Limits = limits
+	return nil
+}
+
 func (f *fakeDocker) CreateContainer(ctx context.Context, spec ContainerSpec) (string, error) {
 	defer f.mu.Unlock()
 	if err := f.enter("CreateContainer"); err != nil {
@@ -139,9 +168,14 @@ func (f *fakeDocker) CreateContainer(ctx context.Context, spec ContainerSpec) (s
 	}
 	f.nextID++
 	id := fmt.Sprintf("%064x", f.nextID)
+	// The real engine merges the image's labels into the container's;
+	// images of the current Dockerfile name where the passwords go.
+	labels := maps.Clone(spec.Labels)
+	labels[LabelVNCDir] = "/etc/pilot-sandbox/vnc"
 	f.containers[id] = &Container{
-		ID: id, Name: spec.Name, Image: spec.Image, Labels: maps.Clone(spec.Labels),
+		ID: id, Name: spec.Name, Image: spec.Image, Labels: labels,
 		State: "created", Env: append([]string(nil), spec.Env...), CreatedAt: f.now, Ports: map[int]int{},
+		Limits: spec.Limits,
 	}
 	return id, nil
 }
@@ -183,7 +217,15 @@ func (f *fakeDocker) StartContainer(ctx context.Context, id string) error {
 		f.mu.Unlock()
 		return ErrContainerNotFound
 	}
-	c.Running, c.State, c.ExitCode, c.StartedAt = true, "running", 0, f.now
+	if len(f.startErrs) > 0 {
+		err := f.startErrs[0]
+		f.startErrs = f.startErrs[1:]
+		f.mu.Unlock()
+		return err
+	}
+	// Every start is a new run, with its own start time.
+	c.Running, c.State, c.ExitCode = true, "running", 0
+	c.StartedAt = f.now.Add(time.Duration(f.calls["StartContainer"]) * time.Second)
 	c.Ports = map[int]int{vncPort: f.nextPort, novncPort: f.nextPort + 1}
 	f.nextPort += 2
 	onStart := f.onStart
@@ -274,9 +316,9 @@ func (f *fakeDocker) Exec(ctx context.Context, id string, spec ExecSpec) (ExecRe
 		f.mu.Unlock()
 		return ExecResult{}, fmt.Errorf("%w: container %s is not running", ErrNotRunning, id)
 	}
-	if len(spec.Cmd) == 2 && spec.Cmd[0] == "cat" && spec.Cmd[1] == vncPasswdFile {
+	if len(spec.Cmd) == 2 && spec.Cmd[0] == "cat" && strings.HasSuffix(spec.Cmd[1], "/passwd") {
 		defer f.mu.Unlock()
-		content, ok := f.files[c.ID][vncPasswdFile]
+		content, ok := f.files[c.ID][spec.Cmd[1]]
 		if !ok {
 			return ExecResult{ExitCode: 1, Stderr: []byte("No such file")}, nil
 		}
@@ -380,7 +422,8 @@ func (f *fakeDocker) addContainer(project string, running bool, exitCode int, se
 		f.nextPort += 2
 	}
 	f.containers[id] = c
-	f.files[id] = map[string]string{vncPasswdFile: string(secret.passwdFile())}
+	// An earlier sidecar's container: an image without LabelVNCDir.
+	f.files[id] = map[string]string{legacyVNCDir + "/passwd": string(secret.passwdFile())}
 	return c
 }
 

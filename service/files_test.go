@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,9 +41,9 @@ func TestSetToolsEnabledPreservesEveryOtherByte(t *testing.T) {
 				os.MkdirAll(filepath.Join(dir, pilotDir), 0o755)
 				os.WriteFile(settingsFile(dir), []byte(tc.before), 0o640)
 			}
-			aside, err := writeSettingsBool(dir, toolsKey, true, failSetAside(t))
-			if err != nil || aside != "" {
-				t.Fatalf("write: %q, %v", aside, err)
+			aside, err := writeSettingsBool(dir, toolsKey, true, time.Now())
+			if err != nil || aside != nil {
+				t.Fatalf("write: %v, %v", aside, err)
 			}
 			got, _ := os.ReadFile(settingsFile(dir))
 			if string(got) != tc.after {
@@ -60,32 +62,27 @@ func TestSetToolsEnabledPreservesEveryOtherByte(t *testing.T) {
 	}
 }
 
-func failSetAside(t *testing.T) func(string) (string, error) {
-	return func(p string) (string, error) {
-		t.Errorf("set aside %s, which is not corrupt", p)
-		return "", errors.New("unexpected")
-	}
-}
-
 func TestCorruptSettingsAreSetAsideNotOverwritten(t *testing.T) {
-	for _, bad := range []string{"{\"a\": ", "[1,2]", "null", "{\"a\":1} trailing", "\x00\xff"} {
+	for _, bad := range []string{"{\"a\": ", "[1,2]", "null", "{\"a\":1} trailing", "\x00\xff", ""} {
 		dir := t.TempDir()
 		os.MkdirAll(filepath.Join(dir, pilotDir), 0o755)
 		os.WriteFile(settingsFile(dir), []byte(bad), 0o644)
-		if _, err := readSettings(dir); !errors.Is(err, errCorrupt) {
-			t.Errorf("%q: read err = %v, want errCorrupt", bad, err)
+		var fe *FileError
+		if _, err := readSettings(dir); !errors.As(err, &fe) || fe.Problem != FileCorrupt || !errors.Is(err, ErrProjectFile) {
+			t.Errorf("%q: read err = %v, want a corrupt FileError", bad, err)
 		}
 		now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-		aside, err := writeSettingsBool(dir, toolsKey, true, func(p string) (string, error) { return setAside(p, now) })
-		if err != nil {
-			t.Fatalf("%q: %v", bad, err)
+		aside, err := writeSettingsBool(dir, toolsKey, true, now)
+		if err != nil || aside == nil {
+			t.Fatalf("%q: %v, %v", bad, aside, err)
 		}
-		kept, err := os.ReadFile(aside)
+		kept, err := os.ReadFile(aside.KeptAs)
 		if err != nil || string(kept) != bad {
 			t.Errorf("%q: the corrupt file was not kept as it was: %q, %v", bad, kept, err)
 		}
-		if !strings.HasPrefix(filepath.Base(aside), "settings.json.corrupt-20261121T100000") {
-			t.Errorf("aside name = %s", aside)
+		if !strings.HasPrefix(filepath.Base(aside.KeptAs), "settings.json.corrupt-20261121T100000") ||
+			!strings.Contains(aside.Error(), "kept it as "+aside.KeptAs) {
+			t.Errorf("aside %s: %v", aside.KeptAs, aside)
 		}
 		if doc, err := readSettings(dir); err != nil || !doc.bool(toolsKey) {
 			t.Errorf("%q: new file: %v", bad, err)
@@ -117,42 +114,114 @@ func TestToolsEnabledDefaultsOff(t *testing.T) {
 
 func TestUnwritableProjectDirectoryIsAClearError(t *testing.T) {
 	if os.Geteuid() == 0 {
-		t.Skip("root writes through directory permissions")
+		t.Skip("root writes through directory permissions (TestFullOrReadOnlyProjectFileSystem covers root)")
 	}
 	dir := t.TempDir()
 	os.Chmod(dir, 0o555)
 	t.Cleanup(func() { os.Chmod(dir, 0o755) })
-	_, err := writeSettingsBool(dir, toolsKey, true, failSetAside(t))
-	if err == nil || !strings.Contains(err.Error(), "settings.json") {
+	_, err := writeSettingsBool(dir, toolsKey, true, time.Now())
+	var fe *FileError
+	if !errors.As(err, &fe) || fe.Problem != FileUnwritable || !strings.Contains(err.Error(), "settings.json: permission denied") {
 		t.Errorf("err = %v", err)
 	}
 }
 
-func TestSandboxRecordIsAtomicAndCorruptOnesAreKept(t *testing.T) {
-	dir := t.TempDir()
+// A sandbox.json that is corrupt, truncated, not a record, or cannot be
+// read is moved aside, byte for byte, before a new one is written.
+func TestSandboxRecordIsAtomicAndBadOnesAreKept(t *testing.T) {
 	rec := sandboxRecord{ContainerID: "abc", WSPort: 1, VNCPort: 2, Status: StatusRunning, CreatedAt: 5}
+	for _, tc := range []struct {
+		name    string
+		plant   func(path string)
+		problem FileProblem
+	}{
+		{"truncated", func(p string) { os.WriteFile(p, []byte("{\"containerId\": \"ab"), 0o644) }, FileCorrupt},
+		{"wrong type", func(p string) { os.WriteFile(p, []byte("{\"containerId\": 12}"), 0o644) }, FileCorrupt},
+		{"null", func(p string) { os.WriteFile(p, []byte("null"), 0o644) }, FileCorrupt},
+		{"empty", func(p string) { os.WriteFile(p, nil, 0o644) }, FileCorrupt},
+		{"a directory in its place", func(p string) { os.MkdirAll(filepath.Join(p, "inside"), 0o755) }, FileUnreadable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.MkdirAll(filepath.Join(dir, pilotDir), 0o755)
+			tc.plant(sandboxFile(dir))
+			before := filesUnder(t, sandboxFile(dir))
+			var fe *FileError
+			if _, err := readRecord(dir); !errors.As(err, &fe) || fe.Problem != tc.problem {
+				t.Fatalf("read: %v, want a %s FileError", err, tc.problem)
+			}
+			aside, err := writeRecord(dir, rec, time.Now())
+			if err != nil || aside == nil || aside.Problem != tc.problem {
+				t.Fatalf("write over it: %v, %v", aside, err)
+			}
+			got, err := readRecord(dir)
+			if err != nil || *got != rec {
+				t.Errorf("read back %+v, %v", got, err)
+			}
+			if kept := filesUnder(t, aside.KeptAs); kept != before {
+				t.Errorf("the bad file was not kept as it was:\n%s\nwant\n%s", kept, before)
+			}
+		})
+	}
+	dir := t.TempDir()
 	if _, err := writeRecord(dir, rec, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	got, err := readRecord(dir)
-	if err != nil || *got != rec {
-		t.Fatalf("read back %+v, %v", got, err)
-	}
-	entries, _ := os.ReadDir(filepath.Join(dir, pilotDir))
-	if len(entries) != 1 {
+	if entries, _ := os.ReadDir(filepath.Join(dir, pilotDir)); len(entries) != 1 {
 		t.Errorf("temporary files left behind: %v", entries)
 	}
-	os.WriteFile(sandboxFile(dir), []byte("{\"containerId\": 12"), 0o644)
-	if _, err := readRecord(dir); !errors.Is(err, errCorrupt) {
-		t.Errorf("corrupt record read as %v", err)
+}
+
+// A temporary file of an atomic write left by a process killed mid-write
+// goes at the next write; one being written now stays.
+func TestStaleTemporaryFilesAreRemoved(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, pilotDir), 0o755)
+	old := filepath.Join(dir, pilotDir, ".sandbox.json.tmp-123")
+	fresh := filepath.Join(dir, pilotDir, ".sandbox.json.tmp-456")
+	other := filepath.Join(dir, pilotDir, ".settings.json.tmp-789")
+	for _, p := range []string{old, fresh, other} {
+		os.WriteFile(p, []byte("{"), 0o644)
 	}
-	aside, err := writeRecord(dir, rec, time.Now())
-	if err != nil || aside == "" {
-		t.Fatalf("write over corrupt: %q, %v", aside, err)
+	now := time.Now()
+	os.Chtimes(old, now.Add(-time.Hour), now.Add(-time.Hour))
+	os.Chtimes(other, now.Add(-time.Hour), now.Add(-time.Hour))
+	if _, err := writeRecord(dir, sandboxRecord{ContainerID: "abc"}, now); err != nil {
+		t.Fatal(err)
 	}
-	if kept, _ := os.ReadFile(aside); string(kept) != "{\"containerId\": 12" {
-		t.Errorf("corrupt record not kept: %q", kept)
+	for p, want := range map[string]bool{old: false, fresh: true, other: true} {
+		if _, err := os.Stat(p); (err == nil) != want {
+			t.Errorf("%s exists: %v, want %v", filepath.Base(p), err == nil, want)
+		}
 	}
+}
+
+// The state file goes into the project's .pilot directory, which may be
+// made; the project directory itself never is, so a project deleted while
+// its sandbox ran stays deleted.
+func TestARemovedProjectIsNotMadeAgain(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gone")
+	if _, err := writeRecord(dir, sandboxRecord{ContainerID: "abc"}, time.Now()); err == nil {
+		t.Error("wrote a state file into a project that does not exist")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the project directory was made: %v", err)
+	}
+}
+
+// filesUnder lists the names and contents of the files under dir.
+func filesUnder(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil {
+			rel, _ := filepath.Rel(dir, path)
+			data, _ := os.ReadFile(path)
+			fmt.Fprintf(&b, "%s %v %q\n", rel, d.IsDir(), data)
+		}
+		return nil
+	})
+	return b.String()
 }
 
 func TestRegistrySurvivesARestart(t *testing.T) {
@@ -193,10 +262,9 @@ func TestProjectConfig(t *testing.T) {
 		{`{"sandbox": {"display": {"width": 2560, "height": 1600}}}`, &Display{2560, 1600}, ""},
 		{`{"sandbox": {"display": {"width": 100, "height": 1600}}}`, nil, "sandbox.display.width"},
 		{`{"sandbox": {"display": {"width": 1920, "height": 99999}}}`, nil, "sandbox.display.height"},
-		{`{"sandbox": {"display": {"width": "wide", "height": 1}}}`, nil, "sandbox"},
+		{`{"sandbox": {"display": {"width": "wide", "height": 1}}}`, nil, "sandbox.display.width"},
 		{`{"sandbox": {"colour": "blue"}}`, nil, "sandbox"},
 		{`{"sandbox": [1]}`, nil, "sandbox"},
-		{`not json`, nil, ""}, // a corrupt file gives the defaults
 	} {
 		dir := t.TempDir()
 		if tc.settings != "" {

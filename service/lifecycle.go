@@ -1,10 +1,7 @@
 package service
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"strconv"
@@ -17,8 +14,6 @@ const (
 	sandboxUser    = "sandbox"
 	sandboxUID     = 1000
 	sandboxHome    = "/home/sandbox"
-	vncDir         = sandboxHome + "/.vnc"
-	vncPasswdFile  = vncDir + "/passwd"
 	displayEnv     = "DISPLAY=:99"
 	resolutionEnv  = "RESOLUTION"
 	startLogLines  = 30
@@ -26,19 +21,6 @@ const (
 	maxReadyDelay  = 500 * time.Millisecond
 	firstReadDelay = 25 * time.Millisecond
 )
-
-// lockProject resolves path and takes the project's operation lock.
-func (m *Manager) lockProject(ctx context.Context, path string) (*box, error) {
-	project, err := CanonicalProject(path)
-	if err != nil {
-		return nil, err
-	}
-	b := m.box(project)
-	if err := b.lock(ctx); err != nil {
-		return nil, err
-	}
-	return b, nil
-}
 
 // Start brings the project's sandbox up and returns once its desktop really
 // answers: it restarts a stopped container, or creates one (building the
@@ -49,7 +31,7 @@ func (m *Manager) Start(ctx context.Context, path string) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	defer b.unlock()
+	defer m.unlockProject(b)
 	c, err := m.find(ctx, b)
 	if errors.Is(err, ErrContainerNotFound) {
 		c, err = m.create(ctx, b)
@@ -78,7 +60,7 @@ func (m *Manager) find(ctx context.Context, b *box) (Container, error) {
 // create makes the project's container, building the image first if needed.
 func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 	name := ContainerName(b.project)
-	pc, err := readProjectConfig(b.project)
+	pc, limits, err := m.projectLimits(ctx, b.project)
 	if err != nil {
 		return Container{}, err
 	}
@@ -101,7 +83,7 @@ func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 		Env:    []string{fmt.Sprintf("%s=%dx%dx24", resolutionEnv, display.Width, display.Height)},
 		Ports:  []int{vncPort, novncPort},
 		HostIP: "127.0.0.1",
-		Limits: m.cfg.Limits,
+		Limits: limits,
 	})
 	switch {
 	case errors.Is(err, ErrNameConflict):
@@ -122,6 +104,7 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 	starting.Status, starting.Error = StatusStarting, ""
 	m.commit(b, &starting)
 
+	var installed vncSecret
 	if !c.Running {
 		// Fresh passwords on every start; the file goes in before the desktop
 		// starts, through the archive API, so the secret never appears in the
@@ -131,19 +114,28 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 			m.settle(ctx, b)
 			return State{}, err
 		}
-		if err := m.docker.CopyTo(ctx, c.ID, vncDir, passwdArchive(secret)); err != nil {
+		if err := m.applyLimits(ctx, b, c); err != nil {
+			m.settle(ctx, b)
+			return State{}, err
+		}
+		dir, legacy := passwdDir(c)
+		if err := m.docker.CopyTo(ctx, c.ID, dir, passwdArchive(secret, legacy)); err != nil {
 			m.settle(ctx, b)
 			return State{}, fmt.Errorf("install VNC password: %w", err)
 		}
-		m.setSecret(b, c.ID, secret)
+		installed = secret
 		m.progress(b.project, StageStart, "Starting the desktop", 0, 0)
-		if err := m.docker.StartContainer(ctx, c.ID); err != nil {
-			return State{}, m.failStart(ctx, b, c.ID, fmt.Errorf("start container: %w", err))
+		if err := m.startContainer(ctx, b, c.ID); err != nil {
+			return State{}, m.failStart(ctx, b, c.ID, err)
 		}
 	}
 	ready, err := m.waitReady(ctx, c.ID)
 	if err != nil {
 		return State{}, m.failStart(ctx, b, c.ID, err)
+	}
+	m.markReady(b, ready)
+	if installed != (vncSecret{}) {
+		m.setSecret(b, keyOf(ready), installed)
 	}
 	secret, err := m.secretFor(ctx, b, ready)
 	if err != nil {
@@ -155,6 +147,34 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 	m.progress(b.project, StageReady, fmt.Sprintf("The desktop is ready on 127.0.0.1:%d", st.WSPort), 0, 0)
 	m.log.Info().Str("project", b.project).Int("wsPort", st.WSPort).Int("vncPort", st.VNCPort).Msg("sandbox running")
 	return st, nil
+}
+
+// errNotAnswering: a running container's desktop did not answer in time.
+var errNotAnswering = errors.New("the desktop did not answer")
+
+// portAttempts bounds the starts of a container whose ports the engine
+// could not publish. Each one moves on: Docker picks the next free ports
+// (and tries ten itself before it gives up).
+const portAttempts = 5
+
+// startContainer starts the container, again when a port Docker chose was
+// taken by something else on the host (it checks its own allocations, not
+// other programs'), or it refused the port.
+func (m *Manager) startContainer(ctx context.Context, b *box, id string) error {
+	for attempt := 1; ; attempt++ {
+		err := m.docker.StartContainer(ctx, id)
+		switch {
+		case err == nil:
+			return nil
+		case !errors.Is(err, ErrPortInUse):
+			return fmt.Errorf("start container: %w", err)
+		case attempt == portAttempts:
+			return fmt.Errorf("start container: the host ports Docker chose were taken %d times in a row; "+
+				"something on this machine holds many ports from 32768 up: %w", attempt, err)
+		}
+		m.log.Warn().Err(err).Str("project", b.project).Int("attempt", attempt).Msg("a host port Docker chose is taken; starting again")
+		m.progress(b.project, StageStart, fmt.Sprintf("A host port Docker chose was taken; starting again (attempt %d of %d)", attempt+1, portAttempts), 0, 0)
+	}
 }
 
 // waitReady polls until the container's desktop answers (ProbeDesktop). Each
@@ -172,7 +192,7 @@ func (m *Manager) waitReady(ctx context.Context, id string) (Container, error) {
 		case ctx.Err() != nil:
 			return c, ctx.Err()
 		case waitCtx.Err() != nil:
-			return c, fmt.Errorf("the desktop did not answer within %s: %v", m.cfg.ReadyTimeout, lastErr)
+			return c, fmt.Errorf("%w within %s: %v", errNotAnswering, m.cfg.ReadyTimeout, lastErr)
 		case err != nil:
 			return c, err
 		case !c.Running:
@@ -256,88 +276,4 @@ func (m *Manager) displayOf(c Container) Display {
 		}
 	}
 	return m.cfg.Display
-}
-
-// secretAlphabet keeps passwords safe in a URL fragment without escaping.
-const secretAlphabet = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789"
-
-func newSecret() (vncSecret, error) {
-	word := func() (string, error) {
-		b := make([]byte, 8)
-		if _, err := rand.Read(b); err != nil {
-			return "", err
-		}
-		for i := range b {
-			b[i] = secretAlphabet[int(b[i])%len(secretAlphabet)]
-		}
-		return string(b), nil
-	}
-	control, err := word()
-	if err != nil {
-		return vncSecret{}, err
-	}
-	view, err := word()
-	if err != nil {
-		return vncSecret{}, err
-	}
-	return vncSecret{Control: control, View: view}, nil
-}
-
-// passwdArchive is a tar holding x11vnc's password file, owned by the
-// sandbox user and readable by nobody else.
-func passwdArchive(s vncSecret) *bytes.Reader {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	data := s.passwdFile()
-	tw.WriteHeader(&tar.Header{
-		Name: "passwd", Mode: 0o600, Size: int64(len(data)),
-		Uid: sandboxUID, Gid: sandboxUID, ModTime: time.Now(),
-	})
-	tw.Write(data)
-	tw.Close()
-	return bytes.NewReader(buf.Bytes())
-}
-
-func parsePasswdFile(data string) (vncSecret, bool) {
-	lines := strings.Split(strings.TrimSpace(data), "\n")
-	var s vncSecret
-	for i, l := range lines {
-		l = strings.TrimSpace(l)
-		switch {
-		case i == 0:
-			s.Control = l
-		case l == "__BEGIN_VIEWONLY__" && i+1 < len(lines):
-			s.View = strings.TrimSpace(lines[i+1])
-		}
-	}
-	return s, s.Control != "" && s.View != ""
-}
-
-func (m *Manager) setSecret(b *box, id string, s vncSecret) {
-	b.mu.Lock()
-	b.secret, b.secretOf = s, id
-	b.mu.Unlock()
-}
-
-// secretFor returns the VNC passwords of a running container: remembered,
-// or read back from the container (after the sidecar restarted).
-func (m *Manager) secretFor(ctx context.Context, b *box, c Container) (vncSecret, error) {
-	b.mu.Lock()
-	s, of := b.secret, b.secretOf
-	b.mu.Unlock()
-	if of == c.ID {
-		return s, nil
-	}
-	res, err := m.docker.Exec(ctx, c.ID, ExecSpec{
-		Cmd: []string{"cat", vncPasswdFile}, User: sandboxUser, Timeout: 10 * time.Second, MaxOutput: 4096,
-	})
-	if err != nil {
-		return vncSecret{}, fmt.Errorf("read VNC password: %w", err)
-	}
-	s, ok := parsePasswdFile(string(res.Stdout))
-	if res.ExitCode != 0 || !ok {
-		return vncSecret{}, errors.New("the sandbox has no VNC password file")
-	}
-	m.setSecret(b, c.ID, s)
-	return s, nil
 }

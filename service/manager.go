@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -96,6 +97,10 @@ type Manager struct {
 
 	imageMu sync.Mutex // serializes image checks and builds
 
+	// unready passes Run the projects whose running container's desktop
+	// does not answer yet (readiness.go).
+	unready chan string
+
 	mu    sync.Mutex      // guards boxes
 	boxes map[string]*box // by canonical project path
 }
@@ -106,6 +111,12 @@ type box struct {
 	// op holds a token while a mutation (start, stop, remove, refresh) runs on
 	// the project: mutations of one project are serialized.
 	op chan struct{}
+	// flock is the project's lock file while this process holds it
+	// (projectlock.go); only the holder of the op token touches it.
+	flock *os.File
+	// lockless: the lock file could not be made, so this process works
+	// on the project with its own lock only; guarded like flock.
+	lockless bool
 	// settingsMu serializes writes of .pilot/settings.json, which must not
 	// wait for a start.
 	settingsMu sync.Mutex
@@ -113,9 +124,15 @@ type box struct {
 	mu       sync.Mutex // guards the fields below
 	state    *State     // nil: the project has no sandbox
 	secret   vncSecret  // the VNC passwords of the current container
-	secretOf string     // the container ID the secret belongs to
+	secretOf secretKey  // the run of the container the secret belongs to
 	failedID string     // the container whose last start failed
 	failure  string     // why it failed
+	// readyRun is the run of the container whose desktop answered;
+	// unready the one that never did, and unreadyWhy says so.
+	readyRun   secretKey
+	unready    secretKey
+	unreadyWhy string
+	reported   map[string]string // file -> the problem last reported with it
 
 	agentMu sync.Mutex // guards agent
 	agent   *agent     // the desktop agent of the running container, if started
@@ -162,11 +179,12 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("read image resources: %w", err)
 	}
 	m := &Manager{
-		docker: docker,
-		cfg:    cfg,
-		log:    cfg.Logger,
-		build:  build,
-		boxes:  map[string]*box{},
+		docker:  docker,
+		cfg:     cfg,
+		log:     cfg.Logger,
+		build:   build,
+		boxes:   map[string]*box{},
+		unready: make(chan string, 64),
 	}
 	m.registry, err = openRegistry(cfg.StateDir)
 	if err != nil {
@@ -232,7 +250,7 @@ func (m *Manager) commit(b *box, st *State) {
 	if sameState(prev, st) {
 		return
 	}
-	m.persist(b.project, prev, st)
+	m.persist(b, prev, st)
 	// Subscribers get their own copy: st stays the caller's.
 	var published *State
 	if st != nil {
@@ -245,33 +263,57 @@ func (m *Manager) commit(b *box, st *State) {
 }
 
 // persist keeps .pilot/sandbox.json in step with settled states; the
-// transitional ones (starting, stopping) are not written.
-func (m *Manager) persist(project string, prev, st *State) {
+// transitional ones (starting, stopping) are not written. A file that
+// cannot be written is reported, and the sandbox goes on as it is: the
+// sidecar finds containers by name, not by this file.
+func (m *Manager) persist(b *box, prev, st *State) {
+	if !m.mayWrite(b) {
+		return // another process is working on the project and writes
+	}
 	if st == nil {
-		if err := removeRecord(project); err != nil {
-			m.log.Warn().Err(err).Str("project", project).Msg("could not remove the sandbox state file")
-		}
-		if err := m.registry.remove(project); err != nil {
+		m.warn(b, sandboxFile(b.project), removeRecord(b.project))
+		if err := m.registry.remove(b.project); err != nil {
 			m.log.Warn().Err(err).Msg("could not update the project registry")
 		}
 		return
 	}
-	if st.Status == StatusStarting || st.Status == StatusStopping {
+	if st.Status == StatusStarting || st.Status == StatusStopping || st.ContainerID == "" {
+		return // transitional, or a start that failed before there was a container
+	}
+	if prev != nil && sameRecord(recordOf(*prev, time.Time{}), recordOf(*st, time.Time{})) {
 		return
 	}
-	if prev != nil && recordOf(*prev, time.Time{}) == recordOf(*st, time.Time{}) {
-		return
+	m.saveRecord(b, *st)
+}
+
+// saveRecord writes the state to .pilot/sandbox.json, reporting what was
+// wrong with the file there, if anything.
+func (m *Manager) saveRecord(b *box, st State) {
+	now := m.cfg.Now()
+	aside, err := writeRecord(b.project, recordOf(st, now), now)
+	if aside != nil {
+		m.warn(b, sandboxFile(b.project), aside)
 	}
-	aside, err := writeRecord(project, recordOf(*st, m.cfg.Now()), m.cfg.Now())
-	if aside != "" {
-		m.log.Warn().Str("project", project).Str("keptAs", aside).Msg("the sandbox state file was corrupt; kept it aside and wrote a new one")
-	}
-	if err != nil {
-		m.log.Warn().Err(err).Str("project", project).Msg("could not save the sandbox state file")
-	}
-	if err := m.registry.add(project); err != nil {
+	m.warn(b, sandboxFile(b.project), err)
+	if err := m.registry.add(b.project); err != nil {
 		m.log.Warn().Err(err).Msg("could not update the project registry")
 	}
+}
+
+// ensureRecord rewrites .pilot/sandbox.json when it does not say what the
+// settled state says: lost, corrupt, or edited by hand since.
+func (m *Manager) ensureRecord(b *box) {
+	if !m.mayWrite(b) {
+		return
+	}
+	st := b.snapshot()
+	if st == nil || st.Status == StatusStarting || st.Status == StatusStopping || st.ContainerID == "" {
+		return
+	}
+	if rec, err := readRecord(b.project); err == nil && rec != nil && sameRecord(*rec, recordOf(*st, time.Time{})) {
+		return
+	}
+	m.saveRecord(b, *st)
 }
 
 // progress announces a step of a long operation.

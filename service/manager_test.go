@@ -114,7 +114,7 @@ func TestStartCreatesContainerAndWaitsForDesktop(t *testing.T) {
 	if st.ContainerName != ContainerName(dir) || st.ProjectPath != dir || st.Display != DefaultDisplay {
 		t.Errorf("state = %+v", st)
 	}
-	secret, ok := parsePasswdFile(h.docker.uploaded(st.ContainerID, vncPasswdFile))
+	secret, ok := parsePasswdFile(h.docker.uploaded(st.ContainerID, "/etc/pilot-sandbox/vnc/passwd"))
 	if !ok {
 		t.Fatal("no VNC password file was installed before the start")
 	}
@@ -499,7 +499,7 @@ func TestExecValidatesAndNeedsARunningSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"timeout", "--kill-after=2", "2", "bash", "-lc", "echo $HOME; exit 3"}
+	want := []string{"choom", "-n", "500", "--", "timeout", "--kill-after=2", "2", "bash", "-lc", "echo $HOME; exit 3"}
 	if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
 		t.Errorf("argv = %q, want %q", got, want)
 	}

@@ -16,10 +16,10 @@ func (m *Manager) Status(ctx context.Context, path string) (*State, error) {
 		return nil, err
 	}
 	b := m.box(project)
-	if !b.tryLock() {
+	if !m.tryLockProject(b) {
 		return b.snapshot(), nil
 	}
-	defer b.unlock()
+	defer m.unlockProject(b)
 	return m.refresh(ctx, b)
 }
 
@@ -58,16 +58,25 @@ func (m *Manager) refresh(ctx context.Context, b *box) (*State, error) {
 // The project's lock must be held.
 func (m *Manager) observe(ctx context.Context, b *box, c Container) *State {
 	var secret vncSecret
-	if c.Running {
+	ready := true
+	if c.Running && c.State != "paused" {
 		var err error
 		if secret, err = m.secretFor(ctx, b, c); err != nil {
 			m.log.Warn().Err(err).Str("project", b.project).Msg("VNC password unknown")
 		}
+		ready = m.readiness(ctx, b, c)
 	}
 	st := stateOf(b.project, c, secret, m.displayOf(c), false)
 	b.mu.Lock()
-	if !c.Running && b.failedID == c.ID {
+	switch {
+	case !c.Running && b.failedID == c.ID:
 		st.Status, st.Error = StatusError, b.failure
+	case !ready:
+		// Started outside the sidecar, or found running: not usable yet.
+		st.Status, st.WSPort, st.VNCPort, st.ViewerURL, st.WatchURL, st.StartedAt = StatusStarting, 0, 0, "", "", 0
+		if b.unready == keyOf(c) {
+			st.Status, st.Error = StatusError, b.unreadyWhy+": restart the sandbox"
+		}
 	}
 	b.mu.Unlock()
 	m.commit(b, &st)
@@ -91,16 +100,17 @@ func (m *Manager) resync(ctx context.Context) error {
 		}
 		seen[project] = true
 		b := m.box(project)
-		if b.tryLock() {
+		if m.tryLockProject(b) {
 			m.observe(ctx, b, c)
-			b.unlock()
+			m.ensureRecord(b)
+			m.unlockProject(b)
 		}
 	}
 	for _, project := range m.registry.list() {
 		m.box(project) // so the loop below checks it
 	}
 	for _, b := range m.allBoxes() {
-		if seen[b.project] || !b.tryLock() {
+		if seen[b.project] || !m.tryLockProject(b) {
 			continue
 		}
 		if b.snapshot() != nil || recordExists(b.project) {
@@ -108,7 +118,7 @@ func (m *Manager) resync(ctx context.Context) error {
 				m.log.Debug().Err(err).Str("project", b.project).Msg("refresh failed")
 			}
 		}
-		b.unlock()
+		m.unlockProject(b)
 	}
 	return nil
 }
@@ -123,6 +133,7 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { m.followEvents(ctx) })
+	wg.Go(func() { m.watchReadiness(ctx) })
 	ticker := time.NewTicker(m.cfg.ResyncInterval)
 	defer ticker.Stop()
 	for {
@@ -185,10 +196,10 @@ func (m *Manager) onEvent(ctx context.Context, ev ContainerEvent) {
 		return
 	}
 	b := m.box(project)
-	if !b.tryLock() {
+	if !m.tryLockProject(b) {
 		return
 	}
-	defer b.unlock()
+	defer m.unlockProject(b)
 	if _, err := m.refresh(ctx, b); err != nil {
 		m.log.Debug().Err(err).Str("project", project).Str("action", ev.Action).Msg("refresh after event failed")
 	}

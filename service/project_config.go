@@ -5,25 +5,48 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+
+	units "github.com/docker/go-units"
 )
 
 // ProjectConfig is the "sandbox" object of .pilot/settings.json: how the
-// project wants its sandbox made. It applies when the container is created;
-// an existing container keeps what it was made with until it is removed.
+// project wants its sandbox made. Every field is optional; a missing one
+// takes the sidecar's default.
 //
-//	{"sandbox": {"display": {"width": 1920, "height": 1080}}}
+//	{"sandbox": {"memory": "4g", "cpus": 1.5, "processes": 2048,
+//	             "shmSize": "2g", "display": {"width": 1920, "height": 1080}}}
+//
+// Memory, CPUs and processes apply at every start of the sandbox; the
+// display and shmSize only when its container is created.
 type ProjectConfig struct {
+	// Memory is the memory limit, swap included, in `docker run --memory`
+	// syntax: "512m", "4g", "1.5GiB".
+	Memory *string `json:"memory,omitempty"`
+	// CPUs is how many CPUs' worth of time the sandbox may use.
+	CPUs *float64 `json:"cpus,omitempty"`
+	// Processes caps the processes and threads running in the sandbox.
+	Processes *int64 `json:"processes,omitempty"`
+	// ShmSize is the size of /dev/shm, which browsers use heavily.
+	ShmSize *string  `json:"shmSize,omitempty"`
 	Display *Display `json:"display,omitempty"`
 }
 
-// Display bounds: Xvfb's own limits are far larger, but a screen beyond 8K
-// costs hundreds of megabytes per screenshot.
+// Bounds of the project settings. Below them the desktop itself does not
+// run well (it has about ten processes, and idles at 60 MiB); above them a
+// setting is more likely a slip than a wish.
 const (
 	minDisplayWidth, maxDisplayWidth   = 320, 7680
 	minDisplayHeight, maxDisplayHeight = 240, 4320
+	minMemory                          = 512 << 20
+	minCPUs                            = 0.5
+	minProcesses, maxProcesses         = 64, 65536
+	minShm                             = 64 << 20
 )
 
-// ConfigError is a project setting that cannot be used.
+// ConfigError is a project setting that cannot be used: Field names it the
+// way it is written in the file ("sandbox.memory").
 type ConfigError struct {
 	File   string
 	Field  string
@@ -34,15 +57,12 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("%s: %s %s", e.File, e.Field, e.Reason)
 }
 
-// readProjectConfig reads the project's sandbox settings. A settings file
-// that is not a JSON object gives the defaults (it is reported elsewhere);
-// a "sandbox" object with a wrong field is a ConfigError.
+// readProjectConfig reads and checks the project's sandbox settings. A
+// settings file that is not a JSON object is a FileError (errCorrupt), a
+// "sandbox" object with a wrong field a ConfigError.
 func readProjectConfig(project string) (ProjectConfig, error) {
 	var cfg ProjectConfig
 	doc, err := readSettings(project)
-	if errors.Is(err, errCorrupt) {
-		return cfg, nil
-	}
 	if err != nil {
 		return cfg, err
 	}
@@ -50,20 +70,130 @@ func readProjectConfig(project string) (ProjectConfig, error) {
 	if raw == nil {
 		return cfg, nil
 	}
+	fail := func(field, reason string) (ProjectConfig, error) {
+		return cfg, &ConfigError{File: settingsFile(project), Field: field, Reason: reason}
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
-		return cfg, &ConfigError{File: settingsFile(project), Field: "sandbox", Reason: "is not valid: " + err.Error()}
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field != "" {
+			return fail("sandbox."+typeErr.Field, "must be a JSON "+jsonKind(typeErr.Type.Kind().String())+", not "+typeErr.Value)
+		}
+		return fail("sandbox", "is not valid: "+err.Error()+
+			" (known fields: memory, cpus, processes, shmSize, display)")
 	}
-	if d := cfg.Display; d != nil {
-		if d.Width < minDisplayWidth || d.Width > maxDisplayWidth {
-			return cfg, &ConfigError{File: settingsFile(project), Field: "sandbox.display.width",
-				Reason: fmt.Sprintf("must be from %d to %d; it is %d", minDisplayWidth, maxDisplayWidth, d.Width)}
-		}
-		if d.Height < minDisplayHeight || d.Height > maxDisplayHeight {
-			return cfg, &ConfigError{File: settingsFile(project), Field: "sandbox.display.height",
-				Reason: fmt.Sprintf("must be from %d to %d; it is %d", minDisplayHeight, maxDisplayHeight, d.Height)}
-		}
+	if field, reason := cfg.check(); field != "" {
+		return fail(field, reason)
 	}
 	return cfg, nil
+}
+
+// jsonKind names a Go kind the way the settings file's author sees it.
+func jsonKind(kind string) string {
+	switch {
+	case kind == "string":
+		return "string"
+	case kind == "struct":
+		return "object"
+	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "float"):
+		return "number"
+	}
+	return kind
+}
+
+// check returns the field that is out of bounds and why, or "".
+func (c ProjectConfig) check() (field, reason string) {
+	if c.Memory != nil {
+		if n, err := parseSize(*c.Memory); err != nil {
+			return "sandbox.memory", err.Error()
+		} else if n < minMemory {
+			return "sandbox.memory", fmt.Sprintf("must be at least 512m; it is %q", *c.Memory)
+		}
+	}
+	if c.CPUs != nil && *c.CPUs < minCPUs {
+		return "sandbox.cpus", fmt.Sprintf("must be at least %g; it is %g", minCPUs, *c.CPUs)
+	}
+	if p := c.Processes; p != nil && (*p < minProcesses || *p > maxProcesses) {
+		return "sandbox.processes", fmt.Sprintf("must be from %d to %d; it is %d", minProcesses, maxProcesses, *p)
+	}
+	if c.ShmSize != nil {
+		if n, err := parseSize(*c.ShmSize); err != nil {
+			return "sandbox.shmSize", err.Error()
+		} else if n < minShm {
+			return "sandbox.shmSize", fmt.Sprintf("must be at least 64m; it is %q", *c.ShmSize)
+		}
+	}
+	if d := c.Display; d != nil {
+		if d.Width < minDisplayWidth || d.Width > maxDisplayWidth {
+			return "sandbox.display.width", fmt.Sprintf("must be from %d to %d; it is %d", minDisplayWidth, maxDisplayWidth, d.Width)
+		}
+		if d.Height < minDisplayHeight || d.Height > maxDisplayHeight {
+			return "sandbox.display.height", fmt.Sprintf("must be from %d to %d; it is %d", minDisplayHeight, maxDisplayHeight, d.Height)
+		}
+	}
+	return "", ""
+}
+
+// parseSize reads a size the way `docker run --memory` does: a number with
+// an optional unit b, k, m, g or t (powers of 1024; "GiB" and "gb" mean
+// the same as "g").
+func parseSize(s string) (int64, error) {
+	n, err := units.RAMInBytes(strings.TrimSpace(s))
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("must be a size such as \"512m\" or \"4g\"; it is %q", s)
+	}
+	return n, nil
+}
+
+// Capacity is what the Docker engine has to give: a sandbox cannot have
+// more CPUs than it (Docker refuses), nor usefully more memory.
+type Capacity struct {
+	CPUs        int
+	MemoryBytes int64
+}
+
+// limits are the container limits for the project: defaults, replaced by
+// its settings, within what the engine has. A default the engine cannot
+// give (2 CPUs on a one-CPU engine) is lowered to what it has; a setting
+// it cannot give is a ConfigError.
+func (c ProjectConfig) limits(defaults Limits, capacity Capacity, file string) (Limits, error) {
+	l := defaults
+	if capacity.CPUs > 0 && l.NanoCPUs > int64(capacity.CPUs)*1e9 {
+		l.NanoCPUs = int64(capacity.CPUs) * 1e9
+	}
+	if c.Memory != nil {
+		l.MemoryBytes, _ = parseSize(*c.Memory) // checked when read
+		if capacity.MemoryBytes > 0 && l.MemoryBytes > capacity.MemoryBytes {
+			return l, &ConfigError{File: file, Field: "sandbox.memory",
+				Reason: fmt.Sprintf("is %s, more than the Docker engine's %s", *c.Memory, units.BytesSize(float64(capacity.MemoryBytes)))}
+		}
+	}
+	if c.CPUs != nil {
+		l.NanoCPUs = int64(*c.CPUs * 1e9)
+		if capacity.CPUs > 0 && *c.CPUs > float64(capacity.CPUs) {
+			return l, &ConfigError{File: file, Field: "sandbox.cpus",
+				Reason: fmt.Sprintf("is %g, more than the Docker engine's %d", *c.CPUs, capacity.CPUs)}
+		}
+	}
+	if c.Processes != nil {
+		l.PidsLimit = *c.Processes
+	}
+	if c.ShmSize != nil {
+		l.ShmBytes, _ = parseSize(*c.ShmSize)
+	}
+	if l.ShmBytes > l.MemoryBytes {
+		// /dev/shm's pages count against the memory limit: a larger one
+		// would promise what the sandbox cannot have.
+		return l, &ConfigError{File: file, Field: "sandbox.shmSize",
+			Reason: fmt.Sprintf("is %s, more than the sandbox's memory (%s)", units.BytesSize(float64(l.ShmBytes)), units.BytesSize(float64(l.MemoryBytes)))}
+	}
+	return l, nil
+}
+
+// describeLimits is how logs and messages put a set of limits.
+func describeLimits(l Limits) string {
+	return fmt.Sprintf("memory %s, CPUs %s, processes %d, /dev/shm %s",
+		units.BytesSize(float64(l.MemoryBytes)), strconv.FormatFloat(float64(l.NanoCPUs)/1e9, 'g', 3, 64),
+		l.PidsLimit, units.BytesSize(float64(l.ShmBytes)))
 }

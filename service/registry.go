@@ -3,11 +3,13 @@ package service
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 )
 
 // registry remembers, under the XDG state directory, which projects have had
@@ -23,21 +25,27 @@ type registry struct {
 
 func openRegistry(stateDir string) (*registry, error) {
 	r := &registry{path: filepath.Join(stateDir, "projects.json")}
+	projects, err := r.read()
+	r.projects = projects
+	return r, err
+}
+
+// read loads the file; a missing one is an empty list.
+func (r *registry) read() ([]string, error) {
 	data, err := os.ReadFile(r.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return r, nil
+		return nil, nil
 	}
 	if err != nil {
-		return r, err
+		return nil, err
 	}
 	var file struct {
 		Projects []string `json:"projects"`
 	}
 	if err := json.Unmarshal(data, &file); err != nil {
-		return r, errors.Join(errCorrupt, err)
+		return nil, errors.Join(errCorrupt, err)
 	}
-	r.projects = file.Projects
-	return r, nil
+	return file.Projects, nil
 }
 
 func (r *registry) list() []string {
@@ -47,24 +55,46 @@ func (r *registry) list() []string {
 }
 
 func (r *registry) add(project string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if slices.Contains(r.projects, project) {
-		return nil
-	}
-	r.projects = append(r.projects, project)
-	slices.Sort(r.projects)
-	return r.save()
+	return r.change(func(list []string) []string {
+		if slices.Contains(list, project) {
+			return list
+		}
+		list = append(list, project)
+		slices.Sort(list)
+		return list
+	})
 }
 
 func (r *registry) remove(project string) error {
+	return r.change(func(list []string) []string {
+		return slices.DeleteFunc(list, func(p string) bool { return p == project })
+	})
+}
+
+// registryLockWait bounds the wait for another process's registry write,
+// which takes milliseconds.
+const registryLockWait = 5 * time.Second
+
+// change applies fn to the list as the file has it now, under the file's
+// lock, so that two processes of one user (two sidecars, a command beside
+// a sidecar) add and remove projects without losing each other's.
+func (r *registry) change(fn func([]string) []string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := slices.Index(r.projects, project)
-	if i < 0 {
+	if err := os.MkdirAll(filepath.Dir(r.path), 0o700); err != nil {
+		return err
+	}
+	if unlock, err := lockWithin(r.path+".lock", registryLockWait); err == nil {
+		defer unlock()
+	}
+	if current, err := r.read(); err == nil {
+		r.projects = current
+	}
+	next := fn(slices.Clone(r.projects))
+	if slices.Equal(next, r.projects) {
 		return nil
 	}
-	r.projects = slices.Delete(r.projects, i, i+1)
+	r.projects = next
 	return r.save()
 }
 
@@ -76,8 +106,26 @@ func (r *registry) save() error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(r.path), 0o700); err != nil {
-		return err
-	}
 	return writeFileAtomic(r.path, append(data, '\n'), 0o600)
+}
+
+// lockWithin takes the lock file at path, waiting up to wait for another
+// process to let it go, and returns its release.
+func lockWithin(path string, wait time.Duration) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		ok, err := tryFlock(f)
+		switch {
+		case ok:
+			return func() { unflock(f); f.Close() }, nil
+		case err != nil || time.Now().After(deadline):
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %v", path, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

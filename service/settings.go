@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 )
 
 // toolsKey is the one key of .pilot/settings.json the sidecar owns for the
@@ -108,42 +108,43 @@ func (d *settingsDoc) with(key string, value []byte) []byte {
 }
 
 // readSettings loads .pilot/settings.json. A missing file is an empty
-// document; a file that is not a JSON object is an errCorrupt error.
+// document; one that cannot be read, or is not a JSON object, a FileError.
 func readSettings(project string) (*settingsDoc, error) {
 	path := settingsFile(project)
 	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if missing(err) {
 		return emptySettings(), nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, &FileError{Path: path, Problem: FileUnreadable, Err: bare(err)}
 	}
 	doc, err := parseSettings(data)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w: %v", path, errCorrupt, err)
+		return nil, &FileError{Path: path, Problem: FileCorrupt, Err: fmt.Errorf("%w: %v", errCorrupt, err)}
 	}
 	return doc, nil
 }
 
 // writeSettingsBool sets one boolean key and writes the file atomically,
-// keeping every other key. A corrupt file is set aside (kept next to the new
-// one) rather than overwritten; the name it was moved to is returned.
-func writeSettingsBool(project, key string, value bool, setAsideCorrupt func(path string) (string, error)) (aside string, err error) {
+// keeping every other key. A corrupt or unreadable file is set aside (kept
+// next to the new one) rather than overwritten: the returned FileError
+// says where it went. A failure to write is a FileError (FileUnwritable)
+// and leaves the file as it was.
+func writeSettingsBool(project, key string, value bool, now time.Time) (aside *FileError, err error) {
+	path := settingsFile(project)
 	doc, err := readSettings(project)
-	if errors.Is(err, errCorrupt) {
-		if aside, err = setAsideCorrupt(settingsFile(project)); err != nil {
-			return "", fmt.Errorf("set aside corrupt %s: %w", settingsFile(project), err)
+	if err != nil {
+		if aside, err = setAsideBad(path, err, now); err != nil {
+			return nil, err
 		}
 		doc = emptySettings()
-	} else if err != nil {
-		return "", err
 	}
 	data := doc.with(key, []byte(strconv.FormatBool(value)))
-	if err := os.MkdirAll(filepath.Join(project, pilotDir), 0o755); err != nil {
-		return aside, fmt.Errorf("write %s: %w", settingsFile(project), err)
+	if err := makePilotDir(project); err != nil {
+		return aside, &FileError{Path: path, Problem: FileUnwritable, Err: bare(err)}
 	}
-	if err := writeFileAtomic(settingsFile(project), data, settingsPerm(project)); err != nil {
-		return aside, fmt.Errorf("write %s: %w", settingsFile(project), err)
+	if err := writeFileAtomic(path, data, settingsPerm(project)); err != nil {
+		return aside, &FileError{Path: path, Problem: FileUnwritable, Err: bare(err)}
 	}
 	return aside, nil
 }

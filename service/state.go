@@ -92,11 +92,13 @@ func statusOf(c Container, stopping bool) (Status, string) {
 		return StatusRunning, ""
 	case c.State == "created":
 		return StatusStopped, ""
-	case c.OOMKilled:
-		return StatusError, "the sandbox ran out of memory and was stopped"
 	case c.ExitCode == 0 || c.ExitCode == 143 || stopping:
 		// 143: the entrypoint died of SIGTERM, which only a stop sends.
+		// Docker's OOMKilled stays set after a process in the sandbox was
+		// killed for memory while the desktop lived on: a stop is a stop.
 		return StatusStopped, ""
+	case c.OOMKilled:
+		return StatusError, "the sandbox ran out of memory and was stopped"
 	case c.State == "dead" || c.State == "removing":
 		return StatusError, fmt.Sprintf("the container is %s", c.State)
 	case c.ExitCode == 137:

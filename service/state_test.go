@@ -26,6 +26,10 @@ func TestStatusOf(t *testing.T) {
 		{"killed from outside", Container{State: "exited", ExitCode: 137}, false, StatusError, "killed"},
 		{"killed by our own stop", Container{State: "exited", ExitCode: 137}, true, StatusStopped, ""},
 		{"out of memory", Container{State: "exited", ExitCode: 137, OOMKilled: true}, false, StatusError, "memory"},
+		{"a desktop process out of memory", Container{State: "exited", ExitCode: 1, OOMKilled: true}, false, StatusError, "memory"},
+		{"running after a process in it ran out of memory", Container{Running: true, State: "running", OOMKilled: true}, false, StatusRunning, ""},
+		{"stopped after a process in it ran out of memory", Container{State: "exited", ExitCode: 143, OOMKilled: true}, false, StatusStopped, ""},
+		{"stopped by us after a process in it ran out of memory", Container{State: "exited", ExitCode: 137, OOMKilled: true}, true, StatusStopped, ""},
 		{"dead", Container{State: "dead", ExitCode: 2}, false, StatusError, "dead"},
 	} {
 		got, msg := statusOf(tc.c, tc.stopping)

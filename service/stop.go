@@ -14,7 +14,7 @@ func (m *Manager) Stop(ctx context.Context, path string) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	defer b.unlock()
+	defer m.unlockProject(b)
 	return m.stop(ctx, b)
 }
 
@@ -72,7 +72,7 @@ func (m *Manager) Remove(ctx context.Context, path string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer b.unlock()
+	defer m.unlockProject(b)
 	c, err := m.find(ctx, b)
 	switch {
 	case errors.Is(err, ErrContainerNotFound):
@@ -94,14 +94,14 @@ func (m *Manager) Remove(ctx context.Context, path string) (bool, error) {
 // container is gone.
 func (m *Manager) forget(b *box) {
 	m.clearFailure(b)
-	m.setSecret(b, "", vncSecret{})
+	m.setSecret(b, secretKey{}, vncSecret{})
 	// commit removes the state file only when the state changes; the file
 	// may exist while the manager never loaded the project.
-	if err := removeRecord(b.project); err != nil {
-		m.log.Warn().Err(err).Str("project", b.project).Msg("could not remove the sandbox state file")
-	}
-	if err := m.registry.remove(b.project); err != nil {
-		m.log.Warn().Err(err).Msg("could not update the project registry")
+	if m.mayWrite(b) {
+		m.warn(b, sandboxFile(b.project), removeRecord(b.project))
+		if err := m.registry.remove(b.project); err != nil {
+			m.log.Warn().Err(err).Msg("could not update the project registry")
+		}
 	}
 	m.commit(b, nil)
 }

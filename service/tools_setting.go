@@ -1,31 +1,36 @@
 package service
 
-import (
-	"errors"
-)
+import "errors"
 
 // ToolsEnabled reads the project's agent-tools switch (dockerToolsEnabled in
-// .pilot/settings.json; off unless set). A settings file that is not a JSON
-// object reads as off and is logged, but left alone: it belongs to the
-// desktop app too, which may be in the middle of writing it.
+// .pilot/settings.json; off unless set). A settings file that cannot be read
+// or is not a JSON object reads as off and is reported (a warning event),
+// but left alone: it belongs to the desktop app too, which may be in the
+// middle of writing it.
 func (m *Manager) ToolsEnabled(path string) (bool, error) {
 	project, err := CanonicalProject(path)
 	if err != nil {
 		return false, err
 	}
+	b := m.box(project)
 	doc, err := readSettings(project)
-	if errors.Is(err, errCorrupt) {
-		m.log.Warn().Err(err).Str("project", project).Msg("settings file unreadable; agent tools count as off")
+	var fe *FileError
+	if errors.As(err, &fe) {
+		fe.Effect = "agent tools count as off until it is fixed"
+		m.warn(b, fe.Path, fe)
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
+	m.warn(b, settingsFile(project), nil)
 	return doc.bool(toolsKey), nil
 }
 
 // SetToolsEnabled switches the project's agent tools on or off, keeping every
-// other setting in the file as it was.
+// other setting in the file as it was. A file that could not be read is set
+// aside (and reported) first; one that cannot be written is a FileError and
+// stays as it was.
 func (m *Manager) SetToolsEnabled(path string, enabled bool) (bool, error) {
 	project, err := CanonicalProject(path)
 	if err != nil {
@@ -34,11 +39,9 @@ func (m *Manager) SetToolsEnabled(path string, enabled bool) (bool, error) {
 	b := m.box(project)
 	b.settingsMu.Lock()
 	defer b.settingsMu.Unlock()
-	aside, err := writeSettingsBool(project, toolsKey, enabled, func(p string) (string, error) {
-		return setAside(p, m.cfg.Now())
-	})
-	if aside != "" {
-		m.log.Warn().Str("project", project).Str("keptAs", aside).Msg("the settings file was corrupt; kept it aside and wrote a new one")
+	aside, err := writeSettingsBool(project, toolsKey, enabled, m.cfg.Now())
+	if aside != nil {
+		m.warn(b, settingsFile(project), aside)
 	}
 	if err != nil {
 		return false, err

@@ -45,7 +45,6 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Go(func() { m.Run(ctx) })
 
 	exitCode := -1
 	server := rpc.NewServer(m, tools.New(m), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
@@ -54,6 +53,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 			exitCode = code
 			cancel()
 		},
+		// Reconciliation starts once the client gets events, so that what
+		// it finds (a sandbox that died, a corrupt state file) reaches it.
+		OnSubscribed: func() { wg.Go(func() { m.Run(ctx) }) },
 	})
 	cancel()
 	wg.Wait()

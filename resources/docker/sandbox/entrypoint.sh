@@ -6,24 +6,40 @@
 #   refuses to start the display again ("Server is already active").
 # - Exits non-zero as soon as any desktop process dies, so a broken sandbox
 #   shows as stopped with an error instead of looking alive.
+# - Starts pilot-pidguard, which ends fork floods.
 # - The VNC passwords come from a file the sidecar copies into the container
-#   before it starts (never the environment or the command line).
+#   before it starts (never the environment or the command line); without
+#   it the desktop does not start.
 set -uo pipefail
 
 display_number="${DISPLAY#:}"
 display_number="${display_number%%.*}"
 resolution="${RESOLUTION:-1280x800x24}"
-passwd_file="${HOME}/.vnc/passwd"
+passwd_file=/etc/pilot-sandbox/vnc/passwd
 
 log() { printf 'pilot-desktop: %s\n' "$*" >&2; }
 
 pids=()
+guard=
 stop_all() {
   trap - TERM INT
+  [ -n "$guard" ] && kill "$guard" 2>/dev/null
   [ "${#pids[@]}" -gt 0 ] && kill "${pids[@]}" 2>/dev/null
   wait 2>/dev/null
 }
 trap 'stop_all; exit 0' TERM INT
+
+# Without a password anyone who can reach the port would control the
+# desktop: refuse to serve it at all.
+if [ ! -s "$passwd_file" ]; then
+  log "no VNC password in ${passwd_file}: refusing to serve the desktop without one (start the sandbox with pilot-sandbox, which installs one)"
+  exit 1
+fi
+
+# Ends fork floods (see the script). Not among the desktop's pids below: if
+# it stops, the desktop goes on without it.
+/usr/local/bin/pilot-pidguard &
+guard=$!
 
 rm -f "/tmp/.X${display_number}-lock" "/tmp/.X11-unix/X${display_number}"
 
@@ -44,15 +60,10 @@ log "display :${display_number} ready at ${resolution}"
 fluxbox >/tmp/fluxbox.log 2>&1 &
 pids+=("$!")
 
-vnc_auth=(-nopw)
-if [ -s "$passwd_file" ]; then
-  # read: makes x11vnc re-read the file when the sidecar replaces it.
-  vnc_auth=(-passwdfile "read:${passwd_file}")
-else
-  log "no VNC password file at ${passwd_file}: the VNC server accepts anyone who can reach it"
-fi
+# read: makes x11vnc read the file at each connection, so passwords the
+# sidecar installs for the next start are never stale.
 x11vnc -display ":${display_number}" -rfbport 5900 -forever -shared \
-  "${vnc_auth[@]}" -noxdamage -quiet -o /tmp/x11vnc.log &
+  -passwdfile "read:${passwd_file}" -noxdamage -quiet -o /tmp/x11vnc.log &
 pids+=("$!")
 
 websockify --web /usr/share/novnc 6080 127.0.0.1:5900 >/tmp/websockify.log 2>&1 &

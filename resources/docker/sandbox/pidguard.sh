@@ -1,0 +1,108 @@
+#!/bin/bash
+# pilot-pidguard: ends a fork flood in the sandbox.
+#
+# The container's process limit (pids cgroup) keeps a flood from reaching
+# the host, but not from holding every slot of the sandbox for good: a fork
+# bomb whose first shell exits at once outlives the command's timeout, and
+# meanwhile nothing new can start (no exec, no viewer connection). When the
+# sandbox has been at its limit for a few seconds, this freezes every
+# process, kills the process group that holds the most slots, or, when no
+# group holds a quarter of them (each process in a session of its own),
+# every process that is not part of the desktop, and thaws the rest. The desktop (this script's process group, started by the
+# entrypoint) and PID 1 are never touched; the sidecar restarts its desktop
+# agent on its next call.
+#
+# The loop uses builtins only: while the flood lasts, nothing can fork,
+# this script included.
+set -u
+
+cg=/sys/fs/cgroup/pids # cgroup v1
+[ -r "$cg/pids.max" ] || cg=/sys/fs/cgroup # cgroup v2
+read -r max <"$cg/pids.max" || exit 0
+[ "$max" = max ] && exit 0 # no limit, nothing to guard
+
+margin=$((max / 16 > 8 ? max / 16 : 8))
+patience=3 # seconds at the limit before acting
+
+log() { printf 'pilot-pidguard: %s\n' "$*" >&2; }
+
+# stat_fields sets comm and pgrp from a /proc/PID/stat line. The
+# command name is in parentheses and may hold spaces and parentheses.
+stat_fields() {
+  local line=$1 rest
+  comm=${line#*(}
+  comm=${comm%) *}
+  rest=${line##*) }
+  # shellcheck disable=SC2086 # splitting is the point
+  set -- $rest
+  pgrp=$3
+}
+
+read -r self_stat </proc/$$/stat
+stat_fields "$self_stat"
+desktop=$pgrp
+
+# sleep without fork: a read that times out on a FIFO nobody writes to.
+fifo=$(mktemp -u /tmp/.pilot-pidguard.XXXXXX)
+mkfifo -m 0600 "$fifo"
+exec 9<>"$fifo"
+rm -f "$fifo"
+
+# groups_outside lists, in the associative array named by $1, the process
+# groups outside the desktop with their sizes, and in names their commands.
+groups_outside() {
+  local -n out=$1
+  local f line pid
+  for f in /proc/[0-9]*/stat; do
+    read -r line 2>/dev/null <"$f" || continue
+    stat_fields "$line"
+    pid=${f#/proc/}
+    pid=${pid%/stat}
+    [ "$pid" = 1 ] || [ "$pgrp" = "$desktop" ] || [ "$pgrp" = 1 ] && continue
+    # shellcheck disable=SC2004 # the keys of an associative array need the $
+    out[$pgrp]=$((${out[$pgrp]:-0} + 1))
+    names[$pgrp]=$comm
+  done
+}
+
+# kill_flood freezes every process first (kill -1 reaches all but PID 1 and
+# this script, in one call): a flood's processes spin on fork and would
+# starve this script of CPU, and a frozen one cannot fork. Then it kills the
+# biggest process group if that holds a quarter of the slots, or else every
+# group outside the desktop (a flood whose processes each start a session of
+# their own), and lets the rest carry on.
+kill_flood() {
+  local -A members=() names=()
+  local pg best=0 most=0
+  kill -STOP -1 2>/dev/null
+  groups_outside members
+  for pg in "${!members[@]}"; do
+    if ((members[$pg] > most)); then
+      best=$pg most=${members[$pg]}
+    fi
+  done
+  if ((most * 4 >= max)); then
+    kill -KILL -- "-$best" 2>/dev/null
+    log "the sandbox used ${cur} of its ${max} processes for ${patience}s: killed process group ${best} (${most} processes of ${names[$best]})"
+  else
+    for pg in "${!members[@]}"; do
+      kill -KILL -- "-$pg" 2>/dev/null
+    done
+    log "the sandbox used ${cur} of its ${max} processes for ${patience}s, in ${#members[@]} groups none of which held a quarter: killed every process outside the desktop"
+  fi
+  kill -CONT -1 2>/dev/null
+}
+
+full=0
+while :; do
+  read -r -t 1 -u 9 _
+  read -r cur <"$cg/pids.current" || continue
+  if ((cur < max - margin)); then
+    full=0
+    continue
+  fi
+  if ((++full >= patience)); then
+    kill_flood
+    full=0
+  fi
+done

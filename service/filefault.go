@@ -1,0 +1,120 @@
+package service
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// FileProblem is what is wrong with a file in a project's .pilot directory.
+type FileProblem string
+
+const (
+	// FileCorrupt: the file is there but is not what it should be (not a
+	// JSON object, truncated, wrong types).
+	FileCorrupt FileProblem = "corrupt"
+	// FileUnreadable: the file is there but cannot be read (permissions,
+	// a directory in its place, an I/O error).
+	FileUnreadable FileProblem = "unreadable"
+	// FileUnwritable: the file cannot be written (a read-only or full
+	// file system, permissions). What was there is unchanged.
+	FileUnwritable FileProblem = "unwritable"
+)
+
+// FileError is a file of the project's .pilot directory that cannot be
+// used. It is an ErrProjectFile.
+type FileError struct {
+	Path    string
+	Problem FileProblem
+	// KeptAs is where a corrupt or unreadable file was moved, when the
+	// sidecar had to write the file anew.
+	KeptAs string
+	// Effect says what the sidecar does meanwhile, for the message.
+	Effect string
+	Err    error
+}
+
+func (e *FileError) Error() string {
+	if e.Effect != "" {
+		return e.describe() + "; " + e.Effect
+	}
+	return e.describe()
+}
+
+func (e *FileError) describe() string {
+	switch {
+	case e.KeptAs != "":
+		return fmt.Sprintf("%s was %s (%v): kept it as %s and started a new one", e.Path, e.Problem, e.Err, e.KeptAs)
+	case e.Problem == FileCorrupt:
+		return fmt.Sprintf("%s is not valid (%v): fix it, or move it away to start afresh", e.Path, e.Err)
+	case e.Problem == FileUnreadable:
+		return fmt.Sprintf("cannot read %s: %v", e.Path, e.Err)
+	case errors.Is(e.Err, syscall.ENOSPC):
+		return fmt.Sprintf("cannot write %s: the disk is full; the file is unchanged (free some space)", e.Path)
+	case errors.Is(e.Err, syscall.EROFS):
+		return fmt.Sprintf("cannot write %s: the file system is read-only; the file is unchanged", e.Path)
+	case errors.Is(e.Err, fs.ErrPermission):
+		return fmt.Sprintf("cannot write %s: permission denied; the file is unchanged", e.Path)
+	default:
+		return fmt.Sprintf("cannot write %s: %v; the file is unchanged", e.Path, e.Err)
+	}
+}
+
+func (e *FileError) Unwrap() []error { return []error{ErrProjectFile, e.Err} }
+
+// bare strips the path (often a temporary file's) from an operating
+// system error, which a FileError names itself: "no space left on device".
+func bare(err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Err
+	case errors.As(err, &le):
+		return le.Err
+	}
+	return err
+}
+
+// Warning tells a client about a problem it did not ask about but a person
+// should know of: a file of the project's found corrupt and set aside at
+// startup, or a state file that could not be saved while the sandbox runs
+// on (PROTOCOL additions: sandbox/warning).
+type Warning struct {
+	ProjectPath string      `json:"projectPath"`
+	File        string      `json:"file"`
+	Problem     FileProblem `json:"problem"`
+	KeptAs      string      `json:"keptAs,omitempty"`
+	Message     string      `json:"message"`
+}
+
+// warn reports a file problem once: to the log, and as a warning event,
+// unless the same problem with the file was reported last time. A nil
+// error for a file says it is fine again, so a later problem is news.
+func (m *Manager) warn(b *box, file string, err error) {
+	var fe *FileError
+	if err != nil && !errors.As(err, &fe) {
+		m.log.Warn().Err(err).Str("project", b.project).Str("file", file).Msg("project file")
+		return
+	}
+	b.mu.Lock()
+	if b.reported == nil {
+		b.reported = map[string]string{}
+	}
+	msg := ""
+	if fe != nil {
+		msg = fe.Error()
+	}
+	repeated := b.reported[file] == msg
+	b.reported[file] = msg
+	b.mu.Unlock()
+	if fe == nil || repeated {
+		return
+	}
+	m.log.Warn().Str("project", b.project).Str("file", fe.Path).Str("problem", string(fe.Problem)).Str("keptAs", fe.KeptAs).Err(fe.Err).Msg(msg)
+	m.events.publish(Event{Kind: EventWarning, Project: b.project, Warning: Warning{
+		ProjectPath: b.project, File: fe.Path, Problem: fe.Problem, KeptAs: fe.KeptAs, Message: msg,
+	}})
+}

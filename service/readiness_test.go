@@ -1,0 +1,77 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// A container started outside the sidecar (or found running) is starting
+// until its desktop answers, then running, announced by Run on its own; one
+// that never answers is an error that says what to do.
+func TestOutsideStartIsRunningOnlyOnceTheDesktopAnswers(t *testing.T) {
+	var answering atomic.Bool
+	var silentPort atomic.Int64
+	h := newHarness(t, func(c *Config) {
+		c.ResyncInterval = time.Hour
+		c.ReadyTimeout = 500 * time.Millisecond
+		c.Probe = func(_ context.Context, wsPort int) error {
+			if answering.Load() && int64(wsPort) != silentPort.Load() {
+				return nil
+			}
+			return errors.New("connection refused")
+		}
+	})
+	answers, silent := project(t), project(t)
+	h.docker.addContainer(answers, true, 0, vncSecret{Control: "ctrl1234", View: "view1234"})
+	silentPort.Store(int64(h.docker.addContainer(silent, true, 0, vncSecret{Control: "ctrl1234", View: "view1234"}).Ports[novncPort]))
+	h.docker.events = make(chan ContainerEvent)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { h.m.Run(ctx); close(ran) }()
+	defer func() { cancel(); <-ran }()
+
+	want := map[string][]Status{answers: {StatusStarting, StatusRunning}, silent: {StatusStarting, StatusError}}
+	got := map[string][]Status{}
+	var silentErr string
+	deadline := time.After(10 * time.Second)
+	for len(got[answers]) < 2 || len(got[silent]) < 2 {
+		select {
+		case ev := <-h.events:
+			if ev.Kind != EventState || ev.State == nil {
+				continue
+			}
+			got[ev.Project] = append(got[ev.Project], ev.State.Status)
+			if ev.Project == silent && ev.State.Status == StatusError {
+				silentErr = ev.State.Error
+			}
+			if ev.Project == answers && ev.State.Status == StatusStarting {
+				if ev.State.ViewerURL != "" || ev.State.WSPort != 0 {
+					t.Errorf("a starting sandbox hands out its viewer: %+v", ev.State)
+				}
+				answering.Store(true) // the desktop comes up now
+			}
+		case <-deadline:
+			t.Fatalf("events so far: %v", got)
+		}
+	}
+	for project, statuses := range want {
+		if strings.Join(statusNames(got[project][:2]), ",") != strings.Join(statusNames(statuses), ",") {
+			t.Errorf("%s went through %v, want %v", project, got[project], statuses)
+		}
+	}
+	if !strings.Contains(silentErr, "did not answer") || !strings.Contains(silentErr, "restart the sandbox") {
+		t.Errorf("error of a desktop that never answered: %q", silentErr)
+	}
+}
+
+func statusNames(s []Status) []string {
+	var out []string
+	for _, x := range s {
+		out = append(out, string(x))
+	}
+	return out
+}
