@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/rfbtest"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
@@ -272,6 +273,31 @@ func TestClipboardRoundTrip(t *testing.T) {
 	// Other programs in the sandbox see it too.
 	if got := d.sh(`xclip -selection clipboard -o`); got != want {
 		t.Errorf("xclip sees %q", got)
+	}
+}
+
+func TestClipboardAfterTheViewerPasted(t *testing.T) {
+	d := newDesk(t, "")
+	st, err := d.m.Status(context.Background(), d.project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rfbtest.DialViewer(st.ViewerURL, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// x11vnc then owns the selections but serves no format; the agent reads
+	// the cut buffer x11vnc also fills.
+	if err := c.CutText("pasted by the user é"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Sync(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	d.poll("the viewer's text in the cut buffer", `xprop -root CUT_BUFFER0 | grep -q pasted`)
+	if got := d.must("sandbox_clipboard_get", `{}`); got != "pasted by the user é" {
+		t.Errorf("clipboard after the viewer pasted: %q", got)
 	}
 }
 

@@ -103,6 +103,8 @@ _proto(x11.XGetWindowProperty, ctypes.c_int, Display, ctypes.c_ulong, ctypes.c_u
 _proto(x11.XChangeProperty, ctypes.c_int, Display, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
        ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int)
 
+_proto(x11.XFetchBytes, ctypes.c_void_p, Display, ctypes.POINTER(ctypes.c_int))
+
 ERROR_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, Display, ctypes.POINTER(XErrorEvent))
 _proto(x11.XSetErrorHandler, ctypes.c_void_p, ERROR_HANDLER)
 
@@ -413,14 +415,32 @@ class Desktop:
         return {}
 
     def op_clipboard_get(self, r):
-        p = subprocess.run(["xclip", "-selection", "clipboard", "-out", "-target", "UTF8_STRING"],
-                           stdin=subprocess.DEVNULL, capture_output=True, timeout=5)
-        if p.returncode != 0:
+        for target in ("UTF8_STRING", "STRING"):
+            p = subprocess.run(["xclip", "-selection", "clipboard", "-out", "-target", target],
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=5)
+            if p.returncode == 0:
+                return {"text": decode_text(p.stdout), "empty": False}
+        # No program serves the clipboard. Text a viewer pasted through VNC
+        # is then in the root window's cut buffer: x11vnc puts it there (and,
+        # as seen with 0.9.16, takes no selection despite its manual).
+        n = ctypes.c_int()
+        data = x11.XFetchBytes(self.d, ctypes.byref(n))
+        if not data or n.value == 0:
             return {"text": "", "empty": True}
-        return {"text": p.stdout.decode("utf-8", "replace"), "empty": False}
+        text = ctypes.string_at(data, n.value)
+        x11.XFree(data)
+        return {"text": decode_text(text), "empty": False}
 
     def op_hello(self, r):
         return {"width": self.width, "height": self.height, "spares": len(self.spares)}
+
+
+def decode_text(data):
+    """Clipboard bytes as text: UTF-8, or Latin-1 (what STRING means)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
 
 
 def runs(keycodes):
