@@ -13,20 +13,24 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
-// Events streams the engine's lifecycle events for sandbox containers.
+// Events streams the engine's lifecycle events for containers with the labels.
 //
 // It reads GET /events itself over the library's HTTP client rather than use
 // the library's event monitor, which delivers events from separate goroutines
 // (out of order), drops them when a listener is slow and cannot be cancelled
 // with a context.
-func (e *Client) Events(ctx context.Context) (<-chan service.ContainerEvent, error) {
+func (e *Client) Events(ctx context.Context, labels map[string]string) (<-chan service.ContainerEvent, error) {
 	api, err := e.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
+	var labelFilter []string
+	for k, v := range labels {
+		labelFilter = append(labelFilter, k+"="+v)
+	}
 	filters, _ := json.Marshal(map[string][]string{
 		"type":  {"container"},
-		"label": {service.LabelSandbox + "=true"},
+		"label": labelFilter,
 		// Lifecycle only: every exec (each agent tool call) makes three
 		// more events that say nothing about the container's state.
 		"event": {"create", "start", "restart", "die", "stop", "kill", "oom", "pause", "unpause", "destroy", "rename"},

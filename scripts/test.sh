@@ -23,6 +23,11 @@ if ! scripts/dev-env.sh; then
   echo "test: no Docker engine: tests that need one will be skipped" >&2
 fi
 
+# The sandboxes tests make carry pilot.sandbox=test, and every sidecar the
+# tests run sees only those: a user's real sandboxes and projects are left
+# alone, whatever runs beside the tests.
+export PILOT_SCOPE=test
+
 go vet ./...
 go test -count=1 -timeout 40m "$@" ./...
 

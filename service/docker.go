@@ -54,10 +54,10 @@ type Docker interface {
 	ExecAttach(ctx context.Context, id string, spec ExecSpec) (ExecSession, error)
 	// Logs returns the last lines of the container's output.
 	Logs(ctx context.Context, id string, lines int) ([]string, error)
-	// Events streams container events for containers with the label
-	// pilot.sandbox=true. The channel is closed when ctx ends or the stream
+	// Events streams lifecycle events of the containers that carry every one
+	// of the labels. The channel is closed when ctx ends or the stream
 	// breaks; events may be lost, so a closed channel calls for a resync.
-	Events(ctx context.Context) (<-chan ContainerEvent, error)
+	Events(ctx context.Context, labels map[string]string) (<-chan ContainerEvent, error)
 }
 
 // EngineInfo describes the Docker engine in use.

@@ -393,7 +393,7 @@ func (f *fakeDocker) Logs(ctx context.Context, id string, lines int) ([]string, 
 	return append([]string(nil), f.logs...), nil
 }
 
-func (f *fakeDocker) Events(ctx context.Context) (<-chan ContainerEvent, error) {
+func (f *fakeDocker) Events(ctx context.Context, labels map[string]string) (<-chan ContainerEvent, error) {
 	defer f.mu.Unlock()
 	if err := f.enter("Events"); err != nil {
 		return nil, err
@@ -412,7 +412,7 @@ func (f *fakeDocker) addContainer(project string, running bool, exitCode int, se
 	f.nextID++
 	id := fmt.Sprintf("%064x", f.nextID)
 	c := &Container{
-		ID: id, Name: ContainerName(project), Image: DefaultImage, Labels: projectLabels(project),
+		ID: id, Name: ContainerName(project), Image: DefaultImage, Labels: projectLabels(DefaultScope, project),
 		State: "exited", ExitCode: exitCode, CreatedAt: f.now, Ports: map[int]int{},
 		Env: []string{"RESOLUTION=1024x768x24"},
 	}

@@ -51,7 +51,7 @@ func (m *Manager) find(ctx context.Context, b *box) (Container, error) {
 	if err != nil {
 		return c, err
 	}
-	if c.Labels[LabelProject] != b.project {
+	if c.Labels[LabelProject] != b.project || c.Labels[LabelSandbox] != m.cfg.Scope {
 		return c, fmt.Errorf("%w: a container named %s exists but is not this project's sandbox: remove or rename it", ErrNameConflict, name)
 	}
 	return c, nil
@@ -79,7 +79,7 @@ func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 	id, err := m.docker.CreateContainer(ctx, ContainerSpec{
 		Name:   name,
 		Image:  m.cfg.Image,
-		Labels: projectLabels(b.project),
+		Labels: projectLabels(m.cfg.Scope, b.project),
 		Env:    []string{fmt.Sprintf("%s=%dx%dx24", resolutionEnv, display.Width, display.Height)},
 		Ports:  []int{vncPort, novncPort},
 		HostIP: "127.0.0.1",

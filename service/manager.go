@@ -28,6 +28,11 @@ type Config struct {
 	BuildArgs map[string]string
 	// StateDir is the sidecar's XDG state directory (registry, logs).
 	StateDir string
+	// Scope is the value of the pilot.sandbox label on the manager's
+	// containers, and the only one it lists and follows (DefaultScope).
+	// Tests use their own, so they never touch a user's real sandboxes or
+	// write into their projects.
+	Scope string
 	// Display is the virtual display's size (DefaultDisplay).
 	Display Display
 	// Limits are the container's resource limits (DefaultLimits).
@@ -61,6 +66,9 @@ var DefaultLimits = Limits{
 func (c Config) withDefaults() Config {
 	if c.Image == "" {
 		c.Image = DefaultImage
+	}
+	if c.Scope == "" {
+		c.Scope = DefaultScope
 	}
 	if c.Display == (Display{}) {
 		c.Display = DefaultDisplay

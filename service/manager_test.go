@@ -437,12 +437,12 @@ func TestEventsFollowContainersChangedBehindTheManager(t *testing.T) {
 	h.drain()
 
 	h.docker.kill(st.ContainerID, 137)
-	h.docker.events <- ContainerEvent{ContainerID: st.ContainerID, Action: "die", Labels: projectLabels(dir)}
+	h.docker.events <- ContainerEvent{ContainerID: st.ContainerID, Action: "die", Labels: projectLabels(DefaultScope, dir)}
 	if ev := h.next(EventState); ev.State == nil || ev.State.Status != StatusError {
 		t.Errorf("after a kill: %+v", ev.State)
 	}
 	h.docker.remove(st.ContainerID)
-	h.docker.events <- ContainerEvent{ContainerID: st.ContainerID, Action: "destroy", Labels: projectLabels(dir)}
+	h.docker.events <- ContainerEvent{ContainerID: st.ContainerID, Action: "destroy", Labels: projectLabels(DefaultScope, dir)}
 	if ev := h.next(EventState); ev.State != nil {
 		t.Errorf("after a removal: %+v, want no sandbox", ev.State)
 	}

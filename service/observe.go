@@ -88,7 +88,7 @@ func (m *Manager) observe(ctx context.Context, b *box, c Container) *State {
 // container may be gone. Projects with an operation under way are skipped;
 // the operation settles their state itself.
 func (m *Manager) resync(ctx context.Context) error {
-	containers, err := m.docker.ListContainers(ctx, sandboxLabel)
+	containers, err := m.docker.ListContainers(ctx, scopeLabels(m.cfg.Scope))
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func (m *Manager) followEvents(ctx context.Context) {
 	const maxBackoff = 5 * time.Second
 	backoff := 250 * time.Millisecond
 	for ctx.Err() == nil {
-		events, err := m.docker.Events(ctx)
+		events, err := m.docker.Events(ctx, scopeLabels(m.cfg.Scope))
 		if err != nil {
 			select {
 			case <-ctx.Done():

@@ -79,10 +79,15 @@ func slugify(s string) string {
 	return strings.Trim(b.String(), "-")
 }
 
+// DefaultScope is the value of the pilot.sandbox label on real sandboxes.
+const DefaultScope = "true"
+
 // projectLabels are the labels of a project's sandbox container.
-func projectLabels(project string) map[string]string {
-	return map[string]string{LabelSandbox: "true", LabelProject: project}
+func projectLabels(scope, project string) map[string]string {
+	return map[string]string{LabelSandbox: scope, LabelProject: project}
 }
 
-// sandboxLabel selects every sandbox container.
-var sandboxLabel = map[string]string{LabelSandbox: "true"}
+// scopeLabels select every sandbox container of a scope.
+func scopeLabels(scope string) map[string]string {
+	return map[string]string{LabelSandbox: scope}
+}

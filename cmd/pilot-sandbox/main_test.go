@@ -21,6 +21,8 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	// Every sidecar these tests run sees only the tests' sandboxes.
+	os.Setenv("PILOT_SCOPE", dockertest.TestScope)
 	dir, err := os.MkdirTemp("", "pilot-sandbox-e2e")
 	if err != nil {
 		panic(err)

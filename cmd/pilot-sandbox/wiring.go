@@ -27,6 +27,10 @@ const (
 	envImage = "PILOT_IMAGE"
 	// envBaseImage overrides the Dockerfile's BASE_IMAGE build argument.
 	envBaseImage = "PILOT_BASE_IMAGE"
+	// envScope sets the pilot.sandbox label value of the sandboxes this
+	// process makes and sees (default "true"): the tests set their own, so
+	// they never touch a user's real sandboxes or projects.
+	envScope = "PILOT_SCOPE"
 )
 
 // newManager builds the manager the way every command uses it.
@@ -37,6 +41,7 @@ func newManager(log zerolog.Logger) (*service.Manager, *engine.Client, error) {
 		Resources: resources.SandboxImage(),
 		Agent:     resources.DesktopAgent(),
 		StateDir:  stateDir(),
+		Scope:     os.Getenv(envScope),
 		Logger:    log,
 	}
 	if base := os.Getenv(envBaseImage); base != "" {

@@ -19,6 +19,9 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
+// TestScope is the pilot.sandbox label value of the sandboxes tests make.
+const TestScope = "test"
+
 // RequireEnv is the variable that turns a skip for a missing engine into a
 // failure.
 const RequireEnv = "PILOT_REQUIRE_DOCKER"
@@ -43,6 +46,8 @@ func Engine(t testing.TB) *engine.Client {
 // directory, and logs in the test's output.
 func Config(t testing.TB) service.Config {
 	cfg := service.Config{
+		// Tests see only their own sandboxes, never a user's.
+		Scope:     TestScope,
 		Image:     os.Getenv("PILOT_IMAGE"),
 		Resources: resources.SandboxImage(),
 		Agent:     resources.DesktopAgent(),

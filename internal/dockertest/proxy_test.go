@@ -14,7 +14,7 @@ func TestProxyCutAndRestore(t *testing.T) {
 	docker := p.Engine()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	events, err := docker.Events(ctx)
+	events, err := docker.Events(ctx, map[string]string{"pilot.sandbox": TestScope})
 	if err != nil {
 		t.Fatalf("events through the proxy: %v", err)
 	}
