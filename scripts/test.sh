@@ -8,7 +8,7 @@
 # committed package-lock.json), tsc --noEmit over its JSDoc types, and its
 # node --test suite against the binaries built here: the client and
 # vscode-jsonrpc against `pilot-sandbox serve` over stdio, and the client's
-# WebSocket side against the rpc package's WebSocket transport.
+# WebSocket side against `pilot-sandbox ui`.
 #
 # Extra arguments go to go test (e.g. -run Lifecycle -v); with them, the
 # ui/ tests are left out unless PILOT_UI_TESTS=1.
@@ -37,8 +37,7 @@ fi
 bin="$(mktemp -d)"
 trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/pilot-sandbox" ./cmd/pilot-sandbox
-go build -o "$bin/wsserver" ./internal/wsserver
 cd ui
 npm ci --no-audit --no-fund --loglevel=error
 npx tsc --noEmit -p .
-PILOT_SANDBOX_BIN="$bin/pilot-sandbox" PILOT_WS_SERVER_BIN="$bin/wsserver" npm test
+PILOT_SANDBOX_BIN="$bin/pilot-sandbox" npm test
