@@ -217,6 +217,9 @@ export class PilotSandboxPanel extends HTMLElement {
   /** @param {Partial<Model>} patch */
   #set(patch) {
     this.#model = { ...this.#model, ...patch };
+    // Each time the desktop comes up, the panel watches until told
+    // otherwise: a click meant for the panel must not land in the agent's work.
+    if (this.#model.mode !== 'watch' && phase(this.#model) !== 'running') this.#model.mode = 'watch';
     this.#render();
   }
 

@@ -17,10 +17,10 @@ export function panelMarkup(stylesheet) {
 <div class="panel" part="panel">
   <header class="bar">
     <div class="status">
-      <span class="badge" data-tone="busy" role="status" aria-live="polite" aria-atomic="true"><span class="dot" aria-hidden="true"></span><span class="label">Connecting…</span></span>
+      <span class="badge" data-tone="busy" role="status" aria-label="Sandbox status" aria-live="polite" aria-atomic="true"><span class="dot" aria-hidden="true"></span><span class="label">Connecting…</span></span>
+      <span class="project"></span>
       <span class="badge-detail"></span>
     </div>
-    <span class="project"></span>
     <div class="actions">
       <button type="button" class="start" disabled>Start</button>
       <button type="button" class="stop" disabled>Stop</button>

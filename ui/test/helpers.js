@@ -3,7 +3,7 @@
 
 import { execFileSync, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -66,12 +66,15 @@ export const NO_DOCKER = 'unix:///nonexistent/docker.sock';
  *
  * @param {string} project
  * @param {Record<string, string>} [env]
+ * @param {string} [logFile] where its stderr goes (appended), else nowhere
  * @returns {Promise<{address: string, rpcUrl: string, child: import('node:child_process').ChildProcess}>}
  */
-export async function startUI(project, env) {
+export async function startUI(project, env, logFile) {
+  const log = logFile ? openSync(logFile, 'a') : 'ignore';
   const child = spawn(serveBinary(), ['ui', '--no-open', '--project', project], {
-    env: serverEnv(env), stdio: ['ignore', 'pipe', 'inherit'],
+    env: serverEnv(env), stdio: ['ignore', 'pipe', log],
   });
+  if (typeof log === 'number') closeSync(log);
   after(() => { child.kill(); });
   const lines = createInterface({ input: /** @type {import('node:stream').Readable} */ (child.stdout) });
   for await (const address of lines) {
