@@ -124,18 +124,19 @@ export class PilotSandboxPanel extends HTMLElement {
     if (!client || client.closedBy || !this.project) return;
     clearTimeout(this.#dockerTimer);
     try {
-      const docker = await client.dockerStatus();
+      // The switch lives in the project's settings: it needs no Docker.
+      const [docker, tools] = await Promise.all([client.dockerStatus(), client.getToolsEnabled(this.project)]);
       if (client !== this.#client) return;
-      this.#set({ docker });
+      this.#set({ docker, toolsEnabled: tools.enabled });
       if (!docker.available) {
         this.#dockerTimer = setTimeout(() => this.#load(), DOCKER_RECHECK_MS);
         return;
       }
       const seen = this.#events;
-      const [sandbox, tools] = await Promise.all([client.status(this.project), client.getToolsEnabled(this.project)]);
+      const sandbox = await client.status(this.project);
       if (client !== this.#client) return;
       // An event that came meanwhile is newer than the status read.
-      this.#set({ loaded: true, toolsEnabled: tools.enabled, ...(this.#events === seen && { sandbox }) });
+      this.#set({ loaded: true, ...(this.#events === seen && { sandbox }) });
     } catch (err) {
       this.#failed(err);
     }

@@ -62,8 +62,9 @@ export async function launchBrowser() {
 }
 
 /**
- * A page that records page errors and console errors, with a method that
- * fails the test if any were seen, and one that saves screenshots.
+ * A page that records page errors and console errors (of every page of its
+ * context), with a method that fails the test if any were seen, and one
+ * that saves screenshots.
  *
  * @param {import('playwright-core').Browser} browser
  * @param {string} name the test's output directory under ui/test-output
@@ -74,8 +75,9 @@ export async function newPage(browser, name, options = {}) {
   const page = await context.newPage();
   /** @type {string[]} */
   const errors = [];
-  page.on('pageerror', (err) => errors.push(`page error in ${page.url()}: ${err.message}`));
-  page.on('console', (msg) => {
+  // On the context: every page the test opens in it counts.
+  context.on('weberror', (err) => errors.push(`page error in ${err.page()?.url()}: ${err.error().message}`));
+  context.on('console', (msg) => {
     if (msg.type() === 'error') errors.push(`console error at ${msg.location().url}: ${msg.text()}`);
   });
   const dir = join(outputRoot, name);
@@ -87,10 +89,16 @@ export async function newPage(browser, name, options = {}) {
     errors,
     /** The file for the server's log, next to the screenshots. */
     logFile: join(dir, 'pilot-sandbox-ui.log'),
-    /** @param {string} file */
-    async screenshot(file) {
-      const path = join(dir, `${file}.png`);
-      await page.screenshot({ path });
+    /**
+     * Saves a screenshot of the page (or of another page of the context).
+     *
+     * @param {string | import('playwright-core').Page} pageOrFile
+     * @param {string} [file]
+     */
+    async screenshot(pageOrFile, file) {
+      const [target, name] = typeof pageOrFile === 'string' ? [page, pageOrFile] : [pageOrFile, file];
+      const path = join(dir, `${name}.png`);
+      await target.screenshot({ path });
       return path;
     },
     /** Throws if the page logged an error or threw. */

@@ -46,6 +46,24 @@ export function tempDir(prefix) {
 }
 
 /**
+ * A project directory for a test that starts its sandbox and may end before
+ * removing it: set removeSandbox once there is a client, and the sandbox is
+ * removed before the directory is (a project that no longer exists cannot
+ * be named to the sidecar).
+ *
+ * @param {string} prefix
+ */
+export function tempProject(prefix) {
+  const path = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
+  const project = { path, removeSandbox: async () => {} };
+  after(async () => {
+    await project.removeSandbox().catch(() => {});
+    rmSync(path, { recursive: true, force: true });
+  });
+  return project;
+}
+
+/**
  * The environment for a server under test: its own state directory, and
  * the rest of ours (DOCKER_HOST, PILOT_IMAGE).
  *

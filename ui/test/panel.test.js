@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectWebSocket } from '../client/websocket.js';
-import { startUI, tempDir, skipWithoutDocker } from './helpers.js';
+import { startUI, tempProject, skipWithoutDocker } from './helpers.js';
 import { launchBrowser, newPage, skipWithoutBrowser, desktopPainted, desktopChanges } from './browser.js';
 import { openPanel, pointer, moveOnDesktop, recordPanel, viewerFrame } from './panel-helpers.js';
 
@@ -31,11 +31,15 @@ function testImage() {
 }
 
 test('the panel runs a sandbox: start, watch, take control, agent tools, stop, and a stop from outside', { skip, timeout: 600_000 }, async (t) => {
-  const project = tempDir('pilot-ui-panel-');
+  const dir = tempProject('pilot-ui-panel-');
+  const project = dir.path;
   const { page, screenshot, assertNoErrors, logFile } = await newPage(/** @type {any} */ (browser), 'panel');
   const { address, rpcUrl } = await startUI(project, { PILOT_IMAGE: testImage() }, logFile);
   const client = await connectWebSocket(rpcUrl);
-  after(async () => { await client.remove(project).catch(() => {}); client.close(); });
+  dir.removeSandbox = async () => {
+    await client.remove(project);
+    client.close();
+  };
   const panel = await openPanel(page, address);
 
   // Stopped, in light and dark.
