@@ -92,8 +92,8 @@ test('in a page served over http', { skip, timeout: 120_000 }, async () => {
 // Chromium's Local Network Access checks keep some opaque parents from
 // framing 127.0.0.1 at all, before any page of ours loads: a navigated
 // about:blank or a data: page fails with ERR_BLOCKED_BY_LOCAL_NETWORK_ACCESS_
-// CHECKS, and a sandboxed frame waits on a permission prompt (README, The
-// panel in an app). So the opaque parents here are those that can frame
+// CHECKS, and in a sandboxed frame the viewer never finished loading (README,
+// The panel in an app). So the opaque parents here are those that can frame
 // it: a new window's first about:blank, and a file:// page, which is what
 // an Electron app loads.
 test('in parents with an opaque origin, where vnc.html fails', { skip, timeout: 120_000 }, async () => {
