@@ -48,16 +48,20 @@ test('the panel notices Docker coming back and going away, without a reload', { 
   await panel.expectBadge('Stopped', 30_000);
   await panel.expectVisible(page.getByRole('button', { name: 'Start Sandbox' }));
 
-  // Docker goes away: the next action finds out, and says so.
+  // Docker goes away: the next action finds out, and says so. (By
+  // keyboard: the focus moves on to what the new state offers.)
   await proxy.cut();
-  await page.getByRole('button', { name: 'Start Sandbox' }).click();
+  await page.getByRole('button', { name: 'Start Sandbox' }).focus();
+  await page.keyboard.press('Enter');
   await panel.expectBadge('No Docker', 30_000);
   await panel.expectVisible(page.getByRole('heading', { name: 'Docker is not available' }));
+  await panel.expectFocused(page.getByRole('button', { name: 'Check again' }));
   await screenshot('docker-gone');
 
   // And back again, by the button.
   await proxy.restore();
-  await page.getByRole('button', { name: 'Check again' }).click();
+  await page.keyboard.press('Enter');
   await panel.expectBadge('Stopped', 30_000);
+  await panel.expectFocused(page.getByRole('button', { name: 'Start Sandbox' }));
   assertNoErrors();
 });
