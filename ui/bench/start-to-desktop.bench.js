@@ -9,8 +9,8 @@
 import { test } from 'node:test';
 import { connectWebSocket } from '../client/websocket.js';
 import { startUI, tempProject, skipWithoutDocker } from '../test/helpers.js';
-import { launchBrowser, newPage, skipWithoutBrowser, desktopPainted } from '../test/browser.js';
-import { openPanel, viewerFrame } from '../test/panel-helpers.js';
+import { launchBrowser, newPage, skipWithoutBrowser } from '../test/browser.js';
+import { openPanel, paintedViewer } from '../test/panel-helpers.js';
 
 const runs = Number(process.env.PILOT_BENCH_RUNS ?? 7);
 const skip = skipWithoutBrowser() || (await skipWithoutDocker());
@@ -38,7 +38,7 @@ test(`Start to a drawn desktop, ${runs} runs`, { skip, timeout: 30 * 60_000 }, a
     await page.getByRole('button', { name: 'Start', exact: true }).click();
     await panel.expectBadge('Running', 300_000);
     const running = Date.now() - clicked;
-    await desktopPainted(await viewerFrame(page, /watching/));
+    await paintedViewer(page, /watching/);
     const total = Date.now() - clicked;
     results.push({ total, running });
     t.diagnostic(`run ${i + 1} (${i === 0 ? 'creates the container' : 'restarts it'}): ${total} ms to a drawn desktop (badge Running at ${running} ms)`);

@@ -19,6 +19,15 @@ import { renderPanel } from './render.js';
 /** How often the panel asks again while Docker is missing. */
 const DOCKER_RECHECK_MS = 5000;
 const VIEWER = 'pilot-sandbox-viewer';
+/**
+ * How long after its frame loaded the viewer has to say something, and how
+ * often a viewer that stayed silent is loaded again. Chromium on Linux
+ * cancels requests in flight when a network interface comes or goes, which
+ * Docker does at every container start and stop: a viewer whose scripts
+ * were cancelled so never runs, and loading it again is the cure.
+ */
+const VIEWER_SILENCE_MS = 3000;
+const VIEWER_RELOADS = 3;
 
 export class PilotSandboxPanel extends HTMLElement {
   static observedAttributes = ['project'];
@@ -34,6 +43,8 @@ export class PilotSandboxPanel extends HTMLElement {
   /** @type {HTMLIFrameElement | null} */
   #frame = null;
   #frameSrc = '';
+  #viewerHeard = false; // the current frame's viewer has said something
+  #viewerReloads = 0; // silent viewers loaded again in a row
   #root;
 
   constructor() {
@@ -45,7 +56,10 @@ export class PilotSandboxPanel extends HTMLElement {
     this.#on('.stop', () => this.#stop());
     this.#on('.switch', () => this.#toggleTools());
     this.#on('.recheck', () => this.#load());
-    this.#on('.reconnect', () => this.#reloadFrame());
+    this.#on('.reconnect', () => {
+      this.#viewerReloads = 0;
+      this.#reloadFrame();
+    });
     for (const radio of this.#root.querySelectorAll('input[name=mode]')) {
       radio.addEventListener('change', () => this.#set({ mode: /** @type {any} */ (radio).value }));
     }
@@ -200,12 +214,27 @@ export class PilotSandboxPanel extends HTMLElement {
     if (!this.#frame || event.source !== this.#frame.contentWindow || data?.source !== VIEWER) return;
     if (data.type === 'release-focus') {
       /** @type {HTMLElement | null} */ (this.#root.querySelector('input[name=mode]:checked'))?.focus();
-    } else if (data.type === 'state') {
+    }
+    this.#viewerHeard = true;
+    if (data.type === 'state') {
+      if (data.state === 'connected') this.#viewerReloads = 0;
       this.#set({ viewer: data.state, viewerMessage: String(data.message ?? '') });
-      // The desktop went away: find out whether the sandbox did.
-      if (data.state === 'disconnected') this.#load();
+      if (data.state === 'disconnected') this.#desktopLost();
     }
   };
+
+  /**
+   * The viewer lost the desktop: find out whether the sandbox went away (the
+   * state then says so), else connect again, a few times, before leaving it
+   * to the Reconnect button.
+   */
+  async #desktopLost() {
+    const frame = this.#frame;
+    await this.#load();
+    if (frame !== this.#frame || phase(this.#model) !== 'running' || this.#viewerReloads >= VIEWER_RELOADS) return;
+    this.#viewerReloads++;
+    setTimeout(() => { if (frame === this.#frame) this.#reloadFrame(); }, 1000);
+  }
 
   #onVisibility = () => {
     if (document.visibilityState === 'visible' && this.#model.connection === 'connected') this.#load();
@@ -257,10 +286,28 @@ export class PilotSandboxPanel extends HTMLElement {
     frame.setAttribute('sandbox', 'allow-scripts allow-same-origin');
     frame.referrerPolicy = 'no-referrer';
     frame.src = src;
+    frame.addEventListener('load', () => this.#expectViewer(frame));
     this.#root.querySelector('.frame-slot')?.append(frame);
     this.#frame = frame;
+    this.#viewerHeard = false;
     this.#model = { ...this.#model, viewer: 'connecting', viewerMessage: '' };
     renderPanel(this.#root, this.#model, this.project);
+  }
+
+  /**
+   * The frame loaded: its viewer must speak soon, or be loaded again.
+   *
+   * @param {HTMLIFrameElement} frame
+   */
+  #expectViewer(frame) {
+    setTimeout(() => {
+      if (frame !== this.#frame || this.#viewerHeard) return;
+      if (this.#viewerReloads++ < VIEWER_RELOADS) {
+        this.#reloadFrame();
+        return;
+      }
+      this.#set({ viewer: 'failed', viewerMessage: 'The desktop viewer did not load.' });
+    }, VIEWER_SILENCE_MS);
   }
 
   /** Focus was on something now hidden: put it on what the phase offers. */

@@ -75,10 +75,20 @@ export async function newPage(browser, name, options = {}) {
   const page = await context.newPage();
   /** @type {string[]} */
   const errors = [];
+  /** @type {string[]} */
+  const networkChanged = [];
   // On the context: every page the test opens in it counts.
   context.on('weberror', (err) => errors.push(`page error in ${err.page()?.url()}: ${err.error().message}`));
   context.on('console', (msg) => {
-    if (msg.type() === 'error') errors.push(`console error at ${msg.location().url}: ${msg.text()}`);
+    if (msg.type() !== 'error') return;
+    const text = `console error at ${msg.location().url}: ${msg.text()}`;
+    // Chromium on Linux cancels the requests in flight when a network
+    // interface comes or goes, which Docker does whenever any container
+    // on the machine starts or stops. Not an error of the page: the panel
+    // loads a viewer whose scripts were cancelled again, and the test sees
+    // that it does. These are counted, not failed.
+    if (/net::ERR_NETWORK_CHANGED/.test(text)) networkChanged.push(text);
+    else errors.push(text);
   });
   const dir = join(outputRoot, name);
   rmSync(dir, { recursive: true, force: true });
@@ -87,6 +97,8 @@ export async function newPage(browser, name, options = {}) {
     page,
     context,
     errors,
+    /** Requests Chromium cancelled for a network change (see above). */
+    networkChanged,
     /** The file for the server's log, next to the screenshots. */
     logFile: join(dir, 'pilot-sandbox-ui.log'),
     /**

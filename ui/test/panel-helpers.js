@@ -2,6 +2,8 @@
 // person would see (by role and visible text, with Playwright's
 // auto-waiting), find the viewer's frame, and read the desktop's pointer.
 
+import { desktopPainted } from './browser.js';
+
 /** @typedef {import('playwright-core').Page} Page */
 /** @typedef {import('playwright-core').Frame} Frame */
 /** @typedef {import('playwright-core').Locator} Locator */
@@ -116,6 +118,28 @@ export async function viewerFrame(page, title) {
   const frame = await (await iframe.elementHandle())?.contentFrame();
   if (!frame) throw new Error('the viewer iframe has no frame');
   return frame;
+}
+
+/**
+ * Waits for a drawn desktop in the panel's viewer frame, following the panel
+ * when it loads the viewer again (as it does when Chromium cancelled its
+ * scripts for a network change).
+ *
+ * @param {Page} page
+ * @param {RegExp} title
+ * @param {number} [timeout]
+ * @returns {Promise<{frame: Frame, size: {width: number, height: number}}>}
+ */
+export async function paintedViewer(page, title, timeout = 60_000) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const frame = await viewerFrame(page, title);
+    try {
+      return { frame, size: await desktopPainted(frame, Math.max(1000, deadline - Date.now())) };
+    } catch (err) {
+      if (!/detached/i.test(String(err)) || Date.now() > deadline) throw err;
+    }
+  }
 }
 
 /**

@@ -10,8 +10,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectWebSocket } from '../client/websocket.js';
 import { startUI, tempProject, skipWithoutDocker } from './helpers.js';
-import { launchBrowser, newPage, skipWithoutBrowser, desktopPainted, desktopChanges } from './browser.js';
-import { openPanel, pointer, moveOnDesktop, recordPanel, viewerFrame } from './panel-helpers.js';
+import { launchBrowser, newPage, skipWithoutBrowser, desktopChanges } from './browser.js';
+import { openPanel, pointer, moveOnDesktop, recordPanel, paintedViewer } from './panel-helpers.js';
 
 const skipBrowser = skipWithoutBrowser();
 const skip = skipBrowser || (await skipWithoutDocker());
@@ -33,7 +33,7 @@ function testImage() {
 test('the panel runs a sandbox: start, watch, take control, agent tools, stop, and a stop from outside', { skip, timeout: 600_000 }, async (t) => {
   const dir = tempProject('pilot-ui-panel-');
   const project = dir.path;
-  const { page, screenshot, assertNoErrors, logFile } = await newPage(/** @type {any} */ (browser), 'panel');
+  const { page, screenshot, assertNoErrors, logFile, networkChanged } = await newPage(/** @type {any} */ (browser), 'panel');
   const { address, rpcUrl } = await startUI(project, { PILOT_IMAGE: testImage() }, logFile);
   const client = await connectWebSocket(rpcUrl);
   dir.removeSandbox = async () => {
@@ -66,8 +66,8 @@ test('the panel runs a sandbox: start, watch, take control, agent tools, stop, a
   await panel.expectVisible(page.getByRole('heading', { name: 'Starting the sandbox…' }));
   await screenshot('2-starting');
   await panel.expectBadge('Running', 300_000);
-  const frame = await viewerFrame(page, /watching/);
-  assert.deepEqual(await desktopPainted(frame), { width: 1280, height: 800 });
+  const { frame, size } = await paintedViewer(page, /watching/);
+  assert.deepEqual(size, { width: 1280, height: 800 });
   t.diagnostic(`first start, image build included: ${Date.now() - clicked} ms from the click to a drawn desktop`);
   const { badges, progress } = await seen();
   assert.deepEqual(badges, ['Stopped', 'Starting…', 'Running'], `the badge showed ${badges.join(' → ')}`);
@@ -90,8 +90,7 @@ test('the panel runs a sandbox: start, watch, take control, agent tools, stop, a
 
   // Taking control: it does.
   await page.getByRole('radio', { name: 'Take control' }).check();
-  const control = await viewerFrame(page, /in control/);
-  await desktopPainted(control);
+  const { frame: control } = await paintedViewer(page, /in control/);
   await moveOnDesktop(page, control, target);
   await panel.poll(async () => pointer(client, project), (p) => Math.abs(p.x - target.x) <= 2 && Math.abs(p.y - target.y) <= 2, 'the pointer follows the mouse in control');
   await screenshot('4-running-control');
@@ -120,7 +119,7 @@ test('the panel runs a sandbox: start, watch, take control, agent tools, stop, a
   // Start from the header; then a stop from outside (docker stop) shows.
   await page.getByRole('button', { name: 'Start', exact: true }).click();
   await panel.expectBadge('Running', 120_000);
-  await desktopPainted(await viewerFrame(page, /watching/));
+  await paintedViewer(page, /watching/);
   const state = await client.status(project);
   execFileSync('docker', ['stop', /** @type {any} */ (state).containerName], { stdio: 'ignore' });
   const stopped = Date.now();
@@ -128,5 +127,18 @@ test('the panel runs a sandbox: start, watch, take control, agent tools, stop, a
   t.diagnostic(`the badge showed Stopped ${Date.now() - stopped} ms after docker stop returned`);
   await panel.expectVisible(page.getByRole('heading', { name: 'No sandbox running' }));
   await screenshot('6-stopped-outside');
+
+  // Killed from outside: an error, with its message; Start tries again.
+  await page.getByRole('button', { name: 'Start Sandbox', exact: true }).click();
+  await panel.expectBadge('Running', 120_000);
+  await paintedViewer(page, /watching/); // not while the viewer loads
+  execFileSync('docker', ['kill', /** @type {any} */ (state).containerName], { stdio: 'ignore' });
+  await panel.expectBadge('Error', 15_000);
+  await panel.expectVisible(page.getByRole('alert').filter({ hasText: 'killed from outside' }));
+  await screenshot('7-error');
+  await page.getByRole('button', { name: 'Start Sandbox', exact: true }).click();
+  await panel.expectBadge('Running', 120_000);
+  await paintedViewer(page, /watching/);
+  if (networkChanged.length) t.diagnostic(`requests Chromium cancelled for a network change: ${networkChanged.length}`);
   assertNoErrors();
 });
