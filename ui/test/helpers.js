@@ -89,7 +89,7 @@ export const NO_DOCKER = 'unix:///nonexistent/docker.sock';
  */
 export async function startUI(project, env, logFile) {
   const log = logFile ? openSync(logFile, 'a') : 'ignore';
-  const child = spawn(serveBinary(), ['ui', '--no-open', '--project', project], {
+  const child = spawn(serveBinary(), ['ui', '--no-open', '-v', '--project', project], {
     env: serverEnv(env), stdio: ['ignore', 'pipe', log],
   });
   if (typeof log === 'number') closeSync(log);

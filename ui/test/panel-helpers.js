@@ -28,7 +28,14 @@ export async function openPanel(page, address) {
      * @param {number} [timeout]
      */
     async expectBadge(label, timeout = 30_000) {
-      await page.getByRole('status', { name: 'Sandbox status' }).filter({ hasText: exactly(label) }).waitFor({ timeout });
+      const badge = page.getByRole('status', { name: 'Sandbox status' });
+      try {
+        await badge.filter({ hasText: exactly(label) }).waitFor({ timeout });
+      } catch (err) {
+        const shown = await badge.textContent().catch(() => '?');
+        const detail = await page.getByRole('status', { name: 'Sandbox status' }).locator('xpath=..').textContent().catch(() => '');
+        throw new Error(`the badge shows "${shown}" (${detail?.trim()}) after ${timeout} ms, not "${label}"`, { cause: err });
+      }
     },
     /**
      * @param {Locator} locator
