@@ -86,6 +86,8 @@ export class PilotSandboxPanel extends HTMLElement {
     window.addEventListener('message', this.#onMessage);
     document.addEventListener('visibilitychange', this.#onVisibility);
     this.#render();
+    // Back in a document after a while away: what it shows may be old.
+    if (this.#model.connection === 'connected') this.#load();
   }
 
   disconnectedCallback() {

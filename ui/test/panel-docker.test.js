@@ -13,10 +13,10 @@ import { dockerProxy } from './docker-proxy.js';
 const skipBrowser = skipWithoutBrowser();
 const browser = skipBrowser ? null : await launchBrowser();
 
-test('with no Docker engine, the panel says what to install or start', { skip: skipBrowser, timeout: 120_000 }, async () => {
+test('with no Docker engine, the panel says what to install or start; without its server, that it is not connected', { skip: skipBrowser, timeout: 120_000 }, async () => {
   const { page, screenshot, assertNoErrors, logFile } = await newPage(/** @type {any} */ (browser), 'panel-no-docker');
   const project = tempDir('pilot-ui-nodocker-');
-  const { address, rpcUrl } = await startUI(project, { DOCKER_HOST: NO_DOCKER }, logFile);
+  const { address, rpcUrl, child } = await startUI(project, { DOCKER_HOST: NO_DOCKER }, logFile);
   const client = await connectWebSocket(rpcUrl);
   const { error } = await client.dockerStatus();
   client.close();
@@ -32,6 +32,14 @@ test('with no Docker engine, the panel says what to install or start', { skip: s
   await screenshot('docker-missing');
   await page.emulateMedia({ colorScheme: 'dark' });
   await screenshot('docker-missing-dark');
+  await page.emulateMedia({ colorScheme: 'light' });
+
+  // The server goes away: the panel says it is not connected any more.
+  child.kill('SIGTERM');
+  await panel.expectBadge('Disconnected');
+  await panel.expectVisible(page.getByRole('heading', { name: 'Not connected to pilot-sandbox' }));
+  assert.equal(await page.getByRole('switch', { name: 'Agent tools' }).getAttribute('aria-disabled'), 'true');
+  await screenshot('server-gone');
   assertNoErrors();
 });
 
