@@ -4,11 +4,13 @@
 # one). Without an engine the integration tests skip, unless
 # PILOT_REQUIRE_DOCKER=1 (as .ci/run sets), where they fail instead.
 #
-# Then the JavaScript client in ui/: npm ci (from the npm registry, with the
-# committed package-lock.json), tsc --noEmit over its JSDoc types, and its
-# node --test suite against the binaries built here: the client and
-# vscode-jsonrpc against `pilot-sandbox serve` over stdio, and the client's
-# WebSocket side against the rpc package's WebSocket transport.
+# Then ui/: npm ci (from the npm registry, with the committed
+# package-lock.json), tsc --noEmit over its JSDoc types (the client, the
+# panel and the sandbox's viewer page), and its node --test suite against
+# the binary built here: the client and vscode-jsonrpc against
+# `pilot-sandbox serve` over stdio, the client's WebSocket side against
+# `pilot-sandbox ui`, and the panel and the viewer in Chromium (installed
+# with apt-get when missing and root), with screenshots in ui/test-output/.
 #
 # Extra arguments go to go test (e.g. -run Lifecycle -v); with them, the
 # ui/ tests are left out unless PILOT_UI_TESTS=1.
@@ -39,11 +41,22 @@ if ! command -v npm >/dev/null; then
   echo "test: npm is missing: install Node.js 20 or later to test ui/" >&2
   exit 1
 fi
+# The panel's browser tests drive Debian's Chromium through playwright-core
+# (Playwright's own browser download does not work everywhere).
+if [ -z "${PILOT_CHROMIUM:-}" ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "test: installing chromium for the panel's browser tests" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "test: no Chromium: install it (apt-get install chromium) for the panel's browser tests" >&2
+  fi
+fi
+
 bin="$(mktemp -d)"
 trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/pilot-sandbox" ./cmd/pilot-sandbox
-go build -o "$bin/wsserver" ./internal/wsserver
 cd ui
 npm ci --no-audit --no-fund --loglevel=error
 npx tsc --noEmit -p .
-PILOT_SANDBOX_BIN="$bin/pilot-sandbox" PILOT_WS_SERVER_BIN="$bin/wsserver" npm test
+PILOT_SANDBOX_BIN="$bin/pilot-sandbox" npm test

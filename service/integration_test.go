@@ -63,12 +63,19 @@ func TestSandboxLifecycle(t *testing.T) {
 	if st.Status != service.StatusRunning || st.WSPort == 0 || st.VNCPort == 0 {
 		t.Fatalf("state = %+v", st)
 	}
-	// What the panel loads answers, and a WebSocket yields the VNC banner.
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/vnc.html", st.WSPort))
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("vnc.html: %v %v", resp, err)
+	// What the panel loads answers (the sandbox's own viewer, with its
+	// script), and a WebSocket yields the VNC banner.
+	page, _, _ := strings.Cut(st.ViewerURL, "#")
+	if !strings.HasSuffix(page, "/pilot/viewer.html") {
+		t.Errorf("viewerUrl = %s, want the sandbox's viewer page", st.ViewerURL)
 	}
-	resp.Body.Close()
+	for _, u := range []string{page, strings.TrimSuffix(page, ".html") + ".js"} {
+		resp, err := http.Get(u)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %v %v", u, resp, err)
+		}
+		resp.Body.Close()
+	}
 	if err := service.ProbeDesktop(ctx, "127.0.0.1", st.WSPort); err != nil {
 		t.Fatal(err)
 	}

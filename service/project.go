@@ -15,6 +15,10 @@ const (
 	LabelSandbox   = "pilot.sandbox"
 	LabelProject   = "pilot.project"
 	LabelImageHash = "pilot.sandbox.hash"
+	// LabelViewer, set by the image's Dockerfile (so every container made
+	// from it carries it too), is the path of the sandbox's own viewer page
+	// on the noVNC port.
+	LabelViewer = "pilot.sandbox.viewer"
 )
 
 // CanonicalProject turns a client's project path into the key the manager uses:

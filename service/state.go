@@ -3,6 +3,9 @@ package service
 import (
 	"fmt"
 	"net/url"
+	"regexp"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -63,23 +66,35 @@ func (s vncSecret) passwdFile() []byte {
 	return []byte(s.Control + "\n__BEGIN_VIEWONLY__\n" + s.View + "\n")
 }
 
-// viewerURLs builds the noVNC addresses for a running sandbox. The password
-// travels in the fragment, which noVNC reads and a browser never sends.
-func viewerURLs(wsPort int, s vncSecret) (viewer, watch string) {
+// viewerURLs builds the addresses of a running sandbox's desktop on its noVNC
+// port: viewer takes control, watch connects with the view-only password.
+// The password travels in the fragment, which a browser never sends.
+//
+// The page is the sandbox's own viewer (resources/docker/sandbox/viewer),
+// which works in any frame, when the container says it has one (LabelViewer);
+// containers made from older images get noVNC's vnc.html, which takes the
+// same fragment parameters.
+func viewerURLs(wsPort int, viewerPath string, s vncSecret) (viewer, watch string) {
 	if wsPort == 0 {
 		return "", ""
 	}
-	base := fmt.Sprintf("http://127.0.0.1:%d/vnc.html#autoconnect=true&reconnect=true&resize=scale", wsPort)
-	viewer = base
-	if s.Control != "" {
-		viewer += "&password=" + url.PathEscape(s.Control)
+	page, common := "vnc.html", []string{"autoconnect=true", "reconnect=true", "resize=scale"}
+	if viewerPathPattern.MatchString(viewerPath) {
+		page, common = viewerPath, nil
 	}
-	watch = base + "&view_only=true"
-	if s.View != "" {
-		watch += "&password=" + url.PathEscape(s.View)
+	build := func(extra []string, password string) string {
+		params := append(slices.Clone(common), extra...)
+		if password != "" {
+			params = append(params, "password="+url.PathEscape(password))
+		}
+		return fmt.Sprintf("http://127.0.0.1:%d/%s#%s", wsPort, page, strings.Join(params, "&"))
 	}
-	return viewer, watch
+	return build(nil, s.Control), build([]string{"view_only=true"}, s.View)
 }
+
+// viewerPathPattern is what a LabelViewer value must look like to be used:
+// a relative path of plain file names.
+var viewerPathPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*\.html$`)
 
 // statusOf reads a container's status the way a user would put it. stopping
 // says whether the sidecar itself is stopping it, so that a kill at the end of
@@ -127,7 +142,7 @@ func stateOf(project string, c Container, secret vncSecret, display Display, sto
 		st.WSPort = c.Ports[novncPort]
 		st.VNCPort = c.Ports[vncPort]
 		st.StartedAt = millis(c.StartedAt)
-		st.ViewerURL, st.WatchURL = viewerURLs(st.WSPort, secret)
+		st.ViewerURL, st.WatchURL = viewerURLs(st.WSPort, c.Labels[LabelViewer], secret)
 	}
 	return st
 }

@@ -39,15 +39,32 @@ func TestStatusOf(t *testing.T) {
 	}
 }
 
-func TestViewerURLsCarryPasswordsInTheFragment(t *testing.T) {
-	viewer, watch := viewerURLs(6080, vncSecret{Control: "AAAAbbbb", View: "CCCCdddd"})
-	if viewer != "http://127.0.0.1:6080/vnc.html#autoconnect=true&reconnect=true&resize=scale&password=AAAAbbbb" {
-		t.Errorf("viewer = %s", viewer)
+func TestViewerURLs(t *testing.T) {
+	secret := vncSecret{Control: "AAAAbbbb", View: "CCCCdddd"}
+	for _, tc := range []struct {
+		name, label           string
+		secret                vncSecret
+		wantViewer, wantWatch string
+	}{
+		{"the sandbox's viewer", "pilot/viewer.html", secret,
+			"http://127.0.0.1:6080/pilot/viewer.html#password=AAAAbbbb",
+			"http://127.0.0.1:6080/pilot/viewer.html#view_only=true&password=CCCCdddd"},
+		{"an older image: vnc.html", "", secret,
+			"http://127.0.0.1:6080/vnc.html#autoconnect=true&reconnect=true&resize=scale&password=AAAAbbbb",
+			"http://127.0.0.1:6080/vnc.html#autoconnect=true&reconnect=true&resize=scale&view_only=true&password=CCCCdddd"},
+		{"a label that is not a plain path", "../x.html?a#b", secret,
+			"http://127.0.0.1:6080/vnc.html#autoconnect=true&reconnect=true&resize=scale&password=AAAAbbbb",
+			"http://127.0.0.1:6080/vnc.html#autoconnect=true&reconnect=true&resize=scale&view_only=true&password=CCCCdddd"},
+		{"passwords unknown: the page asks", "pilot/viewer.html", vncSecret{},
+			"http://127.0.0.1:6080/pilot/viewer.html#",
+			"http://127.0.0.1:6080/pilot/viewer.html#view_only=true"},
+	} {
+		viewer, watch := viewerURLs(6080, tc.label, tc.secret)
+		if viewer != tc.wantViewer || watch != tc.wantWatch {
+			t.Errorf("%s:\n got %s\n     %s\nwant %s\n     %s", tc.name, viewer, watch, tc.wantViewer, tc.wantWatch)
+		}
 	}
-	if !strings.HasSuffix(watch, "&view_only=true&password=CCCCdddd") || !strings.Contains(watch, "/vnc.html#") {
-		t.Errorf("watch = %s", watch)
-	}
-	if v, w := viewerURLs(0, vncSecret{}); v != "" || w != "" {
+	if v, w := viewerURLs(0, "pilot/viewer.html", secret); v != "" || w != "" {
 		t.Errorf("no port: %q %q", v, w)
 	}
 }

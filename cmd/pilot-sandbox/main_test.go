@@ -332,7 +332,7 @@ func TestCommandLine(t *testing.T) {
 		}
 		return out.String(), cmd.ProcessState.ExitCode()
 	}
-	if out, code := run("start"); code != 0 || !strings.Contains(out, "control    http://127.0.0.1:") || !strings.Contains(out, "vnc.html#") {
+	if out, code := run("start"); code != 0 || !strings.Contains(out, "control    http://127.0.0.1:") || !strings.Contains(out, "/pilot/viewer.html#password=") {
 		t.Fatalf("start (in the project directory): %d\n%s", code, out)
 	}
 	out, code := run("status", "--project", project, "--json")

@@ -1,8 +1,9 @@
-// What the tests share: the binaries under test, a private state
+// What the tests share: the binary under test, a private state
 // directory, project directories, and whether Docker is there.
 
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { closeSync, mkdtempSync, openSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,33 +12,25 @@ import { spawnSidecar } from '../client/node.js';
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** @type {Record<string, string>} */
-const built = {};
+let built = /** @type {string | null} */ (null);
 
 /**
- * The path of a binary under test: from the environment (scripts/test.sh
- * builds them once), or built here with go build.
+ * The path of `pilot-sandbox`, the real binary under test: from
+ * PILOT_SANDBOX_BIN (scripts/test.sh builds it once), or built here.
  *
- * @param {'PILOT_SANDBOX_BIN' | 'PILOT_WS_SERVER_BIN'} variable
- * @param {string} pkg
  * @returns {string}
  */
-function binary(variable, pkg) {
-  const fromEnv = process.env[variable];
+export function serveBinary() {
+  const fromEnv = process.env.PILOT_SANDBOX_BIN;
   if (fromEnv) return fromEnv;
-  if (!built[pkg]) {
+  if (!built) {
     const dir = mkdtempSync(join(tmpdir(), 'pilot-ui-bin-'));
     process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
-    built[pkg] = join(dir, 'bin');
-    execFileSync('go', ['build', '-o', built[pkg], pkg], { cwd: repo, stdio: 'inherit' });
+    built = join(dir, 'pilot-sandbox');
+    execFileSync('go', ['build', '-o', built, './cmd/pilot-sandbox'], { cwd: repo, stdio: 'inherit' });
   }
-  return built[pkg];
+  return built;
 }
-
-/** `pilot-sandbox`, the real binary. */
-export const serveBinary = () => binary('PILOT_SANDBOX_BIN', './cmd/pilot-sandbox');
-/** internal/wsserver: the rpc package's WebSocket transport on the real manager. */
-export const wsServerBinary = () => binary('PILOT_WS_SERVER_BIN', './internal/wsserver');
 
 /**
  * A directory removed when the current test (or file) ends, symlinks resolved (the
@@ -53,6 +46,24 @@ export function tempDir(prefix) {
 }
 
 /**
+ * A project directory for a test that starts its sandbox and may end before
+ * removing it: set removeSandbox once there is a client, and the sandbox is
+ * removed before the directory is (a project that no longer exists cannot
+ * be named to the sidecar).
+ *
+ * @param {string} prefix
+ */
+export function tempProject(prefix) {
+  const path = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
+  const project = { path, removeSandbox: async () => {} };
+  after(async () => {
+    await project.removeSandbox().catch(() => {});
+    rmSync(path, { recursive: true, force: true });
+  });
+  return project;
+}
+
+/**
  * The environment for a server under test: its own state directory, and
  * the rest of ours (DOCKER_HOST, PILOT_IMAGE).
  *
@@ -65,6 +76,32 @@ export function serverEnv(extra = {}) {
 
 /** An engine address where no Docker answers. */
 export const NO_DOCKER = 'unix:///nonexistent/docker.sock';
+
+/**
+ * Starts `pilot-sandbox ui --no-open` for project, stops it when the
+ * current test (or file) ends, and resolves with the panel's address, the
+ * first line it prints.
+ *
+ * @param {string} project
+ * @param {Record<string, string>} [env]
+ * @param {string} [logFile] where its stderr goes (appended), else nowhere
+ * @returns {Promise<{address: string, rpcUrl: string, child: import('node:child_process').ChildProcess}>}
+ */
+export async function startUI(project, env, logFile) {
+  const log = logFile ? openSync(logFile, 'a') : 'ignore';
+  const child = spawn(serveBinary(), ['ui', '--no-open', '-v', '--project', project], {
+    env: serverEnv(env), stdio: ['ignore', 'pipe', log],
+  });
+  if (typeof log === 'number') closeSync(log);
+  after(() => { child.kill(); });
+  const lines = createInterface({ input: /** @type {import('node:stream').Readable} */ (child.stdout) });
+  for await (const address of lines) {
+    const url = new URL(address);
+    const token = new URLSearchParams(url.hash.slice(1)).get('token');
+    return { address, rpcUrl: `ws://${url.host}/rpc?token=${token}`, child };
+  }
+  throw new Error('pilot-sandbox ui printed no address');
+}
 
 /**
  * Spawns `pilot-sandbox serve` with the client, and kills it when the

@@ -24,7 +24,8 @@ test('a sandbox from start to remove', { skip, timeout: 300_000 }, async () => {
     const state = await client.start(project);
     check('sandbox/start', state);
     assert.equal(state.status, 'running');
-    assert.match(state.viewerUrl, /^http:\/\/127\.0\.0\.1:\d+\/vnc\.html#/);
+    assert.match(state.viewerUrl, /^http:\/\/127\.0\.0\.1:\d+\/pilot\/viewer\.html#password=\w+$/);
+    assert.match(state.watchUrl, /^http:\/\/127\.0\.0\.1:\d+\/pilot\/viewer\.html#view_only=true&password=\w+$/);
     // The notifications a call causes arrive before its answer.
     assert.deepEqual([...new Set(progress.map((p) => p.stage))].filter((s) => s !== 'image'), ['create', 'start', 'ready']);
     assert.equal(events.at(-1)?.state?.status, 'running');

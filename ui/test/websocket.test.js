@@ -1,30 +1,15 @@
-// The client's WebSocket transport against the rpc package's WebSocket
-// handler (internal/wsserver serves it on the real manager), with the
-// WebSocket implementation browsers have (Node's global WebSocket).
+// The client's WebSocket transport against `pilot-sandbox ui`'s WebSocket
+// endpoint on the real manager, with the WebSocket implementation browsers
+// have (Node's global WebSocket).
 
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { connectWebSocket } from '../client/websocket.js';
-import { wsServerBinary, serverEnv, tempDir, skipWithoutDocker } from './helpers.js';
+import { startUI, tempDir, skipWithoutDocker } from './helpers.js';
 
 assert.ok(globalThis.WebSocket, 'run with node --experimental-websocket (Node 20) for a global WebSocket');
 
-/**
- * Starts the server and resolves with the address it prints first.
- *
- * @returns {Promise<string>}
- */
-async function startServer() {
-  const child = spawn(wsServerBinary(), [], { env: serverEnv(), stdio: ['pipe', 'pipe', 'ignore'] });
-  after(() => { child.stdin?.end(); child.kill(); });
-  const lines = createInterface({ input: /** @type {import('node:stream').Readable} */ (child.stdout) });
-  for await (const line of lines) return line;
-  throw new Error('the WebSocket server printed no address');
-}
-
-const url = await startServer();
+const { rpcUrl: url } = await startUI(tempDir('pilot-ui-ws-home-'));
 const skipDocker = await skipWithoutDocker();
 
 test('requests, errors and discovery over WebSocket', async () => {

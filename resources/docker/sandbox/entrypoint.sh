@@ -21,12 +21,36 @@ log() { printf 'pilot-desktop: %s\n' "$*" >&2; }
 
 pids=()
 guard=
+names=()
+# stop_all ends every desktop process: SIGTERM, then SIGKILL for any still
+# running after 3 s. Waiting on one that ignores SIGTERM would hold a stop
+# until Docker's own SIGKILL at the end of its grace period, and the sandbox
+# would then look killed (exit code 137) instead of stopped.
 stop_all() {
   trap - TERM INT
   [ -n "$guard" ] && kill "$guard" 2>/dev/null
-  [ "${#pids[@]}" -gt 0 ] && kill "${pids[@]}" 2>/dev/null
+  [ "${#pids[@]}" -gt 0 ] || return 0
+  kill "${pids[@]}" 2>/dev/null
+  local deadline=$((SECONDS + 3)) i alive
+  while :; do
+    alive=()
+    for i in "${!pids[@]}"; do
+      kill -0 "${pids[$i]}" 2>/dev/null && alive+=("$i")
+    done
+    [ "${#alive[@]}" -eq 0 ] && break
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      for i in "${alive[@]}"; do
+        log "${names[$i]} did not stop on SIGTERM: killing it"
+        kill -KILL "${pids[$i]}" 2>/dev/null
+      done
+      break
+    fi
+    sleep 0.1
+  done
   wait 2>/dev/null
 }
+# started NAME: records the process just started in the background.
+started() { pids+=("$!"); names+=("$1"); }
 trap 'stop_all; exit 0' TERM INT
 
 # Without a password anyone who can reach the port would control the
@@ -47,7 +71,7 @@ ready_fifo="$(mktemp -u /tmp/.pilot-xvfb-ready.XXXXXX)"
 mkfifo -m 0600 "$ready_fifo"
 Xvfb ":${display_number}" -screen 0 "$resolution" -nolisten tcp \
   -displayfd 3 3>"$ready_fifo" &
-pids+=("$!")
+started Xvfb
 if ! read -r -t 20 _ <"$ready_fifo"; then
   rm -f "$ready_fifo"
   log "Xvfb did not start on :${display_number} (${resolution})"
@@ -58,16 +82,16 @@ rm -f "$ready_fifo"
 log "display :${display_number} ready at ${resolution}"
 
 fluxbox >/tmp/fluxbox.log 2>&1 &
-pids+=("$!")
+started fluxbox
 
 # read: makes x11vnc read the file at each connection, so passwords the
 # sidecar installs for the next start are never stale.
 x11vnc -display ":${display_number}" -rfbport 5900 -forever -shared \
   -passwdfile "read:${passwd_file}" -noxdamage -quiet -o /tmp/x11vnc.log &
-pids+=("$!")
+started x11vnc
 
 websockify --web /usr/share/novnc 6080 127.0.0.1:5900 >/tmp/websockify.log 2>&1 &
-pids+=("$!")
+started websockify
 
 wait -n "${pids[@]}"
 status=$?

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pilot-sandbox/pilot-sandbox/rpc"
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+	"github.com/pilot-sandbox/pilot-sandbox/tools"
+	"github.com/pilot-sandbox/pilot-sandbox/ui"
+)
+
+// runUI serves the sandbox panel and its WebSocket on 127.0.0.1 until a
+// signal. The first line of stdout is the panel's address with its token
+// (PROTOCOL.md, Transports); nothing else goes to stdout.
+func runUI(ctx context.Context, e *env, args []string) error {
+	fs := flag.NewFlagSet("ui", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	projectFlag := fs.String("project", ".", "the project directory")
+	listen := fs.String("listen", "127.0.0.1:0", "the address to serve on: a port of 127.0.0.1 (0 picks a free one)")
+	noOpen := fs.Bool("no-open", false, "do not open the panel in a browser")
+	verbose := fs.Bool("v", false, "log debug messages to stderr too")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "pilot-sandbox ui: unexpected argument %q\n", fs.Arg(0))
+		return errUsage
+	}
+	addr, err := loopbackAddr(*listen)
+	if err != nil {
+		return err
+	}
+	abs, err := absProject(*projectFlag)
+	if err != nil {
+		return err
+	}
+	project, err := service.CanonicalProject(abs)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
+
+	level := zerolog.InfoLevel
+	if *verbose {
+		level = zerolog.DebugLevel
+	}
+	log, closeLog, err := openLog(e.stderr, level)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	m, docker, err := newManager(log)
+	if err != nil {
+		return err
+	}
+	token, err := newToken()
+	if err != nil {
+		return err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	handler, err := panelHandler(m, log, project, port, token)
+	if err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { m.Run(ctx) })
+
+	address := fmt.Sprintf("http://127.0.0.1:%d/#token=%s", port, token)
+	fmt.Fprintln(e.stdout, address)
+	log.Info().Str("project", project).Str("docker", docker.Endpoint()).Int("port", port).Msg("serving the sandbox panel")
+	if !*noOpen {
+		wg.Go(func() { openPanel(ctx, log, address) })
+	}
+	return serveUntilDone(ctx, ln, handler)
+}
+
+// panelHandler joins the panel's files and the JSON-RPC WebSocket, which
+// accepts the token and pages from the panel's own origin only.
+func panelHandler(m *service.Manager, log zerolog.Logger, project string, port int, token string) (http.Handler, error) {
+	server := rpc.NewServer(m, tools.New(m), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
+	ws, err := server.WebSocketHandler(rpc.WebSocketOptions{
+		Token: token,
+		Origins: []string{
+			fmt.Sprintf("http://127.0.0.1:%d", port),
+			fmt.Sprintf("http://localhost:%d", port),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ui.Handler(ui.Options{Project: project, Port: port, RPC: ws})
+}
+
+// serveUntilDone serves until ctx ends, then closes every connection:
+// WebSocket sessions end with the server's base context.
+func serveUntilDone(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	stopped := context.AfterFunc(ctx, func() { srv.Close() })
+	defer stopped()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// loopbackAddr checks --listen: the panel hands out the desktop's
+// passwords, so it serves on 127.0.0.1 only. "8080" and ":8080" mean
+// 127.0.0.1:8080.
+func loopbackAddr(listen string) (string, error) {
+	if _, err := strconv.ParseUint(listen, 10, 16); err == nil {
+		listen = ":" + listen
+	}
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("--listen %q: want 127.0.0.1:PORT or PORT", listen)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return "", fmt.Errorf("--listen %q: %q is not a port number", listen, port)
+	}
+	switch host {
+	case "", "127.0.0.1", "localhost":
+		return net.JoinHostPort("127.0.0.1", port), nil
+	}
+	return "", fmt.Errorf("--listen %q: the panel serves on 127.0.0.1 only, as it hands out the desktop's passwords", listen)
+}
+
+// newToken is the per-process secret of the WebSocket (128 bits).
+func newToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}

@@ -1,0 +1,163 @@
+// The sandbox's viewer: shows the desktop through noVNC's RFB module,
+// scaled to fit the window, from the same origin as websockify (the noVNC
+// port), so its modules load and its WebSocket needs no CORS.
+//
+// It reads no browser storage (noVNC's vnc.html reads localStorage at start
+// and dies with a SecurityError when its frame has an opaque-origin parent).
+//
+// Parameters, in the URL fragment (never sent to a server):
+//   password=P       the VNC password; without it, the viewer waits for one
+//                    from its parent (below)
+//   view_only=true   send no input (the watch password makes the VNC server
+//                    ignore input anyway; this keeps the page from trying)
+//   reconnect=false  do not reconnect by itself when the connection drops,
+//                    leave it to the parent (the sandbox panel does)
+//   log=debug        noVNC's log level (default warn)
+//
+// Messages from the parent window (postMessage, from window.parent only):
+//   {target: 'pilot-sandbox-viewer', type: 'connect', password, viewOnly?}
+//   {target: 'pilot-sandbox-viewer', type: 'disconnect'}
+// Messages to it, {source: 'pilot-sandbox-viewer', type, ...}:
+//   type 'state': state is connecting | connected | disconnected |
+//     credentials-required | failed, with viewOnly, width and height (the
+//     desktop's size, once connected) and message (why, for the last three)
+//   type 'release-focus': the user pressed Ctrl+Alt+Shift+Escape to leave the
+//     desktop with the keyboard (it captures Tab and every other key)
+// They carry no password, so they go to any parent origin ('*'): an opaque
+// origin cannot be named.
+
+import RFB from '../core/rfb.js';
+import { initLogging } from '../core/util/logging.js';
+
+const SOURCE = 'pilot-sandbox-viewer';
+const MAX_RECONNECT_DELAY_MS = 10_000;
+
+const params = new URLSearchParams(location.hash.slice(1));
+const flag = (/** @type {string} */ name, /** @type {boolean} */ fallback) => {
+  const v = params.get(name);
+  return v === null ? fallback : v === 'true' || v === '1';
+};
+
+const screen = /** @type {HTMLElement} */ (document.getElementById('screen'));
+const notice = /** @type {HTMLElement} */ (document.getElementById('notice'));
+const embedded = window.parent !== window;
+const settings = {
+  password: params.get('password') ?? '',
+  viewOnly: flag('view_only', false),
+  reconnect: flag('reconnect', true),
+};
+
+/** @type {RFB | null} */
+let rfb = null;
+let wanted = false; // whether the viewer should be connected
+let reconnectDelay = 1000;
+/** @type {ReturnType<typeof setTimeout> | undefined} */
+let reconnectTimer;
+
+initLogging(params.get('log') ?? 'warn');
+
+/**
+ * Tells the parent (if any) what the viewer is doing.
+ *
+ * @param {Record<string, unknown>} message
+ */
+function post(message) {
+  if (embedded) window.parent.postMessage({ source: SOURCE, ...message }, '*');
+}
+
+/**
+ * @param {'connecting' | 'connected' | 'disconnected' | 'credentials-required' | 'failed'} state
+ * @param {string} [message]
+ */
+function report(state, message = '') {
+  const canvas = screen.querySelector('canvas');
+  const connected = state === 'connected' && canvas;
+  post({
+    type: 'state', state, message, viewOnly: settings.viewOnly,
+    width: connected ? canvas.width : 0, height: connected ? canvas.height : 0,
+  });
+  notice.textContent = embedded ? '' : message;
+}
+
+function connect() {
+  clearTimeout(reconnectTimer);
+  rfb?.disconnect();
+  wanted = true;
+  const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+  const client = new RFB(screen, `${scheme}://${location.host}/websockify`, {
+    credentials: { password: settings.password },
+    shared: true,
+  });
+  client.viewOnly = settings.viewOnly;
+  client.scaleViewport = true;
+  client.resizeSession = false;
+  client.focusOnClick = !settings.viewOnly;
+  client.background = '#1d2128';
+  client.addEventListener('connect', () => {
+    reconnectDelay = 1000;
+    report('connected');
+    document.title = `Sandbox desktop${settings.viewOnly ? ' (watching)' : ''}`;
+  });
+  client.addEventListener('disconnect', (event) => onDisconnect(client, event.detail.clean));
+  client.addEventListener('credentialsrequired', () => {
+    if (settings.password) return; // a wrong one: securityfailure follows
+    report('credentials-required', 'This address needs the password the sidecar gave with it (after #).');
+  });
+  client.addEventListener('securityfailure', (event) => {
+    wanted = false; // the same password would fail again
+    const reason = event.detail.reason || `status ${event.detail.status}`;
+    console.error(`pilot-sandbox viewer: the VNC server refused the password (${reason})`);
+    report('failed', `The desktop refused the password (${reason}). The sandbox may have restarted: open its new address.`);
+  });
+  rfb = client;
+  report('connecting', 'Connecting to the desktop…');
+}
+
+/**
+ * @param {RFB} client
+ * @param {boolean} clean
+ */
+function onDisconnect(client, clean) {
+  if (client !== rfb) return; // replaced by a newer connection
+  rfb = null;
+  if (!wanted) return;
+  report('disconnected', clean ? 'The desktop closed the connection.' : 'Lost the connection to the desktop.');
+  if (!settings.reconnect) return;
+  reconnectTimer = setTimeout(connect, reconnectDelay);
+  reconnectDelay = Math.min(2 * reconnectDelay, MAX_RECONNECT_DELAY_MS);
+}
+
+function disconnect() {
+  wanted = false;
+  clearTimeout(reconnectTimer);
+  rfb?.disconnect();
+}
+
+window.addEventListener('message', (event) => {
+  const data = event.data;
+  if (event.source !== window.parent || !embedded || !data || data.target !== SOURCE) return;
+  if (data.type === 'connect' && typeof data.password === 'string') {
+    settings.password = data.password;
+    if (typeof data.viewOnly === 'boolean') settings.viewOnly = data.viewOnly;
+    connect();
+  } else if (data.type === 'disconnect') {
+    disconnect();
+  }
+});
+
+// Capture phase, before noVNC's keyboard handler on the canvas sees it.
+window.addEventListener('keydown', (event) => {
+  if (event.key !== 'Escape' || !event.ctrlKey || !event.altKey || !event.shiftKey) return;
+  event.preventDefault();
+  event.stopPropagation();
+  rfb?.blur();
+  post({ type: 'release-focus' });
+}, true);
+
+window.addEventListener('hashchange', () => location.reload());
+
+if (settings.password || !embedded) {
+  connect();
+} else {
+  report('credentials-required', 'Waiting for the password from the page around the viewer.');
+}

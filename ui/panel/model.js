@@ -1,0 +1,174 @@
+// What the sandbox panel knows, and what it shows for it: plain data and
+// pure functions, so the decisions are tested without a browser
+// (test/model.test.js). panel.js keeps a Model up to date from the
+// sidecar and draws what these functions say.
+
+/** @typedef {import('../client/types.js').DockerStatus} DockerStatus */
+/** @typedef {import('../client/types.js').SandboxState} SandboxState */
+/** @typedef {import('../client/types.js').SandboxProgress} SandboxProgress */
+
+/**
+ * @typedef {object} Failure a call of this panel that failed
+ * @property {string} message what went wrong, in the sidecar's words
+ * @property {string[]} [log] the last lines of a failed build or start
+ */
+
+/**
+ * @typedef {'connecting' | 'connected' | 'disconnected' | 'credentials-required' | 'failed'} ViewerState
+ * what the viewer page in the iframe reports
+ */
+
+/**
+ * @typedef {object} Model
+ * @property {'connecting' | 'connected' | 'lost'} connection to the sidecar
+ * @property {string} connectionError why the connection was lost
+ * @property {DockerStatus | null} docker null until known
+ * @property {boolean} loaded whether the sandbox's state is known
+ * @property {SandboxState | null} sandbox null when the project has none
+ * @property {'start' | 'stop' | null} action a call of this panel in flight
+ * @property {SandboxProgress | null} progress of the start in progress
+ * @property {Failure | null} failure of the last start or stop
+ * @property {boolean | null} toolsEnabled null until known
+ * @property {boolean} toolsPending a change of it is in flight
+ * @property {string} toolsError why the last change failed
+ * @property {'watch' | 'control'} mode what the viewer does with input
+ * @property {ViewerState} viewer
+ * @property {string} viewerMessage
+ */
+
+/** @returns {Model} */
+export function initialModel() {
+  return {
+    connection: 'connecting', connectionError: '', docker: null,
+    loaded: false, sandbox: null, action: null, progress: null, failure: null,
+    toolsEnabled: null, toolsPending: false, toolsError: '',
+    mode: 'watch', viewer: 'connecting', viewerMessage: '',
+  };
+}
+
+/**
+ * @typedef {'connecting' | 'lost' | 'docker' | 'stopped' | 'starting' | 'running' | 'stopping' | 'error'} Phase
+ */
+
+/**
+ * Where the panel is: which body it shows.
+ *
+ * @param {Model} m
+ * @returns {Phase}
+ */
+export function phase(m) {
+  if (m.connection === 'lost') return 'lost';
+  if (m.connection === 'connecting' || !m.docker) return 'connecting';
+  if (!m.docker.available) return 'docker';
+  if (!m.loaded) return 'connecting';
+  const status = m.sandbox?.status ?? 'stopped';
+  // A start or stop of this panel shows at once, before the sidecar's
+  // first event says so.
+  if (m.action === 'start' && (status === 'stopped' || status === 'error')) return 'starting';
+  if (m.action === 'stop' && status === 'running') return 'stopping';
+  if (status === 'stopped' && m.failure) return 'error';
+  return status;
+}
+
+/** @typedef {'neutral' | 'busy' | 'good' | 'bad'} Tone */
+
+/** @type {Record<Phase, {label: string, tone: Tone}>} */
+const BADGES = {
+  connecting: { label: 'Connecting…', tone: 'busy' },
+  lost: { label: 'Disconnected', tone: 'bad' },
+  docker: { label: 'No Docker', tone: 'bad' },
+  stopped: { label: 'Stopped', tone: 'neutral' },
+  starting: { label: 'Starting…', tone: 'busy' },
+  running: { label: 'Running', tone: 'good' },
+  stopping: { label: 'Stopping…', tone: 'busy' },
+  error: { label: 'Error', tone: 'bad' },
+};
+
+/**
+ * The status badge: its label, its colour, and the error it stands for.
+ *
+ * @param {Model} m
+ * @returns {{label: string, tone: Tone, detail: string}}
+ */
+export function badge(m) {
+  const p = phase(m);
+  return { ...BADGES[p], detail: p === 'error' ? errorText(m) : '' };
+}
+
+/**
+ * What went wrong, for the error phase: the failed call's message, else the
+ * sandbox's own error.
+ *
+ * @param {Model} m
+ * @returns {string}
+ */
+export function errorText(m) {
+  return m.failure?.message || m.sandbox?.error || 'The sandbox stopped with an error.';
+}
+
+/**
+ * Which header buttons work now.
+ *
+ * @param {Model} m
+ * @returns {{start: boolean, stop: boolean, tools: boolean, mode: boolean}}
+ */
+export function controls(m) {
+  const p = phase(m);
+  const online = m.connection === 'connected';
+  return {
+    start: online && m.action === null && (p === 'stopped' || p === 'error'),
+    stop: online && m.action === null && p === 'running',
+    tools: online && m.toolsEnabled !== null && !m.toolsPending,
+    mode: p === 'running',
+  };
+}
+
+/**
+ * The progress of a start, for people: a line of text, and a fraction
+ * when the sidecar counts steps (the image build does).
+ *
+ * @param {Model} m
+ * @returns {{text: string, value: number | null, building: boolean}}
+ */
+export function progressOf(m) {
+  const p = m.progress;
+  if (!p) return { text: 'Starting the sandbox…', value: null, building: false };
+  const { current, total } = p;
+  const counted = total !== undefined && total > 0 && current !== undefined;
+  return {
+    text: p.message,
+    value: counted ? Math.min(1, Math.max(0, current / total)) : null,
+    building: p.stage === 'image',
+  };
+}
+
+/**
+ * The address the viewer frame loads: the sandbox's viewerUrl to take
+ * control, its watchUrl to watch, and reconnect=false so the viewer leaves
+ * reconnecting to the panel, which knows whether the sandbox still runs.
+ * Empty when there is nothing to show.
+ *
+ * @param {Model} m
+ * @returns {string}
+ */
+export function viewerSource(m) {
+  if (phase(m) !== 'running' || !m.sandbox) return '';
+  const url = m.mode === 'control' ? m.sandbox.viewerUrl : m.sandbox.watchUrl;
+  if (!url) return '';
+  const [page, fragment = ''] = url.split('#', 2);
+  const params = new URLSearchParams(fragment);
+  params.set('reconnect', 'false');
+  return `${page}#${params}`;
+}
+
+/**
+ * A sidecar error message without the method name the client puts first
+ * ("sandbox/start: ...").
+ *
+ * @param {unknown} err
+ * @returns {string}
+ */
+export function messageOf(err) {
+  const text = err instanceof Error ? err.message : String(err);
+  return text.replace(/^[\w$./]+: /, '');
+}

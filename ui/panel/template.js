@@ -1,0 +1,92 @@
+// The sandbox panel's markup, built once per element; panel.js shows,
+// hides and fills its parts. One <section> per phase (model.js).
+
+const monitorIcon = `<svg class="icon" viewBox="0 0 24 24" aria-hidden="true" focusable="false">
+  <rect x="2.5" y="3.5" width="19" height="13" rx="1.5"/><path d="M8 20.5h8M12 16.5v4"/></svg>`;
+
+const warningIcon = `<svg class="icon warn" viewBox="0 0 24 24" aria-hidden="true" focusable="false">
+  <path d="M12 3 2.5 20h19L12 3z"/><path d="M12 10v4.5M12 17v.5"/></svg>`;
+
+/**
+ * @param {string} stylesheet the address of panel.css
+ * @returns {string}
+ */
+export function panelMarkup(stylesheet) {
+  return `
+<link rel="stylesheet" href="${stylesheet}">
+<div class="panel" part="panel">
+  <header class="bar">
+    <div class="status">
+      <span class="badge" data-tone="busy" role="status" aria-label="Sandbox status" aria-live="polite" aria-atomic="true"><span class="dot" aria-hidden="true"></span><span class="label">Connecting…</span></span>
+      <span class="project"></span>
+      <span class="badge-detail"></span>
+    </div>
+    <div class="actions">
+      <button type="button" class="start" disabled>Start</button>
+      <button type="button" class="stop" disabled>Stop</button>
+    </div>
+    <div class="tools">
+      <button type="button" class="switch" role="switch" aria-checked="false" aria-describedby="tools-note" disabled>
+        <span class="track" aria-hidden="true"><span class="thumb"></span></span><span class="switch-label">Agent tools</span>
+      </button>
+      <span id="tools-note" class="note">Takes effect on the agent's next request.</span>
+      <span class="tools-error" role="alert"></span>
+    </div>
+  </header>
+  <div class="modebar" hidden>
+    <fieldset class="mode">
+      <legend class="visually-hidden">Viewer</legend>
+      <label><input type="radio" name="mode" value="watch" checked><span>Watch</span></label>
+      <label><input type="radio" name="mode" value="control"><span>Take control</span></label>
+    </fieldset>
+    <span class="mode-note"></span>
+  </div>
+  <main class="body">
+    <section data-phase="connecting" class="message">
+      <p class="lead">Connecting to pilot-sandbox…</p>
+    </section>
+    <section data-phase="lost" class="message" hidden>
+      ${warningIcon}
+      <h2>Not connected to pilot-sandbox</h2>
+      <p class="lost-reason"></p>
+      <p class="hint">The panel cannot show, start or stop the sandbox until it is connected again. The sandbox itself is not affected.</p>
+    </section>
+    <section data-phase="docker" class="message" hidden>
+      ${warningIcon}
+      <h2>Docker is not available</h2>
+      <p class="docker-error"></p>
+      <p class="hint">The sandbox runs in Docker. Install Docker Desktop (macOS, Windows) or Docker Engine (Linux), or start it if it is installed. This panel notices when Docker answers.</p>
+      <button type="button" class="recheck">Check again</button>
+    </section>
+    <section data-phase="stopped error" class="message" hidden>
+      ${monitorIcon}
+      <h2>No sandbox running</h2>
+      <div class="failure" role="alert" hidden>
+        <p class="failure-text"></p>
+        <details class="failure-log" hidden><summary>Last lines of its log</summary><pre></pre></details>
+      </div>
+      <button type="button" class="primary start-sandbox" disabled>Start Sandbox</button>
+      <p class="hint">Docker required. The sandbox is a virtual desktop in a Docker container that the agent can see and control.</p>
+    </section>
+    <section data-phase="starting" class="message" hidden>
+      ${monitorIcon}
+      <h2>Starting the sandbox…</h2>
+      <progress class="progress" aria-label="Start progress"></progress>
+      <p class="progress-text" aria-live="polite"></p>
+      <p class="hint build-note" hidden>The first start builds the sandbox image, which takes a few minutes; later starts take seconds.</p>
+    </section>
+    <section data-phase="stopping" class="message" hidden>
+      ${monitorIcon}
+      <h2>Stopping the sandbox…</h2>
+      <p class="hint">Its files are kept for the next start.</p>
+    </section>
+    <section data-phase="running" class="viewer" hidden>
+      <div class="frame-slot"></div>
+      <div class="overlay" hidden>
+        <p class="overlay-text" role="status"></p>
+        <button type="button" class="reconnect" hidden>Reconnect</button>
+      </div>
+    </section>
+  </main>
+</div>`;
+}

@@ -1,0 +1,169 @@
+// The sandbox's viewer page (resources/docker/sandbox/viewer) in a real
+// browser, inside the parents a desktop app may give it: a page served over
+// http, and parents with an opaque origin (about:blank, file://), where
+// noVNC's own vnc.html dies reading localStorage.
+
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { spawnSidecar } from '../client/node.js';
+import { serveBinary, serverEnv, tempDir, tempProject, skipWithoutDocker } from './helpers.js';
+import { launchBrowser, newPage, skipWithoutBrowser, desktopPainted } from './browser.js';
+
+const skipBrowser = skipWithoutBrowser();
+const skip = skipBrowser || (await skipWithoutDocker());
+
+/** @type {import('playwright-core').Browser} */
+let browser;
+/** @type {import('../client/types.js').SandboxState} */
+let sandbox;
+if (!skip) {
+  browser = await launchBrowser();
+  // Not spawnServe: its own cleanup could stop the sidecar before this
+  // one removes the sandbox.
+  const { client, stop } = spawnSidecar({ command: serveBinary(), env: serverEnv(), stderr: 'ignore' });
+  const project = tempProject('pilot-ui-viewer-');
+  project.removeSandbox = async () => {
+    await client.remove(project.path);
+    await stop();
+  };
+  sandbox = await client.start(project.path);
+}
+
+/** @param {string} src */
+const framePage = (src) => `<!DOCTYPE html><title>parent</title>
+<script>window.messages = []; addEventListener('message', (e) => messages.push(e.data));</script>
+<iframe title="desktop" style="width: 960px; height: 600px; border: 0" src="${src}"></iframe>`;
+
+/**
+ * Waits for the viewer's frame and a painted desktop in it.
+ *
+ * @param {import('playwright-core').Page} page
+ */
+async function paintedViewer(page) {
+  const frame = await (await page.getByTitle('desktop').elementHandle())?.contentFrame();
+  assert.ok(frame, 'no frame');
+  return desktopPainted(frame);
+}
+
+/**
+ * Waits until the viewer has told its parent it reached state, and
+ * returns that message.
+ *
+ * @param {import('playwright-core').Page} page
+ * @param {string} state
+ */
+async function viewerSaid(page, state) {
+  const handle = await page.waitForFunction((state) => /** @type {any} */ (window).messages
+    .find((/** @type {any} */ m) => m?.source === 'pilot-sandbox-viewer' && m.type === 'state' && m.state === state), state);
+  return handle.jsonValue();
+}
+
+/**
+ * Serves html at / on a port of 127.0.0.1 until the test file ends.
+ *
+ * @param {string} html
+ * @returns {Promise<string>} the address
+ */
+async function serve(html) {
+  const server = createServer((_req, res) => {
+    res.setHeader('Content-Type', 'text/html');
+    res.end(html);
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(undefined)));
+  after(() => server.close());
+  return `http://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (server.address()).port}/`;
+}
+
+test('in a page served over http', { skip, timeout: 120_000 }, async () => {
+  const { page, screenshot, assertNoErrors } = await newPage(browser, 'viewer-http');
+  await page.goto(await serve(framePage(sandbox.viewerUrl)));
+  assert.deepEqual(await paintedViewer(page), { width: 1280, height: 800 });
+  assert.deepEqual(await viewerSaid(page, 'connected'), {
+    source: 'pilot-sandbox-viewer', type: 'state', state: 'connected', message: '', viewOnly: false, width: 1280, height: 800,
+  });
+  await screenshot('http-parent');
+  assertNoErrors();
+});
+
+// Chromium's Local Network Access checks keep some opaque parents from
+// framing 127.0.0.1 at all, before any page of ours loads: a navigated
+// about:blank or a data: page fails with ERR_BLOCKED_BY_LOCAL_NETWORK_ACCESS_
+// CHECKS, and in a sandboxed frame the viewer never finished loading (README,
+// The panel in an app). So the opaque parents here are those that can frame
+// it: a new window's first about:blank, and a file:// page, which is what
+// an Electron app loads.
+test('in parents with an opaque origin, where vnc.html fails', { skip, timeout: 120_000 }, async () => {
+  const { context, screenshot, errors, assertNoErrors } = await newPage(browser, 'viewer-opaque');
+  const parentFile = join(tempDir('pilot-ui-parent-'), 'parent.html');
+  /** Each parent in a new window of its own. @type {Record<string, (src: string) => Promise<import('playwright-core').Page>>} */
+  const parents = {
+    'about:blank': async (src) => {
+      const page = await context.newPage();
+      await page.setContent(framePage(src));
+      return page;
+    },
+    'file://': async (src) => {
+      writeFileSync(parentFile, framePage(src));
+      const page = await context.newPage();
+      await page.goto(pathToFileURL(parentFile).href);
+      return page;
+    },
+  };
+
+  // The witness: noVNC's own page dies in these parents, so they are as
+  // hostile as a desktop app's may be.
+  const vncHtml = sandbox.viewerUrl.replace(/\/pilot\/viewer\.html#/, '/vnc.html#autoconnect=true&');
+  for (const [name, load] of Object.entries(parents)) {
+    const died = context.waitForEvent('weberror', { predicate: (err) => /localStorage/.test(err.error().message) });
+    const page = await load(vncHtml);
+    await died;
+    assert.equal(await page.evaluate(() => origin), 'null', name);
+    await page.close();
+  }
+  errors.length = 0;
+
+  for (const [name, load] of Object.entries(parents)) {
+    const page = await load(sandbox.viewerUrl);
+    assert.equal(await page.evaluate(() => origin), 'null', name);
+    assert.deepEqual(await paintedViewer(page), { width: 1280, height: 800 }, name);
+    if (name === 'file://') await screenshot(page, 'file-parent');
+    await page.close();
+  }
+
+  assertNoErrors();
+});
+
+test('the password by postMessage, and watching', { skip, timeout: 120_000 }, async () => {
+  const { page, assertNoErrors } = await newPage(browser, 'viewer-postmessage');
+  const [withoutPassword, fragment] = sandbox.viewerUrl.split('#');
+  await page.setContent(framePage(`${withoutPassword}#`));
+  await viewerSaid(page, 'credentials-required');
+  const password = new URLSearchParams(fragment).get('password');
+  await page.evaluate(({ password, origin }) => {
+    const frame = /** @type {HTMLIFrameElement} */ (document.querySelector('iframe'));
+    frame.contentWindow?.postMessage({ target: 'pilot-sandbox-viewer', type: 'connect', password }, origin);
+  }, { password, origin: new URL(sandbox.viewerUrl).origin });
+  assert.equal((/** @type {any} */ (await viewerSaid(page, 'connected'))).width, 1280);
+  await paintedViewer(page);
+
+  await page.setContent(framePage(sandbox.watchUrl));
+  assert.equal((/** @type {any} */ (await viewerSaid(page, 'connected'))).viewOnly, true);
+  await paintedViewer(page);
+  assertNoErrors();
+});
+
+test('a wrong password is refused, and said so', { skip, timeout: 120_000 }, async () => {
+  const { page, errors } = await newPage(browser, 'viewer-wrong-password');
+  await page.setContent(framePage(sandbox.viewerUrl.replace(/password=\w+/, 'password=wrong123')));
+  const failed = /** @type {any} */ (await viewerSaid(page, 'failed'));
+  assert.match(failed.message, /refused the password/);
+  // The viewer says so on the console, and so does noVNC; the browser may
+  // add that the WebSocket then closed badly (websockify sends a reserved
+  // close code after x11vnc hangs up). Nothing else.
+  assert.ok(errors.some((e) => /viewer\.js: pilot-sandbox viewer: the VNC server refused the password/.test(e)), errors.join('\n'));
+  assert.ok(errors.every((e) => /password|websock\.js: WebSocket connection to '\S+' failed/.test(e)), errors.join('\n'));
+});
