@@ -42,6 +42,10 @@ type fakeDocker struct {
 	// nil ends the agent's process.
 	agent    func(req map[string]any) map[string]any
 	sessions map[string][]*fakeSession // container ID -> its attached execs
+	// heldNames are names held by no container, as while Docker undoes a
+	// create whose client went away: the next creates with the name fail
+	// with a conflict, this many times.
+	heldNames map[string]int
 }
 
 func newFakeDocker() *fakeDocker {
@@ -51,6 +55,7 @@ func newFakeDocker() *fakeDocker {
 		images:     map[string]map[string]string{},
 		nextPort:   32768,
 		calls:      map[string]int{},
+		heldNames:  map[string]int{},
 		now:        time.Unix(1_700_000_000, 0),
 	}
 }
@@ -161,6 +166,10 @@ func (f *fakeDocker) CreateContainer(ctx context.Context, spec ContainerSpec) (s
 		return "", err
 	}
 	if f.lookup(spec.Name) != nil {
+		return "", ErrNameConflict
+	}
+	if f.heldNames[spec.Name] > 0 {
+		f.heldNames[spec.Name]--
 		return "", ErrNameConflict
 	}
 	if _, ok := f.images[spec.Image]; !ok {

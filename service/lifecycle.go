@@ -76,7 +76,7 @@ func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 		return Container{}, err
 	}
 	m.progress(b.project, StageCreate, "Creating the sandbox container "+name, 0, 0)
-	id, err := m.docker.CreateContainer(ctx, ContainerSpec{
+	spec := ContainerSpec{
 		Name:   name,
 		Image:  m.cfg.Image,
 		Labels: projectLabels(m.cfg.Scope, b.project),
@@ -84,17 +84,38 @@ func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 		Ports:  []int{vncPort, novncPort},
 		HostIP: "127.0.0.1",
 		Limits: limits,
-	})
-	switch {
-	case errors.Is(err, ErrNameConflict):
-		// Another sidecar created it a moment ago: use that one.
-		return m.find(ctx, b)
-	case err != nil:
-		return Container{}, fmt.Errorf("create container: %w", err)
 	}
-	m.log.Info().Str("project", b.project).Str("container", id).Msg("created sandbox container")
-	return m.docker.InspectContainer(ctx, id)
+	for attempt := 1; ; attempt++ {
+		id, err := m.docker.CreateContainer(ctx, spec)
+		if err == nil {
+			m.log.Info().Str("project", b.project).Str("container", id).Msg("created sandbox container")
+			return m.docker.InspectContainer(ctx, id)
+		}
+		if !errors.Is(err, ErrNameConflict) {
+			return Container{}, fmt.Errorf("create container: %w", err)
+		}
+		// Another sidecar created it a moment ago: use that one.
+		c, err := m.find(ctx, b)
+		if !errors.Is(err, ErrContainerNotFound) {
+			return c, err
+		}
+		if attempt == nameHeldAttempts {
+			return Container{}, fmt.Errorf("%w: Docker holds the name %s for no container: try the start again", ErrNameConflict, name)
+		}
+		// The name is held by no container: a create Docker is still
+		// rolling back (its client, a sidecar, was killed mid-request).
+		m.log.Debug().Str("project", b.project).Int("attempt", attempt).Msg("the container name is held by a create being undone; trying again")
+		select {
+		case <-ctx.Done():
+			return Container{}, ctx.Err()
+		case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
+		}
+	}
 }
+
+// nameHeldAttempts bounds the creates tried while the container's name is
+// held by no container (1.4 s of waits in all).
+const nameHeldAttempts = 8
 
 // launch starts a stopped container, or adopts a running one, and waits
 // until its desktop answers.

@@ -198,6 +198,40 @@ func TestConcurrentStartsMakeOneContainer(t *testing.T) {
 	}
 }
 
+// TestStartWaitsOutANameHeldByNoContainer: Docker keeps a container's name
+// for a moment while it undoes a create whose client (a killed sidecar)
+// went away; a start then tries again, and says so if the name stays held.
+func TestStartWaitsOutANameHeldByNoContainer(t *testing.T) {
+	h := newHarness(t, nil)
+	dir := project(t)
+	canonical, err := CanonicalProject(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.docker.heldNames[ContainerName(canonical)] = 2
+	st, err := h.m.Start(context.Background(), dir)
+	if err != nil || st.Status != StatusRunning {
+		t.Fatalf("start: %+v, %v", st, err)
+	}
+	if n := h.docker.count("CreateContainer"); n != 3 {
+		t.Errorf("%d creates, want 3 (two refused)", n)
+	}
+
+	other := project(t)
+	canonical, err = CanonicalProject(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.docker.heldNames[ContainerName(canonical)] = 1000
+	_, err = h.m.Start(context.Background(), other)
+	if !errors.Is(err, ErrNameConflict) || !strings.Contains(err.Error(), "try the start again") {
+		t.Errorf("a name held for good: %v", err)
+	}
+	if st, err := h.m.Status(context.Background(), other); st != nil || err != nil {
+		t.Errorf("after the failed start: %+v, %v; want no sandbox", st, err)
+	}
+}
+
 func TestImageBuiltOnlyWhenMissingOrOutOfDate(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
