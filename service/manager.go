@@ -141,6 +141,10 @@ type box struct {
 	unready    secretKey
 	unreadyWhy string
 	reported   map[string]string // file -> the problem last reported with it
+	// termID and termAt: the container Docker last sent SIGTERM to from
+	// outside (docker stop), and when; it is stopping until it dies.
+	termID string
+	termAt time.Time
 
 	agentMu sync.Mutex // guards agent
 	agent   *agent     // the desktop agent of the running container, if started

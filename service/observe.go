@@ -59,7 +59,8 @@ func (m *Manager) refresh(ctx context.Context, b *box) (*State, error) {
 func (m *Manager) observe(ctx context.Context, b *box, c Container) *State {
 	var secret vncSecret
 	ready := true
-	if c.Running && c.State != "paused" {
+	stopping := m.stoppingOutside(b, c)
+	if c.Running && c.State != "paused" && !stopping {
 		var err error
 		if secret, err = m.secretFor(ctx, b, c); err != nil {
 			m.log.Warn().Err(err).Str("project", b.project).Msg("VNC password unknown")
@@ -69,6 +70,8 @@ func (m *Manager) observe(ctx context.Context, b *box, c Container) *State {
 	st := stateOf(b.project, c, secret, m.displayOf(c), false)
 	b.mu.Lock()
 	switch {
+	case stopping:
+		st.Status = StatusStopping
 	case !c.Running && b.failedID == c.ID:
 		st.Status, st.Error = StatusError, b.failure
 	case !ready:
@@ -196,6 +199,14 @@ func (m *Manager) onEvent(ctx context.Context, ev ContainerEvent) {
 		return
 	}
 	b := m.box(project)
+	if ev.Action == "kill" && ev.Labels["signal"] == sigterm {
+		// A stop from outside: the desktop takes up to 3 s to end, and
+		// meanwhile the sandbox is stopping, not running (a viewer that
+		// lost it must not connect again).
+		b.mu.Lock()
+		b.termID, b.termAt = ev.ContainerID, ev.Time
+		b.mu.Unlock()
+	}
 	if !m.tryLockProject(b) {
 		return
 	}
@@ -203,4 +214,24 @@ func (m *Manager) onEvent(ctx context.Context, ev ContainerEvent) {
 	if _, err := m.refresh(ctx, b); err != nil {
 		m.log.Debug().Err(err).Str("project", project).Str("action", ev.Action).Msg("refresh after event failed")
 	}
+}
+
+// sigterm is the signal attribute of Docker's kill event for SIGTERM.
+const sigterm = "15"
+
+// termWindow is how long after a SIGTERM from outside a container that
+// still runs counts as stopping: the desktop ends within 3 s of one, and
+// Docker's SIGKILL follows a stop's grace period (10 s by default).
+const termWindow = 30 * time.Second
+
+// stoppingOutside says whether a running container was sent SIGTERM from
+// outside during its current run, and lately. Seeing it stopped forgets
+// the SIGTERM.
+func (m *Manager) stoppingOutside(b *box, c Container) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.termID == c.ID && !c.Running {
+		b.termID = "" // it stopped: its next run is a new one
+	}
+	return c.Running && b.termID == c.ID && b.termAt.After(c.StartedAt) && m.cfg.Now().Sub(b.termAt) < termWindow
 }
