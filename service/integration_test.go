@@ -191,39 +191,18 @@ func TestChangesBehindTheSidecarAreAnnounced(t *testing.T) {
 	go func() { m.Run(ctx); close(ran) }()
 	defer func() { cancel(); <-ran }()
 
-	next := func(want string) *service.State {
-		t.Helper()
-		deadline := time.After(15 * time.Second)
-		for {
-			select {
-			case ev := <-events:
-				if ev.Kind != service.EventState || ev.Project != dir {
-					continue
-				}
-				got := "none"
-				if ev.State != nil {
-					got = string(ev.State.Status)
-				}
-				if got == want {
-					return ev.State
-				}
-			case <-deadline:
-				t.Fatalf("no %s event within 15s", want)
-			}
-		}
-	}
 	if err := docker.StopContainer(ctx, st.ContainerID, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	next("stopped")
+	nextState(t, events, dir, "stopped")
 	if err := docker.StartContainer(ctx, st.ContainerID); err != nil {
 		t.Fatal(err)
 	}
-	next("running")
+	nextState(t, events, dir, "running")
 	if err := docker.RemoveContainer(ctx, st.ContainerID); err != nil {
 		t.Fatal(err)
 	}
-	next("none")
+	nextState(t, events, dir, "")
 }
 
 func TestConcurrentStartsMakeOneContainer(t *testing.T) {
