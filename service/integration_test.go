@@ -179,17 +179,14 @@ func TestReconcileAfterSidecarRestart(t *testing.T) {
 func TestChangesBehindTheSidecarAreAnnounced(t *testing.T) {
 	m, docker := dockertest.Manager(t, func(c *service.Config) { c.ResyncInterval = time.Hour })
 	dir := dockertest.Project(t, docker)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := context.Background()
 	st, err := m.Start(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	events, unsubscribe := m.Subscribe()
-	defer unsubscribe()
-	ran := make(chan struct{})
-	go func() { m.Run(ctx); close(ran) }()
-	defer func() { cancel(); <-ran }()
+	t.Cleanup(unsubscribe)
+	dockertest.Run(t, m)
 
 	if err := docker.StopContainer(ctx, st.ContainerID, time.Second); err != nil {
 		t.Fatal(err)

@@ -50,6 +50,14 @@ func newHarness(t *testing.T, change func(*Config)) *harness {
 	return &harness{t: t, docker: docker, m: m, events: events}
 }
 
+// run runs the manager's background work until the test ends.
+func (h *harness) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { h.m.Run(ctx); close(ran) }()
+	h.t.Cleanup(func() { cancel(); <-ran })
+}
+
 func project(t *testing.T) string {
 	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
@@ -463,11 +471,7 @@ func TestEventsFollowContainersChangedBehindTheManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ran := make(chan struct{})
-	go func() { h.m.Run(ctx); close(ran) }()
-	defer func() { cancel(); <-ran }()
+	h.run()
 	h.drain()
 
 	h.docker.kill(st.ContainerID, 137)
@@ -507,11 +511,7 @@ func TestAStopFromOutsideIsStopping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ran := make(chan struct{})
-	go func() { h.m.Run(ctx); close(ran) }()
-	defer func() { cancel(); <-ran }()
+	h.run()
 	h.drain()
 	kill := func(signal string) {
 		labels := projectLabels(DefaultScope, dir)

@@ -29,10 +29,7 @@ func TestOutsideStartIsRunningOnlyOnceTheDesktopAnswers(t *testing.T) {
 	h.docker.addContainer(answers, true, 0, vncSecret{Control: "ctrl1234", View: "view1234"})
 	silentPort.Store(int64(h.docker.addContainer(silent, true, 0, vncSecret{Control: "ctrl1234", View: "view1234"}).Ports[novncPort]))
 	h.docker.events = make(chan ContainerEvent)
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { h.m.Run(ctx); close(ran) }()
-	defer func() { cancel(); <-ran }()
+	h.run()
 
 	want := map[string][]Status{answers: {StatusStarting, StatusRunning}, silent: {StatusStarting, StatusError}}
 	got := map[string][]Status{}

@@ -200,17 +200,8 @@ func (x *xevWatcher) cutBuffer() string {
 	return strings.Trim(strings.TrimSpace(value), `"`)
 }
 
+// poll runs a shell test in the sandbox until it succeeds (dockertest.PollExec).
 func (x *xevWatcher) poll(what, test string) {
 	x.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		out, err := x.m.Exec(context.Background(), x.dir, service.ExecRequest{Command: test, Timeout: 10 * time.Second})
-		if err == nil && out.ExitCode == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			x.t.Fatalf("%s: not there after 20s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	dockertest.PollExec(x.t, x.m, x.dir, what, test)
 }

@@ -82,21 +82,10 @@ func (d *desk) sh(command string) string {
 	return out.Stdout
 }
 
-// poll runs a shell test until it succeeds; the desktop does things in its
-// own time (windows map, files get written).
+// poll runs a shell test in the sandbox until it succeeds (dockertest.PollExec).
 func (d *desk) poll(what, test string) {
 	d.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		out, err := d.m.Exec(context.Background(), d.project, service.ExecRequest{Command: test, Timeout: 10 * time.Second})
-		if err == nil && out.ExitCode == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("%s: not so after 20s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	dockertest.PollExec(d.t, d.m, d.project, what, test)
 }
 
 // xevEvent is one event xev printed.

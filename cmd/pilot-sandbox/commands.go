@@ -43,21 +43,15 @@ func newCLI(e *env, name string, args []string, extra func(*flag.FlagSet)) (*cli
 	if *verbose {
 		level = zerolog.DebugLevel
 	}
-	log, closeLog, err := openLog(e.stderr, level)
-	if err != nil {
-		return nil, nil, err
-	}
-	m, _, err := newManager(log)
-	if err != nil {
-		closeLog()
-		return nil, nil, err
-	}
 	abs, err := absProject(*project)
 	if err != nil {
-		closeLog()
 		return nil, nil, err
 	}
-	return &cli{env: e, manager: m, project: abs, json: *asJSON, close: closeLog}, fs, nil
+	a, err := openApp(e.stderr, level)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &cli{env: e, manager: a.m, project: abs, json: *asJSON, close: a.close}, fs, nil
 }
 
 func absProject(p string) (string, error) {

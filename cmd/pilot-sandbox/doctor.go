@@ -23,15 +23,12 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
-	log, closeLog, err := openLog(e.stderr, zerolog.ErrorLevel)
+	a, err := openApp(e.stderr, zerolog.ErrorLevel)
 	if err != nil {
 		return err
 	}
-	defer closeLog()
-	m, docker, err := newManager(log)
-	if err != nil {
-		return err
-	}
+	defer a.close()
+	m, docker := a.m, a.docker
 	w := e.stdout
 	ok := true
 	status := m.DockerStatus(ctx)

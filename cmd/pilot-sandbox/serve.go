@@ -31,15 +31,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if *verbose {
 		level = zerolog.DebugLevel
 	}
-	log, closeLog, err := openLog(e.stderr, level)
+	a, err := openApp(e.stderr, level)
 	if err != nil {
 		return err
 	}
-	defer closeLog()
-	m, docker, err := newManager(log)
-	if err != nil {
-		return err
-	}
+	defer a.close()
+	log, m, docker := a.log, a.m, a.docker
 	log.Info().Str("version", version).Str("docker", docker.Endpoint()).Str("framing", string(framing)).Msg("serving on stdio")
 
 	ctx, cancel := context.WithCancel(ctx)

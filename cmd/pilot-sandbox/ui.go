@@ -60,15 +60,12 @@ func runUI(ctx context.Context, e *env, args []string) error {
 	if *verbose {
 		level = zerolog.DebugLevel
 	}
-	log, closeLog, err := openLog(e.stderr, level)
+	a, err := openApp(e.stderr, level)
 	if err != nil {
 		return err
 	}
-	defer closeLog()
-	m, docker, err := newManager(log)
-	if err != nil {
-		return err
-	}
+	defer a.close()
+	log, m, docker := a.log, a.m, a.docker
 	token, err := newToken()
 	if err != nil {
 		return err

@@ -33,6 +33,29 @@ const (
 	envScope = "PILOT_SCOPE"
 )
 
+// app is what a command works with: its logger, and the manager on the
+// engine; close closes the log file.
+type app struct {
+	log    zerolog.Logger
+	m      *service.Manager
+	docker *engine.Client
+	close  func()
+}
+
+// openApp opens the log (at level on stderr) and builds the manager.
+func openApp(stderr io.Writer, level zerolog.Level) (*app, error) {
+	log, closeLog, err := openLog(stderr, level)
+	if err != nil {
+		return nil, err
+	}
+	m, docker, err := newManager(log)
+	if err != nil {
+		closeLog()
+		return nil, err
+	}
+	return &app{log: log, m: m, docker: docker, close: closeLog}, nil
+}
+
 // newManager builds the manager the way every command uses it.
 func newManager(log zerolog.Logger) (*service.Manager, *engine.Client, error) {
 	docker := engine.New("")

@@ -75,6 +75,33 @@ func Manager(t testing.TB, change func(*service.Config)) (*service.Manager, *eng
 	return m, docker
 }
 
+// Run runs the manager's background work (reconciliation, Docker events)
+// until the test ends.
+func Run(t testing.TB, m *service.Manager) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { m.Run(ctx); close(ran) }()
+	t.Cleanup(func() { cancel(); <-ran })
+}
+
+// PollExec runs a shell test in the project's sandbox until it succeeds,
+// for up to 20 s: the desktop does things in its own time (windows map,
+// files get written). It fails the test, saying what, if it never does.
+func PollExec(t testing.TB, m *service.Manager, project, what, test string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, err := m.Exec(context.Background(), project, service.ExecRequest{Command: test, Timeout: 10 * time.Second})
+		if err == nil && out.ExitCode == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not so after 20s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // Project makes an empty project directory and removes the project's sandbox
 // container when the test ends, whatever happened to it.
 func Project(t testing.TB, docker service.Docker) string {
