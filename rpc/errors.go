@@ -7,6 +7,7 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
@@ -102,12 +103,11 @@ func toWire(err error) *jsonrpc2.Error {
 	var (
 		wire     *jsonrpc2.Error
 		param    *paramError
-		project  *service.ProjectError
+		project  *projectfs.PathError
 		argument *service.ArgumentError
-		build    *service.BuildError
-		start    *service.StartError
-		config   *service.ConfigError
-		file     *service.FileError
+		logged   *service.LogError
+		config   *projectfs.ConfigError
+		file     *projectfs.FileError
 	)
 	switch {
 	case errors.As(err, &wire):
@@ -122,10 +122,10 @@ func toWire(err error) *jsonrpc2.Error {
 		return newError(codeDockerUnavailable, err.Error(), nil)
 	case errors.Is(err, service.ErrNotRunning):
 		return newError(codeNotRunning, err.Error(), nil)
-	case errors.As(err, &build):
-		return newError(codeImageBuildFailed, err.Error(), &errorData{Log: build.Log})
-	case errors.As(err, &start):
-		return newError(codeStartFailed, err.Error(), &errorData{Log: start.Log})
+	case errors.As(err, &logged) && errors.Is(err, service.ErrImageBuild):
+		return newError(codeImageBuildFailed, err.Error(), &errorData{Log: logged.Log})
+	case errors.As(err, &logged):
+		return newError(codeStartFailed, err.Error(), &errorData{Log: logged.Log})
 	case errors.As(err, &config):
 		return newError(codeStartFailed, "the project's sandbox settings are wrong: "+config.Error(), &errorData{File: config.File})
 	case errors.As(err, &file):

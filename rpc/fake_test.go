@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
@@ -121,7 +123,7 @@ func (f *fakeService) unavailable() error {
 // enter resolves the project and applies its behaviour; a nil error means
 // the call goes on normally.
 func (f *fakeService) enter(ctx context.Context, path string) (string, error) {
-	project, err := service.CanonicalProject(path)
+	project, err := projectfs.Canonical(path)
 	if err != nil {
 		return "", err
 	}
@@ -200,22 +202,22 @@ func (f *fakeService) Start(ctx context.Context, path string) (service.State, er
 	}
 	st := service.State{
 		ProjectPath: project, ContainerID: "c0ffee", ContainerName: "pilot-sandbox-" + filepath.Base(project),
-		Image: "pilot-sandbox:latest", Status: service.StatusStarting, Display: service.DefaultDisplay, CreatedAt: 1700000000000,
+		Image: "pilot-sandbox:latest", Status: service.StatusStarting, Display: desktop.DefaultDisplay, CreatedAt: 1700000000000,
 	}
 	if filepath.Base(project) == "badsettings" {
-		return service.State{}, &service.ConfigError{File: filepath.Join(project, ".pilot", "settings.json"), Field: "sandbox.memory", Reason: `must be at least 512m; it is "64m"`}
+		return service.State{}, &projectfs.ConfigError{File: filepath.Join(project, ".pilot", "settings.json"), Field: "sandbox.memory", Reason: `must be at least 512m; it is "64m"`}
 	}
 	f.commit(project, &st)
 	switch filepath.Base(project) {
 	case "buildfail":
 		f.progress(project, service.StageImage, "Step 1/2 : FROM debian:bookworm-slim", 1, 2)
 		f.commit(project, nil)
-		return service.State{}, &service.BuildError{Log: []string{"Step 2/2 : RUN apt-get install xvfb", "E: Unable to locate package xvfb"}, Err: errors.New("the command returned a non-zero code: 100")}
+		return service.State{}, service.NewBuildError([]string{"Step 2/2 : RUN apt-get install xvfb", "E: Unable to locate package xvfb"}, errors.New("the command returned a non-zero code: 100"))
 	case "startfail":
 		f.progress(project, service.StageStart, "Starting the desktop", 0, 0)
 		st.Status, st.Error = service.StatusError, "the container exited with code 1 before its desktop was ready"
 		f.commit(project, &st)
-		return service.State{}, &service.StartError{Log: []string{"Xvfb: cannot open display :99"}, Err: errors.New(st.Error)}
+		return service.State{}, service.NewStartError([]string{"Xvfb: cannot open display :99"}, errors.New(st.Error))
 	}
 	f.progress(project, service.StageCreate, "Creating the sandbox container "+st.ContainerName, 0, 0)
 	f.progress(project, service.StageStart, "Starting the desktop", 0, 0)
@@ -315,15 +317,15 @@ func (f *fakeService) Exec(ctx context.Context, path string, r service.ExecReque
 	return service.ExecOutput{ExitCode: 3, Stdout: fmt.Sprintf("ran %q in %q for %s\n", r.Command, r.WorkDir, r.Timeout), Stderr: "warning\n"}, nil
 }
 
-func (f *fakeService) Screenshot(ctx context.Context, path string) (service.Screenshot, error) {
+func (f *fakeService) Screenshot(ctx context.Context, path string) (desktop.Screenshot, error) {
 	if err := f.running(ctx, path); err != nil {
-		return service.Screenshot{}, err
+		return desktop.Screenshot{}, err
 	}
-	return service.Screenshot{PNG: []byte("\x89PNG\r\n\x1a\n"), Width: 1280, Height: 800}, nil
+	return desktop.Screenshot{PNG: []byte("\x89PNG\r\n\x1a\n"), Width: 1280, Height: 800}, nil
 }
 
 func (f *fakeService) ToolsEnabled(path string) (bool, error) {
-	project, err := service.CanonicalProject(path)
+	project, err := projectfs.Canonical(path)
 	if err != nil {
 		return false, err
 	}
@@ -333,12 +335,12 @@ func (f *fakeService) ToolsEnabled(path string) (bool, error) {
 }
 
 func (f *fakeService) SetToolsEnabled(path string, on bool) (bool, error) {
-	project, err := service.CanonicalProject(path)
+	project, err := projectfs.Canonical(path)
 	if err != nil {
 		return false, err
 	}
 	if filepath.Base(project) == "readonly" {
-		return false, &service.FileError{Path: filepath.Join(project, ".pilot", "settings.json"), Problem: service.FileUnwritable, Err: syscall.EROFS}
+		return false, &projectfs.FileError{Path: filepath.Join(project, ".pilot", "settings.json"), Problem: projectfs.FileUnwritable, Err: syscall.EROFS}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
@@ -18,7 +19,7 @@ type schema = map[string]any
 var schemaNames = map[reflect.Type]string{
 	reflect.TypeFor[service.State]():        "SandboxState",
 	reflect.TypeFor[service.DockerStatus](): "DockerStatus",
-	reflect.TypeFor[service.Display]():      "Display",
+	reflect.TypeFor[desktop.Display]():      "Display",
 	reflect.TypeFor[service.Progress]():     "SandboxProgress",
 	reflect.TypeFor[service.ExecOutput]():   "ExecResult",
 	reflect.TypeFor[tools.Tool]():           "Tool",

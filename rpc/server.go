@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
@@ -33,7 +34,7 @@ type Service interface {
 	List(ctx context.Context) ([]service.State, error)
 	Close(ctx context.Context, project string) (*service.State, error)
 	Exec(ctx context.Context, project string, req service.ExecRequest) (service.ExecOutput, error)
-	Screenshot(ctx context.Context, project string) (service.Screenshot, error)
+	Screenshot(ctx context.Context, project string) (desktop.Screenshot, error)
 	ToolsEnabled(project string) (bool, error)
 	SetToolsEnabled(project string, enabled bool) (bool, error)
 	Subscribe() (<-chan service.Event, func())

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 )
 
 func TestDesktopRequestsGoToOneAgent(t *testing.T) {
@@ -61,7 +63,7 @@ func TestAgentThatDiesIsReplaced(t *testing.T) {
 	}
 	d, _ := h.m.Desktop(context.Background(), dir)
 	crash.Store(true)
-	if err := d.Move(context.Background(), 1, 1); !errors.Is(err, errAgentGone) {
+	if err := d.Move(context.Background(), 1, 1); !errors.Is(err, desktop.ErrGone) {
 		t.Fatalf("request to a crashing agent: %v", err)
 	}
 	if err := d.Move(context.Background(), 1, 1); err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
@@ -42,7 +43,7 @@ func TestProjectLimitsReachTheKernel(t *testing.T) {
 	if got := exec(t, m, dir, cgroupLimits).Stdout; got != want {
 		t.Errorf("limits inside:\n%s\nwant\n%s", got, want)
 	}
-	if out := exec(t, m, dir, "xdpyinfo | grep dimensions").Stdout; !strings.Contains(out, "1024x768 pixels") || st.Display != (service.Display{Width: 1024, Height: 768}) {
+	if out := exec(t, m, dir, "xdpyinfo | grep dimensions").Stdout; !strings.Contains(out, "1024x768 pixels") || st.Display != (desktop.Display{Width: 1024, Height: 768}) {
 		t.Errorf("display: %s, state %+v", out, st.Display)
 	}
 
@@ -194,7 +195,7 @@ func assertDesktopWorks(t *testing.T, m *service.Manager, dir string, st service
 	if s, err := m.Status(ctx, dir); err != nil || s.Status != service.StatusRunning || s.ContainerID != st.ContainerID {
 		t.Errorf("status: %+v, %v", s, err)
 	}
-	if err := service.ProbeDesktop(ctx, "127.0.0.1", st.WSPort); err != nil {
+	if err := desktop.Probe(ctx, "127.0.0.1", st.WSPort); err != nil {
 		t.Errorf("viewer: %v", err)
 	}
 	if shot, err := m.Screenshot(ctx, dir); err != nil || shot.Width != st.Display.Width {

@@ -89,6 +89,13 @@ type ContainerSpec struct {
 	Limits Limits
 }
 
+// Capacity is what the Docker engine has to give: a sandbox cannot have
+// more CPUs than it (Docker refuses), nor usefully more memory.
+type Capacity struct {
+	CPUs        int
+	MemoryBytes int64
+}
+
 // Limits are the resource and privilege limits of a sandbox container.
 type Limits struct {
 	MemoryBytes int64

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
 // The sentinel errors of the sandbox domain. Adapters (the JSON-RPC server, the
@@ -16,15 +19,15 @@ var (
 	ErrNotRunning = errors.New("sandbox is not running")
 	// ErrNoSandbox: the project has no sandbox at all. It is also an ErrNotRunning.
 	ErrNoSandbox = fmt.Errorf("%w: the project has no sandbox", ErrNotRunning)
-	// ErrImageBuild: the sandbox image could not be built. See BuildError.
+	// ErrImageBuild: the sandbox image could not be built. See LogError.
 	ErrImageBuild = errors.New("sandbox image build failed")
-	// ErrStartFailed: the container did not become ready. See StartError.
+	// ErrStartFailed: the container did not become ready. See LogError.
 	ErrStartFailed = errors.New("sandbox did not start")
 	// ErrTimeout: a Docker operation did not finish in time.
 	ErrTimeout = errors.New("docker operation timed out")
 	// ErrInvalidProject: the project path is not an absolute path to an
-	// existing directory. See ProjectError.
-	ErrInvalidProject = errors.New("invalid project path")
+	// existing directory. See projectfs.PathError.
+	ErrInvalidProject = projectfs.ErrInvalidPath
 	// ErrContainerNotFound is returned by a Docker implementation when the
 	// container does not exist (any more).
 	ErrContainerNotFound = errors.New("container not found")
@@ -37,56 +40,45 @@ var (
 	// ErrInvalidArgument: an argument of a service call is out of range.
 	ErrInvalidArgument = errors.New("invalid argument")
 	// ErrProjectFile: a file in the project's .pilot directory cannot be
-	// read or written. See FileError.
-	ErrProjectFile = errors.New("project file unusable")
+	// read or written. See projectfs.FileError.
+	ErrProjectFile = projectfs.ErrFile
+	// ErrAgent: the desktop agent refused or failed a request, for a reason
+	// a model can act on (an unknown key name, say).
+	ErrAgent = desktop.ErrAgent
 	// ErrPortInUse is returned by a Docker implementation when the engine
 	// could not publish a port because something else holds it.
 	ErrPortInUse = errors.New("host port in use")
 )
 
-// BuildError is an image build failure with the last lines of the build log.
-type BuildError struct {
-	Log []string
-	Err error
+// LogError is a failure that comes with the last lines of the log that
+// explains it: an image build's output (ErrImageBuild), or that of a
+// container whose desktop did not start (ErrStartFailed).
+type LogError struct {
+	Kind error  // ErrImageBuild or ErrStartFailed
+	Op   string // what failed, for the message
+	Log  []string
+	Err  error
 }
 
-func (e *BuildError) Error() string {
-	msg := "build sandbox image: " + e.Err.Error()
+// NewBuildError is an image build that failed, with its last output.
+func NewBuildError(log []string, err error) *LogError {
+	return &LogError{Kind: ErrImageBuild, Op: "build sandbox image", Log: log, Err: err}
+}
+
+// NewStartError is a container that did not become ready, with its last output.
+func NewStartError(log []string, err error) *LogError {
+	return &LogError{Kind: ErrStartFailed, Op: "start sandbox", Log: log, Err: err}
+}
+
+func (e *LogError) Error() string {
+	msg := e.Op + ": " + e.Err.Error()
 	if len(e.Log) > 0 {
 		msg += " (last output: " + lastLine(e.Log) + ")"
 	}
 	return msg
 }
 
-func (e *BuildError) Unwrap() []error { return []error{ErrImageBuild, e.Err} }
-
-// StartError is a container that did not become ready, with its last output.
-type StartError struct {
-	Log []string
-	Err error
-}
-
-func (e *StartError) Error() string {
-	msg := "start sandbox: " + e.Err.Error()
-	if len(e.Log) > 0 {
-		msg += " (last output: " + lastLine(e.Log) + ")"
-	}
-	return msg
-}
-
-func (e *StartError) Unwrap() []error { return []error{ErrStartFailed, e.Err} }
-
-// ProjectError says why a project path was refused.
-type ProjectError struct {
-	Path   string
-	Reason string
-}
-
-func (e *ProjectError) Error() string {
-	return fmt.Sprintf("project path %q: %s", e.Path, e.Reason)
-}
-
-func (e *ProjectError) Unwrap() error { return ErrInvalidProject }
+func (e *LogError) Unwrap() []error { return []error{e.Kind, e.Err} }
 
 // ArgumentError names the argument of a service call that is out of range.
 type ArgumentError struct {

@@ -8,6 +8,9 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
 // Limits of sandbox/exec (PROTOCOL.md).
@@ -88,15 +91,15 @@ func (m *Manager) ExecArgv(ctx context.Context, path string, spec ExecSpec) (Exe
 		return ExecResult{}, err
 	}
 	if spec.User == "" {
-		spec.User = sandboxUser
+		spec.User = desktop.User
 	}
 	// Docker sets HOME for the exec's user but not USER or LOGNAME, which
 	// some programs read.
-	spec.Env = append([]string{displayEnv, "USER=" + spec.User, "LOGNAME=" + spec.User}, spec.Env...)
+	spec.Env = append([]string{desktop.DisplayEnv, "USER=" + spec.User, "LOGNAME=" + spec.User}, spec.Env...)
 	res, err := m.docker.Exec(ctx, st.ContainerID, spec)
 	if errors.Is(err, ErrNotRunning) || errors.Is(err, ErrContainerNotFound) {
 		// The container went away since the state was read.
-		m.settle(ctx, b)
+		m.recheck(ctx, b)
 		return ExecResult{}, fmt.Errorf("%w: %v", ErrNotRunning, err)
 	}
 	return res, err
@@ -104,7 +107,7 @@ func (m *Manager) ExecArgv(ctx context.Context, path string, spec ExecSpec) (Exe
 
 // running returns the project's state if its sandbox is running.
 func (m *Manager) running(ctx context.Context, path string) (*box, State, error) {
-	project, err := CanonicalProject(path)
+	project, err := projectfs.Canonical(path)
 	if err != nil {
 		return nil, State{}, err
 	}
@@ -125,20 +128,4 @@ func (m *Manager) running(ctx context.Context, path string) (*box, State, error)
 		return b, *st, fmt.Errorf("%w (it is %s)", ErrNotRunning, st.Status)
 	}
 	return b, *st, nil
-}
-
-// Screenshot is a PNG of the whole display.
-type Screenshot struct {
-	PNG    []byte
-	Width  int
-	Height int
-}
-
-// Screenshot captures the project's display at full size.
-func (m *Manager) Screenshot(ctx context.Context, path string) (Screenshot, error) {
-	d, err := m.Desktop(ctx, path)
-	if err != nil {
-		return Screenshot{}, err
-	}
-	return d.Screenshot(ctx)
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 )
 
 // fakeDocker is an in-memory Docker engine for unit tests of the manager's
@@ -235,7 +237,7 @@ func (f *fakeDocker) StartContainer(ctx context.Context, id string) error {
 	// Every start is a new run, with its own start time.
 	c.Running, c.State, c.ExitCode = true, "running", 0
 	c.StartedAt = f.now.Add(time.Duration(f.calls["StartContainer"]) * time.Second)
-	c.Ports = map[int]int{vncPort: f.nextPort, novncPort: f.nextPort + 1}
+	c.Ports = map[int]int{desktop.VNCPort: f.nextPort, desktop.NoVNCPort: f.nextPort + 1}
 	f.nextPort += 2
 	onStart := f.onStart
 	f.mu.Unlock()
@@ -415,7 +417,7 @@ func (f *fakeDocker) Events(ctx context.Context, labels map[string]string) (<-ch
 
 // addContainer puts a sandbox container for project on the fake engine, as
 // if an earlier sidecar had made it.
-func (f *fakeDocker) addContainer(project string, running bool, exitCode int, secret vncSecret) *Container {
+func (f *fakeDocker) addContainer(project string, running bool, exitCode int, secret desktop.Secret) *Container {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextID++
@@ -427,12 +429,12 @@ func (f *fakeDocker) addContainer(project string, running bool, exitCode int, se
 	}
 	if running {
 		c.Running, c.State = true, "running"
-		c.Ports = map[int]int{vncPort: f.nextPort, novncPort: f.nextPort + 1}
+		c.Ports = map[int]int{desktop.VNCPort: f.nextPort, desktop.NoVNCPort: f.nextPort + 1}
 		f.nextPort += 2
 	}
 	f.containers[id] = c
 	// An earlier sidecar's container: an image without LabelVNCDir.
-	f.files[id] = map[string]string{legacyVNCDir + "/passwd": string(secret.passwdFile())}
+	f.files[id] = map[string]string{desktop.LegacyVNCDir + "/passwd": string(secret.PasswdFile())}
 	return c
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
@@ -57,7 +58,7 @@ func TestTakenHostPortsAreTriedAgain(t *testing.T) {
 		if again.Status != service.StatusRunning {
 			t.Errorf("after the retries: %+v", again)
 		}
-		if err := service.ProbeDesktop(ctx, "127.0.0.1", again.WSPort); err != nil {
+		if err := desktop.Probe(ctx, "127.0.0.1", again.WSPort); err != nil {
 			t.Errorf("the desktop on its new ports: %v", err)
 		}
 		return

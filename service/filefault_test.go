@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
 // warnings returns the warning events published so far.
@@ -26,35 +29,35 @@ func (h *harness) warnings() []Warning {
 func TestCorruptStateFileFoundAtStartupIsKeptAndReported(t *testing.T) {
 	h := newHarness(t, nil)
 	dir := project(t)
-	h.docker.addContainer(dir, true, 0, vncSecret{Control: "ctrl1234", View: "view1234"})
-	os.MkdirAll(filepath.Join(dir, pilotDir), 0o755)
-	os.WriteFile(sandboxFile(dir), []byte(`{"containerId": "ab`), 0o644)
+	h.docker.addContainer(dir, true, 0, desktop.Secret{Control: "ctrl1234", View: "view1234"})
+	os.MkdirAll(filepath.Join(dir, projectfs.Dir), 0o755)
+	os.WriteFile(projectfs.SandboxFile(dir), []byte(`{"containerId": "ab`), 0o644)
 
 	if _, err := h.m.List(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	w := h.warnings()
-	if len(w) != 1 || w[0].Problem != FileCorrupt || w[0].File != sandboxFile(dir) || w[0].KeptAs == "" || !strings.Contains(w[0].Message, "kept it as") {
+	if len(w) != 1 || w[0].Problem != projectfs.FileCorrupt || w[0].File != projectfs.SandboxFile(dir) || w[0].KeptAs == "" || !strings.Contains(w[0].Message, "kept it as") {
 		t.Fatalf("warnings = %+v", w)
 	}
 	if kept, _ := os.ReadFile(w[0].KeptAs); string(kept) != `{"containerId": "ab` {
 		t.Errorf("kept %q", kept)
 	}
-	if rec, err := readRecord(dir); err != nil || rec.Status != StatusRunning {
+	if rec, err := projectfs.ReadRecord(dir); err != nil || rec.Status != string(StatusRunning) {
 		t.Errorf("new state file: %+v, %v", rec, err)
 	}
 	h.m.List(context.Background())
 	if w := h.warnings(); len(w) != 0 {
 		t.Errorf("warned again with nothing new: %+v", w)
 	}
-	os.WriteFile(sandboxFile(dir), []byte("{}"), 0o644) // edited by hand
+	os.WriteFile(projectfs.SandboxFile(dir), []byte("{}"), 0o644) // edited by hand
 	h.m.List(context.Background())
 	if w := h.warnings(); len(w) != 1 || w[0].KeptAs == "" {
 		t.Errorf("a bad file appearing while running: %+v", w)
 	}
-	os.Remove(sandboxFile(dir))
+	os.Remove(projectfs.SandboxFile(dir))
 	h.m.List(context.Background())
-	if rec, err := readRecord(dir); err != nil || rec == nil {
+	if rec, err := projectfs.ReadRecord(dir); err != nil || rec == nil {
 		t.Errorf("a lost state file is not written again: %v", err)
 	}
 }
@@ -66,13 +69,13 @@ func TestUnwritableStateFileLeavesTheSandboxAlone(t *testing.T) {
 	dir := project(t)
 	ctx := context.Background()
 	// A file where .pilot should be: no one, not even root, can write in it.
-	os.WriteFile(filepath.Join(dir, pilotDir), []byte("in the way"), 0o644)
+	os.WriteFile(filepath.Join(dir, projectfs.Dir), []byte("in the way"), 0o644)
 	st, err := h.m.Start(ctx, dir)
 	if err != nil || st.Status != StatusRunning {
 		t.Fatalf("start: %+v, %v", st, err)
 	}
 	w := h.warnings()
-	if len(w) != 1 || w[0].Problem != FileUnwritable || w[0].File != sandboxFile(dir) {
+	if len(w) != 1 || w[0].Problem != projectfs.FileUnwritable || w[0].File != projectfs.SandboxFile(dir) {
 		t.Fatalf("warnings = %+v", w)
 	}
 	if st, err := h.m.Stop(ctx, dir); err != nil || st.Status != StatusStopped {
@@ -82,11 +85,11 @@ func TestUnwritableStateFileLeavesTheSandboxAlone(t *testing.T) {
 		t.Errorf("the same problem reported again: %+v", w)
 	}
 	_, err = h.m.SetToolsEnabled(dir, true)
-	var fe *FileError
-	if !errors.As(err, &fe) || fe.Problem != FileUnwritable || fe.Path != settingsFile(dir) {
+	var fe *projectfs.FileError
+	if !errors.As(err, &fe) || fe.Problem != projectfs.FileUnwritable || fe.Path != projectfs.SettingsFile(dir) {
 		t.Errorf("setToolsEnabled: %v", err)
 	}
-	if data, _ := os.ReadFile(filepath.Join(dir, pilotDir)); string(data) != "in the way" {
+	if data, _ := os.ReadFile(filepath.Join(dir, projectfs.Dir)); string(data) != "in the way" {
 		t.Errorf("the file in the way changed: %q", data)
 	}
 }
@@ -96,14 +99,14 @@ func TestUnwritableStateFileLeavesTheSandboxAlone(t *testing.T) {
 func TestUnreadableSettingsTurnToolsOffAndAreReported(t *testing.T) {
 	h := newHarness(t, nil)
 	dir := project(t)
-	os.MkdirAll(settingsFile(dir), 0o755) // a directory in its place
+	os.MkdirAll(projectfs.SettingsFile(dir), 0o755) // a directory in its place
 	for range 2 {
 		if on, err := h.m.ToolsEnabled(dir); on || err != nil {
 			t.Errorf("tools: %v, %v", on, err)
 		}
 	}
 	w := h.warnings()
-	if len(w) != 1 || w[0].Problem != FileUnreadable || !strings.Contains(w[0].Message, "agent tools count as off") {
+	if len(w) != 1 || w[0].Problem != projectfs.FileUnreadable || !strings.Contains(w[0].Message, "agent tools count as off") {
 		t.Fatalf("warnings = %+v", w)
 	}
 	if on, err := h.m.SetToolsEnabled(dir, true); !on || err != nil {

@@ -76,7 +76,7 @@ func newBuildContext(files fs.FS, buildArgs map[string]string) (buildContext, er
 	return buildContext{tar: buf.Bytes(), hash: hex.EncodeToString(sum.Sum(nil))[:16]}, nil
 }
 
-// buildLogLines is how much of the build output a BuildError keeps.
+// buildLogLines is how much of the build output a failed build keeps.
 const buildLogLines = 40
 
 // EnsureImage builds the sandbox image unless an image with this binary's
@@ -116,7 +116,7 @@ func (m *Manager) EnsureImage(ctx context.Context, project string) error {
 		if errors.Is(err, ErrDockerUnavailable) || errors.Is(err, context.Canceled) {
 			return err
 		}
-		return &BuildError{Log: tail.lines(), Err: err}
+		return NewBuildError(tail.lines(), err)
 	}
 	m.progress(project, StageImage, "Built the sandbox image "+m.cfg.Image, 0, 0)
 	return nil

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
@@ -76,7 +77,7 @@ func TestSandboxLifecycle(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	if err := service.ProbeDesktop(ctx, "127.0.0.1", st.WSPort); err != nil {
+	if err := desktop.Probe(ctx, "127.0.0.1", st.WSPort); err != nil {
 		t.Fatal(err)
 	}
 	// The VNC server asks for a password (type 2) and offers no way in without (type 1).
@@ -126,7 +127,7 @@ func TestSandboxLifecycle(t *testing.T) {
 	if again.ContainerID != st.ContainerID {
 		t.Error("restart made a new container")
 	}
-	if err := service.ProbeDesktop(ctx, "127.0.0.1", again.WSPort); err != nil {
+	if err := desktop.Probe(ctx, "127.0.0.1", again.WSPort); err != nil {
 		t.Errorf("after restart (a stale X lock would stop Xvfb): %v", err)
 	}
 	if out := exec(t, m, dir, "cat ~/marker.txt"); out.Stdout != "kept\n" {

@@ -7,17 +7,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 )
 
-// In-container facts the manager relies on (resources/docker/sandbox).
+// How a start waits for its desktop.
 const (
-	sandboxUser    = "sandbox"
-	sandboxUID     = 1000
-	sandboxHome    = "/home/sandbox"
-	displayEnv     = "DISPLAY=:99"
-	resolutionEnv  = "RESOLUTION"
 	startLogLines  = 30
-	probeTimeout   = 3 * time.Second
 	maxReadyDelay  = 500 * time.Millisecond
 	firstReadDelay = 25 * time.Millisecond
 )
@@ -66,7 +62,7 @@ func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 	}
 	display := m.cfg.Display
 	if pc.Display != nil {
-		display = *pc.Display
+		display = desktop.Display(*pc.Display)
 	}
 	m.commit(b, &State{
 		ProjectPath: b.project, ContainerName: name, Image: m.cfg.Image,
@@ -80,8 +76,8 @@ func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 		Name:   name,
 		Image:  m.cfg.Image,
 		Labels: projectLabels(m.cfg.Scope, b.project),
-		Env:    []string{fmt.Sprintf("%s=%dx%dx24", resolutionEnv, display.Width, display.Height)},
-		Ports:  []int{vncPort, novncPort},
+		Env:    []string{fmt.Sprintf("%s=%dx%dx24", desktop.ResolutionEnv, display.Width, display.Height)},
+		Ports:  []int{desktop.VNCPort, desktop.NoVNCPort},
 		HostIP: "127.0.0.1",
 		Limits: limits,
 	}
@@ -121,16 +117,16 @@ const nameHeldAttempts = 8
 // until its desktop answers.
 func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error) {
 	display := m.displayOf(c)
-	starting := stateOf(b.project, c, vncSecret{}, display, false)
+	starting := stateOf(b.project, c, desktop.Secret{}, display, false)
 	starting.Status, starting.Error = StatusStarting, ""
 	m.commit(b, &starting)
 
-	var installed vncSecret
+	var installed desktop.Secret
 	if !c.Running {
 		// Fresh passwords on every start; the file goes in before the desktop
 		// starts, through the archive API, so the secret never appears in the
 		// container's environment, command line or labels.
-		secret, err := newSecret()
+		secret, err := desktop.NewSecret()
 		if err != nil {
 			m.settle(ctx, b)
 			return State{}, err
@@ -140,7 +136,7 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 			return State{}, err
 		}
 		dir, legacy := passwdDir(c)
-		if err := m.docker.CopyTo(ctx, c.ID, dir, passwdArchive(secret, legacy)); err != nil {
+		if err := m.docker.CopyTo(ctx, c.ID, dir, desktop.PasswdArchive(secret, legacy)); err != nil {
 			m.settle(ctx, b)
 			return State{}, fmt.Errorf("install VNC password: %w", err)
 		}
@@ -154,10 +150,13 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 	if err != nil {
 		return State{}, m.failStart(ctx, b, c.ID, err)
 	}
-	m.markReady(b, ready)
-	if installed != (vncSecret{}) {
-		m.setSecret(b, keyOf(ready), installed)
+	r := b.runOf(ready)
+	b.mu.Lock()
+	r.ready = true
+	if installed != (desktop.Secret{}) {
+		r.secret = installed
 	}
+	b.mu.Unlock()
 	secret, err := m.secretFor(ctx, b, ready)
 	if err != nil {
 		m.log.Warn().Err(err).Str("project", b.project).Msg("VNC password unknown; the viewer will ask for it")
@@ -166,7 +165,7 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 	m.clearFailure(b)
 	m.commit(b, &st)
 	m.progress(b.project, StageReady, fmt.Sprintf("The desktop is ready on 127.0.0.1:%d", st.WSPort), 0, 0)
-	m.log.Info().Str("project", b.project).Int("wsPort", st.WSPort).Int("vncPort", st.VNCPort).Msg("sandbox running")
+	m.log.Info().Str("project", b.project).Int("wsPort", st.WSPort).Int("VNCPort", st.VNCPort).Msg("sandbox running")
 	return st, nil
 }
 
@@ -198,7 +197,7 @@ func (m *Manager) startContainer(ctx context.Context, b *box, id string) error {
 	}
 }
 
-// waitReady polls until the container's desktop answers (ProbeDesktop). Each
+// waitReady polls until the container's desktop answers (desktop.Probe). Each
 // poll first checks that the container is still running, so a desktop that
 // crashed fails at once instead of at the timeout. Host ports are read from
 // the container each time, as they change on every start.
@@ -219,8 +218,8 @@ func (m *Manager) waitReady(ctx context.Context, id string) (Container, error) {
 		case !c.Running:
 			return c, fmt.Errorf("the container exited with code %d before its desktop was ready", c.ExitCode)
 		}
-		if ws := c.Ports[novncPort]; ws != 0 {
-			probeCtx, cancelProbe := context.WithTimeout(waitCtx, probeTimeout)
+		if ws := c.Ports[desktop.NoVNCPort]; ws != 0 {
+			probeCtx, cancelProbe := context.WithTimeout(waitCtx, desktop.ProbeTimeout)
 			lastErr = m.cfg.Probe(probeCtx, ws)
 			cancelProbe()
 			if lastErr == nil {
@@ -249,9 +248,9 @@ func (m *Manager) failStart(ctx context.Context, b *box, id string, cause error)
 	if err := m.docker.StopContainer(ctx, id, m.cfg.StopGrace); err != nil {
 		m.log.Warn().Err(err).Str("container", id).Msg("could not stop a sandbox that failed to start")
 	}
-	serr := &StartError{Log: logs, Err: cause}
+	serr := NewStartError(logs, cause)
 	b.mu.Lock()
-	b.failedID, b.failure = id, serr.Error()
+	b.failed.id, b.failed.why = id, serr.Error()
 	b.mu.Unlock()
 	m.log.Error().Err(serr).Str("project", b.project).Strs("log", logs).Msg("sandbox did not start")
 	m.settle(ctx, b)
@@ -260,7 +259,7 @@ func (m *Manager) failStart(ctx context.Context, b *box, id string, cause error)
 
 func (m *Manager) clearFailure(b *box) {
 	b.mu.Lock()
-	b.failedID, b.failure = "", ""
+	b.failed.id, b.failed.why = "", ""
 	b.mu.Unlock()
 }
 
@@ -279,10 +278,21 @@ func (m *Manager) settle(ctx context.Context, b *box) {
 	}
 }
 
+// recheck makes the project's state follow Docker after a request found
+// its sandbox gone. It takes the project's lock, as settle's callers hold
+// it; when an operation holds the project, that one settles the state.
+func (m *Manager) recheck(ctx context.Context, b *box) {
+	if !m.tryLockProject(b) {
+		return
+	}
+	defer m.unlockProject(b)
+	m.settle(ctx, b)
+}
+
 // displayOf reads the display size a container was created with.
-func (m *Manager) displayOf(c Container) Display {
+func (m *Manager) displayOf(c Container) desktop.Display {
 	for _, kv := range c.Env {
-		v, ok := strings.CutPrefix(kv, resolutionEnv+"=")
+		v, ok := strings.CutPrefix(kv, desktop.ResolutionEnv+"=")
 		if !ok {
 			continue
 		}
@@ -293,7 +303,7 @@ func (m *Manager) displayOf(c Container) Display {
 		w, err1 := strconv.Atoi(parts[0])
 		h, err2 := strconv.Atoi(parts[1])
 		if err1 == nil && err2 == nil && w > 0 && h > 0 {
-			return Display{Width: w, Height: h}
+			return desktop.Display{Width: w, Height: h}
 		}
 	}
 	return m.cfg.Display

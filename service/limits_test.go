@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -38,14 +40,14 @@ func TestProjectLimitSettings(t *testing.T) {
 		{`{"cpu": 2}`, Limits{}, "sandbox"},
 	} {
 		dir := t.TempDir()
-		os.MkdirAll(filepath.Join(dir, pilotDir), 0o755)
-		os.WriteFile(settingsFile(dir), []byte(`{"sandbox": `+tc.sandbox+`}`), 0o644)
-		pc, err := readProjectConfig(dir)
+		os.MkdirAll(filepath.Join(dir, projectfs.Dir), 0o755)
+		os.WriteFile(projectfs.SettingsFile(dir), []byte(`{"sandbox": `+tc.sandbox+`}`), 0o644)
+		pc, err := projectfs.ReadConfig(dir)
 		var got Limits
 		if err == nil {
-			got, err = pc.limits(DefaultLimits, capacity, settingsFile(dir))
+			got, err = limitsFor(pc, DefaultLimits, capacity, projectfs.SettingsFile(dir))
 		}
-		var ce *ConfigError
+		var ce *projectfs.ConfigError
 		switch {
 		case tc.errField != "":
 			if !errors.As(err, &ce) || ce.Field != tc.errField || !strings.Contains(err.Error(), "settings.json: "+tc.errField) {
@@ -62,7 +64,7 @@ func TestProjectLimitSettings(t *testing.T) {
 // An engine with fewer CPUs than the default gets a sandbox with all of
 // them, rather than a refusal (Docker refuses more CPUs than it has).
 func TestDefaultCPUsFitTheEngine(t *testing.T) {
-	got, err := ProjectConfig{}.limits(DefaultLimits, Capacity{CPUs: 1, MemoryBytes: 1 << 30}, "settings.json")
+	got, err := limitsFor(projectfs.Config{}, DefaultLimits, Capacity{CPUs: 1, MemoryBytes: 1 << 30}, "settings.json")
 	if err != nil || got.NanoCPUs != 1e9 || got.MemoryBytes != DefaultLimits.MemoryBytes {
 		t.Errorf("limits %+v, %v", got, err)
 	}
@@ -118,7 +120,7 @@ func TestLimitsApplyAtEveryStart(t *testing.T) {
 	// that cannot be read leaves the limits as they are.
 	h.m.Stop(ctx, dir)
 	writeSettings(t, dir, `{"sandbox": {"processes": 5}}`)
-	var ce *ConfigError
+	var ce *projectfs.ConfigError
 	if _, err := h.m.Start(ctx, dir); !errors.As(err, &ce) || ce.Field != "sandbox.processes" {
 		t.Errorf("start with a bad setting: %v", err)
 	}
@@ -135,22 +137,22 @@ func TestNoSandboxIsMadeFromAnUnreadableSettingsFile(t *testing.T) {
 	dir := project(t)
 	writeSettings(t, dir, `{"sandbox": {"memory": "4g"`)
 	_, err := h.m.Start(context.Background(), dir)
-	var fe *FileError
-	if !errors.As(err, &fe) || fe.Problem != FileCorrupt || !errors.Is(err, ErrProjectFile) || !strings.Contains(err.Error(), "fix it") {
-		t.Errorf("start: %v, want a corrupt FileError", err)
+	var fe *projectfs.FileError
+	if !errors.As(err, &fe) || fe.Problem != projectfs.FileCorrupt || !errors.Is(err, ErrProjectFile) || !strings.Contains(err.Error(), "fix it") {
+		t.Errorf("start: %v, want a corrupt projectfs.FileError", err)
 	}
 	if n := h.docker.count("CreateContainer"); n != 0 {
 		t.Errorf("%d containers created", n)
 	}
-	if data, _ := os.ReadFile(settingsFile(dir)); string(data) != `{"sandbox": {"memory": "4g"` {
+	if data, _ := os.ReadFile(projectfs.SettingsFile(dir)); string(data) != `{"sandbox": {"memory": "4g"` {
 		t.Errorf("the settings file changed: %q", data)
 	}
 }
 
 func writeSettings(t *testing.T, dir, content string) {
 	t.Helper()
-	os.MkdirAll(filepath.Join(dir, pilotDir), 0o755)
-	if err := os.WriteFile(settingsFile(dir), []byte(content), 0o644); err != nil {
+	os.MkdirAll(filepath.Join(dir, projectfs.Dir), 0o755)
+	if err := os.WriteFile(projectfs.SettingsFile(dir), []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -8,11 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/rs/zerolog"
 )
 
@@ -33,8 +34,8 @@ type Config struct {
 	// Tests use their own, so they never touch a user's real sandboxes or
 	// write into their projects.
 	Scope string
-	// Display is the virtual display's size (DefaultDisplay).
-	Display Display
+	// Display is the virtual display's size (desktop.DefaultDisplay).
+	Display desktop.Display
 	// Limits are the container's resource limits (DefaultLimits).
 	Limits Limits
 	// ReadyTimeout bounds the wait for a started desktop to answer (90 s).
@@ -45,7 +46,7 @@ type Config struct {
 	// in case an event was lost (10 s).
 	ResyncInterval time.Duration
 	// Probe checks a started desktop; nil means the real check
-	// (ProbeDesktop). Unit tests replace it.
+	// (desktop.Probe). Unit tests replace it.
 	Probe func(ctx context.Context, wsPort int) error
 	// Logger receives the manager's logs.
 	Logger zerolog.Logger
@@ -70,8 +71,8 @@ func (c Config) withDefaults() Config {
 	if c.Scope == "" {
 		c.Scope = DefaultScope
 	}
-	if c.Display == (Display{}) {
-		c.Display = DefaultDisplay
+	if c.Display == (desktop.Display{}) {
+		c.Display = desktop.DefaultDisplay
 	}
 	if c.Limits == (Limits{}) {
 		c.Limits = DefaultLimits
@@ -86,7 +87,7 @@ func (c Config) withDefaults() Config {
 		c.ResyncInterval = 10 * time.Second
 	}
 	if c.Probe == nil {
-		c.Probe = func(ctx context.Context, wsPort int) error { return ProbeDesktop(ctx, "127.0.0.1", wsPort) }
+		c.Probe = func(ctx context.Context, wsPort int) error { return desktop.Probe(ctx, "127.0.0.1", wsPort) }
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -100,7 +101,8 @@ type Manager struct {
 	cfg      Config
 	log      zerolog.Logger
 	build    buildContext
-	registry *registry
+	registry *projectfs.Registry
+	locks    projectfs.Locks
 	events   broker
 
 	imageMu sync.Mutex // serializes image checks and builds
@@ -120,34 +122,28 @@ type box struct {
 	// the project: mutations of one project are serialized.
 	op chan struct{}
 	// flock is the project's lock file while this process holds it
-	// (projectlock.go); only the holder of the op token touches it.
-	flock *os.File
-	// lockless: the lock file could not be made, so this process works
-	// on the project with its own lock only; guarded like flock.
+	// (projectlock.go), and lockless says it could not be made, so this
+	// process works on the project with its own lock only. Only the holder
+	// of the op token touches them.
+	flock    *projectfs.Lock
 	lockless bool
 	// settingsMu serializes writes of .pilot/settings.json, which must not
 	// wait for a start.
 	settingsMu sync.Mutex
 
-	mu       sync.Mutex // guards the fields below
-	state    *State     // nil: the project has no sandbox
-	secret   vncSecret  // the VNC passwords of the current container
-	secretOf secretKey  // the run of the container the secret belongs to
-	failedID string     // the container whose last start failed
-	failure  string     // why it failed
-	// readyRun is the run of the container whose desktop answered;
-	// unready the one that never did, and unreadyWhy says so.
-	readyRun   secretKey
-	unready    secretKey
-	unreadyWhy string
-	reported   map[string]string // file -> the problem last reported with it
-	// termID and termAt: the container Docker last sent SIGTERM to from
-	// outside (docker stop), and when; it is stopping until it dies.
-	termID string
-	termAt time.Time
-
-	agentMu sync.Mutex // guards agent
-	agent   *agent     // the desktop agent of the running container, if started
+	mu    sync.Mutex // guards the fields below, and those of run
+	state *State     // nil: the project has no sandbox
+	run   *run       // the current run of its container, once seen running
+	// failed is the container whose last start failed, and why: a stopped
+	// container that stays an error until it starts or is stopped.
+	failed struct{ id, why string }
+	// term is the last SIGTERM Docker reported sending the container from
+	// outside (docker stop): it is stopping until it dies.
+	term struct {
+		id string
+		at time.Time
+	}
+	reported map[string]string // file -> the problem last reported with it
 }
 
 func (b *box) lock(ctx context.Context) error {
@@ -198,10 +194,11 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 		boxes:   map[string]*box{},
 		unready: make(chan string, 64),
 	}
-	m.registry, err = openRegistry(cfg.StateDir)
+	m.locks = projectfs.NewLocks(cfg.StateDir)
+	m.registry, err = projectfs.OpenRegistry(cfg.StateDir)
 	if err != nil {
 		// The registry only helps clean up; a broken one must not stop the sidecar.
-		m.log.Warn().Err(err).Str("file", m.registry.path).Msg("project registry unreadable; starting with an empty one")
+		m.log.Warn().Err(err).Str("file", m.registry.Path()).Msg("project registry unreadable; starting with an empty one")
 	}
 	return m, nil
 }
@@ -283,8 +280,8 @@ func (m *Manager) persist(b *box, prev, st *State) {
 		return // another process is working on the project and writes
 	}
 	if st == nil {
-		m.warn(b, sandboxFile(b.project), removeRecord(b.project))
-		if err := m.registry.remove(b.project); err != nil {
+		m.warn(b, projectfs.SandboxFile(b.project), projectfs.RemoveRecord(b.project))
+		if err := m.registry.Remove(b.project); err != nil {
 			m.log.Warn().Err(err).Msg("could not update the project registry")
 		}
 		return
@@ -292,7 +289,7 @@ func (m *Manager) persist(b *box, prev, st *State) {
 	if st.Status == StatusStarting || st.Status == StatusStopping || st.ContainerID == "" {
 		return // transitional, or a start that failed before there was a container
 	}
-	if prev != nil && sameRecord(recordOf(*prev, time.Time{}), recordOf(*st, time.Time{})) {
+	if prev != nil && projectfs.SameRecord(recordOf(*prev, time.Time{}), recordOf(*st, time.Time{})) {
 		return
 	}
 	m.saveRecord(b, *st)
@@ -302,13 +299,28 @@ func (m *Manager) persist(b *box, prev, st *State) {
 // wrong with the file there, if anything.
 func (m *Manager) saveRecord(b *box, st State) {
 	now := m.cfg.Now()
-	aside, err := writeRecord(b.project, recordOf(st, now), now)
+	aside, err := projectfs.WriteRecord(b.project, recordOf(st, now), now)
 	if aside != nil {
-		m.warn(b, sandboxFile(b.project), aside)
+		m.warn(b, projectfs.SandboxFile(b.project), aside)
 	}
-	m.warn(b, sandboxFile(b.project), err)
-	if err := m.registry.add(b.project); err != nil {
+	m.warn(b, projectfs.SandboxFile(b.project), err)
+	if err := m.registry.Add(b.project); err != nil {
 		m.log.Warn().Err(err).Msg("could not update the project registry")
+	}
+}
+
+// recordOf is what .pilot/sandbox.json says of a state.
+func recordOf(st State, now time.Time) projectfs.Record {
+	return projectfs.Record{
+		ContainerID:   st.ContainerID,
+		ContainerName: st.ContainerName,
+		Image:         st.Image,
+		WSPort:        st.WSPort,
+		VNCPort:       st.VNCPort,
+		Status:        string(st.Status),
+		Display:       projectfs.Display(st.Display),
+		CreatedAt:     st.CreatedAt,
+		UpdatedAt:     now.UnixMilli(),
 	}
 }
 
@@ -322,7 +334,7 @@ func (m *Manager) ensureRecord(b *box) {
 	if st == nil || st.Status == StatusStarting || st.Status == StatusStopping || st.ContainerID == "" {
 		return
 	}
-	if rec, err := readRecord(b.project); err == nil && rec != nil && sameRecord(*rec, recordOf(*st, time.Time{})) {
+	if rec, err := projectfs.ReadRecord(b.project); err == nil && rec != nil && projectfs.SameRecord(*rec, recordOf(*st, time.Time{})) {
 		return
 	}
 	m.saveRecord(b, *st)

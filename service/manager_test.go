@@ -12,6 +12,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/rs/zerolog"
 )
 
@@ -119,10 +121,10 @@ func TestStartCreatesContainerAndWaitsForDesktop(t *testing.T) {
 	if st.Status != StatusRunning || st.WSPort == 0 || st.VNCPort == 0 || st.WSPort == st.VNCPort {
 		t.Fatalf("state = %+v, want running with two host ports", st)
 	}
-	if st.ContainerName != ContainerName(dir) || st.ProjectPath != dir || st.Display != DefaultDisplay {
+	if st.ContainerName != ContainerName(dir) || st.ProjectPath != dir || st.Display != desktop.DefaultDisplay {
 		t.Errorf("state = %+v", st)
 	}
-	secret, ok := parsePasswdFile(h.docker.uploaded(st.ContainerID, "/etc/pilot-sandbox/vnc/passwd"))
+	secret, ok := desktop.ParsePasswdFile(h.docker.uploaded(st.ContainerID, "/etc/pilot-sandbox/vnc/passwd"))
 	if !ok {
 		t.Fatal("no VNC password file was installed before the start")
 	}
@@ -137,15 +139,15 @@ func TestStartCreatesContainerAndWaitsForDesktop(t *testing.T) {
 	if got := strings.Join(stages(events), ","); got != "image,create,start,ready" {
 		t.Errorf("progress stages = %s", got)
 	}
-	var rec sandboxRecord
-	data, err := os.ReadFile(sandboxFile(dir))
+	var rec projectfs.Record
+	data, err := os.ReadFile(projectfs.SandboxFile(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(data, &rec); err != nil {
 		t.Fatal(err)
 	}
-	if rec.ContainerID != st.ContainerID || rec.WSPort != st.WSPort || rec.Status != StatusRunning {
+	if rec.ContainerID != st.ContainerID || rec.WSPort != st.WSPort || rec.Status != string(StatusRunning) {
 		t.Errorf("sandbox.json = %+v, state = %+v", rec, st)
 	}
 	if strings.Contains(string(data), secret.Control) || strings.Contains(string(data), secret.View) {
@@ -212,7 +214,7 @@ func TestConcurrentStartsMakeOneContainer(t *testing.T) {
 func TestStartWaitsOutANameHeldByNoContainer(t *testing.T) {
 	h := newHarness(t, nil)
 	dir := project(t)
-	canonical, err := CanonicalProject(dir)
+	canonical, err := projectfs.Canonical(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +228,7 @@ func TestStartWaitsOutANameHeldByNoContainer(t *testing.T) {
 	}
 
 	other := project(t)
-	canonical, err = CanonicalProject(other)
+	canonical, err = projectfs.Canonical(other)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,9 +278,9 @@ func TestBuildFailureCarriesTheBuildLog(t *testing.T) {
 	h.docker.buildLines = []string{"Step 1/2 : FROM debian", "E: Unable to locate package nope"}
 	h.docker.buildErr = errors.New("The command returned a non-zero code: 100")
 	_, err := h.m.Start(context.Background(), project(t))
-	var be *BuildError
+	var be *LogError
 	if !errors.As(err, &be) || !errors.Is(err, ErrImageBuild) {
-		t.Fatalf("err = %v, want a BuildError", err)
+		t.Fatalf("err = %v, want a build LogError", err)
 	}
 	if !hasLine(be.Log, "Unable to locate package") {
 		t.Errorf("build log %q lacks the failing line", be.Log)
@@ -325,9 +327,9 @@ func TestStartFailsFastWhenTheDesktopDies(t *testing.T) {
 	}
 	dir := project(t)
 	_, err := h.m.Start(context.Background(), dir)
-	var se *StartError
+	var se *LogError
 	if !errors.As(err, &se) || !errors.Is(err, ErrStartFailed) {
-		t.Fatalf("err = %v, want a StartError", err)
+		t.Fatalf("err = %v, want a start LogError", err)
 	}
 	if !hasLine(se.Log, "Xvfb did not start") {
 		t.Errorf("start error log = %q", se.Log)
@@ -387,7 +389,7 @@ func TestRemoveDeletesContainerAndStateFile(t *testing.T) {
 	if _, err := h.docker.InspectContainer(context.Background(), st.ContainerID); !errors.Is(err, ErrContainerNotFound) {
 		t.Errorf("container still there: %v", err)
 	}
-	if _, err := os.Stat(sandboxFile(dir)); !os.IsNotExist(err) {
+	if _, err := os.Stat(projectfs.SandboxFile(dir)); !os.IsNotExist(err) {
 		t.Errorf("sandbox.json still there: %v", err)
 	}
 	if got := statuses(h.drain()); len(got) != 1 || got[0] != "none" {
@@ -420,16 +422,16 @@ func TestDockerDownIsReportedAndRecovered(t *testing.T) {
 func TestReconcileAdoptsWhatItFinds(t *testing.T) {
 	h := newHarness(t, nil)
 	running, stopped, crashed, vanished := project(t), project(t), project(t), project(t)
-	secret := vncSecret{Control: "ctrl1234", View: "view1234"}
+	secret := desktop.Secret{Control: "ctrl1234", View: "view1234"}
 	h.docker.addContainer(running, true, 0, secret)
 	h.docker.addContainer(stopped, false, 0, secret)
 	h.docker.addContainer(crashed, false, 1, secret)
 	// A project that had a sandbox whose container was removed while no
 	// sidecar ran: its state file is stale.
-	if _, err := writeRecord(vanished, sandboxRecord{ContainerID: "gone", Status: StatusRunning}, time.Now()); err != nil {
+	if _, err := projectfs.WriteRecord(vanished, projectfs.Record{ContainerID: "gone", Status: string(StatusRunning)}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	h.m.registry.add(vanished)
+	h.m.registry.Add(vanished)
 
 	states, err := h.m.List(context.Background())
 	if err != nil {
@@ -440,7 +442,7 @@ func TestReconcileAdoptsWhatItFinds(t *testing.T) {
 		got[st.ProjectPath] = st
 	}
 	if st := got[running]; st.Status != StatusRunning || !strings.Contains(st.ViewerURL, "password=ctrl1234") ||
-		st.Display != (Display{1024, 768}) {
+		st.Display != (desktop.Display{Width: 1024, Height: 768}) {
 		t.Errorf("running sandbox adopted as %+v", st)
 	}
 	if st := got[stopped]; st.Status != StatusStopped {
@@ -452,12 +454,12 @@ func TestReconcileAdoptsWhatItFinds(t *testing.T) {
 	if _, ok := got[vanished]; ok {
 		t.Errorf("the vanished sandbox is listed")
 	}
-	if _, err := os.Stat(sandboxFile(vanished)); !os.IsNotExist(err) {
+	if _, err := os.Stat(projectfs.SandboxFile(vanished)); !os.IsNotExist(err) {
 		t.Errorf("stale sandbox.json kept: %v", err)
 	}
 	for _, dir := range []string{running, stopped} {
-		rec, err := readRecord(dir)
-		if err != nil || rec == nil || rec.Status != got[dir].Status {
+		rec, err := projectfs.ReadRecord(dir)
+		if err != nil || rec == nil || rec.Status != string(got[dir].Status) {
 			t.Errorf("%s: sandbox.json = %+v, %v", dir, rec, err)
 		}
 	}
@@ -484,7 +486,7 @@ func TestEventsFollowContainersChangedBehindTheManager(t *testing.T) {
 	if ev := h.next(EventState); ev.State != nil {
 		t.Errorf("after a removal: %+v, want no sandbox", ev.State)
 	}
-	if _, err := os.Stat(sandboxFile(dir)); !os.IsNotExist(err) {
+	if _, err := os.Stat(projectfs.SandboxFile(dir)); !os.IsNotExist(err) {
 		t.Errorf("sandbox.json kept after the container was removed: %v", err)
 	}
 }
@@ -638,9 +640,9 @@ func TestInvalidProjectPaths(t *testing.T) {
 	os.WriteFile(file, nil, 0o644)
 	for _, p := range []string{"", "relative/dir", "/does/not/exist", file, "/tmp/\x00x"} {
 		_, err := h.m.Start(context.Background(), p)
-		var pe *ProjectError
+		var pe *projectfs.PathError
 		if !errors.As(err, &pe) || !errors.Is(err, ErrInvalidProject) {
-			t.Errorf("start %q: err = %v, want a ProjectError", p, err)
+			t.Errorf("start %q: err = %v, want a PathError", p, err)
 		}
 	}
 	if n := h.docker.count("InspectContainer"); n != 0 {

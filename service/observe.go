@@ -5,13 +5,16 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
 // Status returns the project's sandbox as Docker has it now, or nil when the
 // project has none. While an operation runs on the project, it returns that
 // operation's state (starting, stopping) without waiting for it.
 func (m *Manager) Status(ctx context.Context, path string) (*State, error) {
-	project, err := CanonicalProject(path)
+	project, err := projectfs.Canonical(path)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +60,7 @@ func (m *Manager) refresh(ctx context.Context, b *box) (*State, error) {
 // observe makes the project's state follow a container just read from Docker.
 // The project's lock must be held.
 func (m *Manager) observe(ctx context.Context, b *box, c Container) *State {
-	var secret vncSecret
+	var secret desktop.Secret
 	ready := true
 	stopping := m.stoppingOutside(b, c)
 	if c.Running && c.State != "paused" && !stopping {
@@ -72,13 +75,13 @@ func (m *Manager) observe(ctx context.Context, b *box, c Container) *State {
 	switch {
 	case stopping:
 		st.Status = StatusStopping
-	case !c.Running && b.failedID == c.ID:
-		st.Status, st.Error = StatusError, b.failure
+	case !c.Running && b.failed.id == c.ID:
+		st.Status, st.Error = StatusError, b.failed.why
 	case !ready:
 		// Started outside the sidecar, or found running: not usable yet.
 		st.Status, st.WSPort, st.VNCPort, st.ViewerURL, st.WatchURL, st.StartedAt = StatusStarting, 0, 0, "", "", 0
-		if b.unready == keyOf(c) {
-			st.Status, st.Error = StatusError, b.unreadyWhy+": restart the sandbox"
+		if r := b.run; r != nil && r.unreadyWhy != "" {
+			st.Status, st.Error = StatusError, r.unreadyWhy+": restart the sandbox"
 		}
 	}
 	b.mu.Unlock()
@@ -109,14 +112,14 @@ func (m *Manager) resync(ctx context.Context) error {
 			m.unlockProject(b)
 		}
 	}
-	for _, project := range m.registry.list() {
+	for _, project := range m.registry.List() {
 		m.box(project) // so the loop below checks it
 	}
 	for _, b := range m.allBoxes() {
 		if seen[b.project] || !m.tryLockProject(b) {
 			continue
 		}
-		if b.snapshot() != nil || recordExists(b.project) {
+		if b.snapshot() != nil || projectfs.RecordExists(b.project) {
 			if _, err := m.refresh(ctx, b); err != nil {
 				m.log.Debug().Err(err).Str("project", b.project).Msg("refresh failed")
 			}
@@ -204,7 +207,7 @@ func (m *Manager) onEvent(ctx context.Context, ev ContainerEvent) {
 		// meanwhile the sandbox is stopping, not running (a viewer that
 		// lost it must not connect again).
 		b.mu.Lock()
-		b.termID, b.termAt = ev.ContainerID, ev.Time
+		b.term.id, b.term.at = ev.ContainerID, ev.Time
 		b.mu.Unlock()
 	}
 	if !m.tryLockProject(b) {
@@ -230,8 +233,8 @@ const termWindow = 30 * time.Second
 func (m *Manager) stoppingOutside(b *box, c Container) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.termID == c.ID && !c.Running {
-		b.termID = "" // it stopped: its next run is a new one
+	if b.term.id == c.ID && !c.Running {
+		b.term.id = "" // it stopped: its next run is a new one
 	}
-	return c.Running && b.termID == c.ID && b.termAt.After(c.StartedAt) && m.cfg.Now().Sub(b.termAt) < termWindow
+	return c.Running && b.term.id == c.ID && b.term.at.After(c.StartedAt) && m.cfg.Now().Sub(b.term.at) < termWindow
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/rs/zerolog"
 )
 
@@ -62,7 +63,7 @@ func TestTwoSidecarsTakeTurnsOnOneProject(t *testing.T) {
 	if st, err := b.Status(ctx, dir); err != nil || st == nil {
 		t.Errorf("status from the other sidecar meanwhile: %+v, %v", st, err)
 	}
-	if _, err := os.Stat(sandboxFile(dir)); !os.IsNotExist(err) {
+	if _, err := os.Stat(projectfs.SandboxFile(dir)); !os.IsNotExist(err) {
 		t.Errorf("the looking sidecar wrote the state file: %v", err)
 	}
 	for waiting := false; !waiting; {
@@ -99,11 +100,11 @@ func TestRegistryKeepsBothSidecarsProjects(t *testing.T) {
 	if _, err := b.Start(context.Background(), two); err != nil {
 		t.Fatal(err)
 	}
-	r, err := openRegistry(a.cfg.StateDir)
+	r, err := projectfs.OpenRegistry(a.cfg.StateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(r.list(), " "); !strings.Contains(got, one) || !strings.Contains(got, two) {
+	if got := strings.Join(r.List(), " "); !strings.Contains(got, one) || !strings.Contains(got, two) {
 		t.Errorf("registry = %s, want both projects", got)
 	}
 }
@@ -119,7 +120,7 @@ func TestNoLockFileIsNoReasonToFail(t *testing.T) {
 	if st, err := h.m.Start(context.Background(), dir); err != nil || st.Status != StatusRunning {
 		t.Fatalf("start: %+v, %v", st, err)
 	}
-	if rec, err := readRecord(dir); err != nil || rec == nil {
+	if rec, err := projectfs.ReadRecord(dir); err != nil || rec == nil {
 		t.Errorf("state file: %+v, %v", rec, err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 )
 
 // A running container is a running sandbox only once its desktop answers
@@ -15,26 +17,28 @@ import (
 
 // isReady says whether this run of the container is known to answer.
 func (m *Manager) isReady(b *box, c Container) bool {
+	r := b.runOf(c)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.readyRun == keyOf(c)
+	return r.ready
 }
 
 func (m *Manager) markReady(b *box, c Container) {
+	r := b.runOf(c)
 	b.mu.Lock()
-	b.readyRun = keyOf(c)
+	r.ready = true
 	b.mu.Unlock()
 }
 
 // readiness returns how a running container's desktop is: ready (and now
 // known to be), or not yet, in which case Run is asked to watch it. A run
-// that never answered within ReadyTimeout has its reason in b.unready.
+// that never answered within ReadyTimeout has its reason in its run.
 func (m *Manager) readiness(ctx context.Context, b *box, c Container) (ready bool) {
 	if m.isReady(b, c) {
 		return true
 	}
-	if ws := c.Ports[novncPort]; ws != 0 {
-		probeCtx, cancel := context.WithTimeout(ctx, probeTimeout)
+	if ws := c.Ports[desktop.NoVNCPort]; ws != 0 {
+		probeCtx, cancel := context.WithTimeout(ctx, desktop.ProbeTimeout)
 		err := m.cfg.Probe(probeCtx, ws)
 		cancel()
 		if err == nil {
@@ -93,8 +97,9 @@ func (m *Manager) awaitReady(ctx context.Context, b *box) {
 	case ctx.Err() != nil:
 		return
 	case errors.Is(err, errNotAnswering):
+		r := b.runOf(c)
 		b.mu.Lock()
-		b.unready, b.unreadyWhy = keyOf(c), err.Error()
+		r.unreadyWhy = err.Error()
 		b.mu.Unlock()
 	}
 	if m.tryLockProject(b) {

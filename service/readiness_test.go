@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 )
 
 // A container started outside the sidecar (or found running) is starting
@@ -26,8 +28,8 @@ func TestOutsideStartIsRunningOnlyOnceTheDesktopAnswers(t *testing.T) {
 		}
 	})
 	answers, silent := project(t), project(t)
-	h.docker.addContainer(answers, true, 0, vncSecret{Control: "ctrl1234", View: "view1234"})
-	silentPort.Store(int64(h.docker.addContainer(silent, true, 0, vncSecret{Control: "ctrl1234", View: "view1234"}).Ports[novncPort]))
+	h.docker.addContainer(answers, true, 0, desktop.Secret{Control: "ctrl1234", View: "view1234"})
+	silentPort.Store(int64(h.docker.addContainer(silent, true, 0, desktop.Secret{Control: "ctrl1234", View: "view1234"}).Ports[desktop.NoVNCPort]))
 	h.docker.events = make(chan ContainerEvent)
 	h.run()
 

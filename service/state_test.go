@@ -1,8 +1,6 @@
 package service
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -35,70 +33,6 @@ func TestStatusOf(t *testing.T) {
 		got, msg := statusOf(tc.c, tc.stopping)
 		if got != tc.want || !strings.Contains(msg, tc.errPart) || (tc.errPart == "" && msg != "") {
 			t.Errorf("%s: %s %q, want %s with %q", tc.name, got, msg, tc.want, tc.errPart)
-		}
-	}
-}
-
-func TestViewerURLs(t *testing.T) {
-	secret := vncSecret{Control: "AAAAbbbb", View: "CCCCdddd"}
-	for _, tc := range []struct {
-		name, label           string
-		secret                vncSecret
-		wantViewer, wantWatch string
-	}{
-		{"the sandbox's viewer", "pilot/viewer.html", secret,
-			"http://127.0.0.1:6080/pilot/viewer.html#password=AAAAbbbb",
-			"http://127.0.0.1:6080/pilot/viewer.html#view_only=true&password=CCCCdddd"},
-		{"an older image: vnc.html", "", secret,
-			"http://127.0.0.1:6080/vnc.html#autoconnect=true&reconnect=true&resize=scale&password=AAAAbbbb",
-			"http://127.0.0.1:6080/vnc.html#autoconnect=true&reconnect=true&resize=scale&view_only=true&password=CCCCdddd"},
-		{"a label that is not a plain path", "../x.html?a#b", secret,
-			"http://127.0.0.1:6080/vnc.html#autoconnect=true&reconnect=true&resize=scale&password=AAAAbbbb",
-			"http://127.0.0.1:6080/vnc.html#autoconnect=true&reconnect=true&resize=scale&view_only=true&password=CCCCdddd"},
-		{"passwords unknown: the page asks", "pilot/viewer.html", vncSecret{},
-			"http://127.0.0.1:6080/pilot/viewer.html#",
-			"http://127.0.0.1:6080/pilot/viewer.html#view_only=true"},
-	} {
-		viewer, watch := viewerURLs(6080, tc.label, tc.secret)
-		if viewer != tc.wantViewer || watch != tc.wantWatch {
-			t.Errorf("%s:\n got %s\n     %s\nwant %s\n     %s", tc.name, viewer, watch, tc.wantViewer, tc.wantWatch)
-		}
-	}
-	if v, w := viewerURLs(0, "pilot/viewer.html", secret); v != "" || w != "" {
-		t.Errorf("no port: %q %q", v, w)
-	}
-}
-
-func TestSecretsAreRandomAndURLSafe(t *testing.T) {
-	seen := map[string]bool{}
-	for range 100 {
-		s, err := newSecret()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range []string{s.Control, s.View} {
-			if !regexp.MustCompile(`^[A-Za-z0-9]{8}$`).MatchString(p) || seen[p] {
-				t.Fatalf("password %q is not 8 fresh URL-safe characters", p)
-			}
-			seen[p] = true
-		}
-		back, ok := parsePasswdFile(string(s.passwdFile()))
-		if !ok || back != s {
-			t.Fatalf("password file round trip: %+v", back)
-		}
-	}
-}
-
-func TestCanonicalProject(t *testing.T) {
-	root, _ := filepath.EvalSymlinks(t.TempDir())
-	dir := filepath.Join(root, "proj")
-	os.Mkdir(dir, 0o755)
-	link := filepath.Join(root, "link")
-	os.Symlink(dir, link)
-	for _, in := range []string{dir, dir + "/", dir + "/.", root + "/x/../proj", link, link + "/"} {
-		got, err := CanonicalProject(in)
-		if err != nil || got != dir {
-			t.Errorf("CanonicalProject(%q) = %q, %v; want %q", in, got, err, dir)
 		}
 	}
 }

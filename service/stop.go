@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
 // Stop stops the project's sandbox and keeps its container, so the next
@@ -29,7 +32,7 @@ func (m *Manager) stop(ctx context.Context, b *box) (State, error) {
 	}
 	display := m.displayOf(c)
 	if c.Running {
-		stopping := stateOf(b.project, c, vncSecret{}, display, true)
+		stopping := stateOf(b.project, c, desktop.Secret{}, display, true)
 		stopping.Status = StatusStopping
 		m.commit(b, &stopping)
 		if err := m.docker.StopContainer(ctx, c.ID, m.cfg.StopGrace); err != nil {
@@ -41,7 +44,7 @@ func (m *Manager) stop(ctx context.Context, b *box) (State, error) {
 			return State{}, err
 		}
 	}
-	st := stateOf(b.project, c, vncSecret{}, display, true)
+	st := stateOf(b.project, c, desktop.Secret{}, display, true)
 	if !c.Running {
 		// Asked to stop, it is stopped, whatever it died of before.
 		st.Status, st.Error = StatusStopped, ""
@@ -94,12 +97,12 @@ func (m *Manager) Remove(ctx context.Context, path string) (bool, error) {
 // container is gone.
 func (m *Manager) forget(b *box) {
 	m.clearFailure(b)
-	m.setSecret(b, secretKey{}, vncSecret{})
+	b.endRun()
 	// commit removes the state file only when the state changes; the file
 	// may exist while the manager never loaded the project.
 	if m.mayWrite(b) {
-		m.warn(b, sandboxFile(b.project), removeRecord(b.project))
-		if err := m.registry.remove(b.project); err != nil {
+		m.warn(b, projectfs.SandboxFile(b.project), projectfs.RemoveRecord(b.project))
+		if err := m.registry.Remove(b.project); err != nil {
 			m.log.Warn().Err(err).Msg("could not update the project registry")
 		}
 	}

@@ -1,6 +1,10 @@
 package service
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+)
 
 // ToolsEnabled reads the project's agent-tools switch (dockerToolsEnabled in
 // .pilot/settings.json; off unless set). A settings file that cannot be read
@@ -8,13 +12,13 @@ import "errors"
 // but left alone: it belongs to the desktop app too, which may be in the
 // middle of writing it.
 func (m *Manager) ToolsEnabled(path string) (bool, error) {
-	project, err := CanonicalProject(path)
+	project, err := projectfs.Canonical(path)
 	if err != nil {
 		return false, err
 	}
 	b := m.box(project)
-	doc, err := readSettings(project)
-	var fe *FileError
+	doc, err := projectfs.ReadSettings(project)
+	var fe *projectfs.FileError
 	if errors.As(err, &fe) {
 		fe.Effect = "agent tools count as off until it is fixed"
 		m.warn(b, fe.Path, fe)
@@ -23,25 +27,25 @@ func (m *Manager) ToolsEnabled(path string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	m.warn(b, settingsFile(project), nil)
-	return doc.bool(toolsKey), nil
+	m.warn(b, projectfs.SettingsFile(project), nil)
+	return doc.Bool(projectfs.ToolsKey), nil
 }
 
 // SetToolsEnabled switches the project's agent tools on or off, keeping every
 // other setting in the file as it was. A file that could not be read is set
-// aside (and reported) first; one that cannot be written is a FileError and
+// aside (and reported) first; one that cannot be written is a projectfs.FileError and
 // stays as it was.
 func (m *Manager) SetToolsEnabled(path string, enabled bool) (bool, error) {
-	project, err := CanonicalProject(path)
+	project, err := projectfs.Canonical(path)
 	if err != nil {
 		return false, err
 	}
 	b := m.box(project)
 	b.settingsMu.Lock()
 	defer b.settingsMu.Unlock()
-	aside, err := writeSettingsBool(project, toolsKey, enabled, m.cfg.Now())
+	aside, err := projectfs.WriteSettingsBool(project, projectfs.ToolsKey, enabled, m.cfg.Now())
 	if aside != nil {
-		m.warn(b, settingsFile(project), aside)
+		m.warn(b, projectfs.SettingsFile(project), aside)
 	}
 	if err != nil {
 		return false, err

@@ -2,38 +2,17 @@ package service
 
 import (
 	"archive/tar"
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 )
 
 // Every byte value once: the accepted ones must give every character of the
 // alphabet equally often, so that no password is likelier than another.
-func TestRandomWordDrawsEveryCharacterEquallyOften(t *testing.T) {
-	var every []byte
-	for i := range 256 {
-		every = append(every, byte(i))
-	}
-	accepted := 256 / len(secretAlphabet) * len(secretAlphabet)
-	// (twice over: it reads ahead)
-	word, err := randomWord(bytes.NewReader(bytes.Repeat(every, 2)), accepted)
-	if err != nil {
-		t.Fatal(err)
-	}
-	counts := map[rune]int{}
-	for _, r := range word {
-		counts[r]++
-	}
-	for _, r := range secretAlphabet {
-		if counts[r] != accepted/len(secretAlphabet) {
-			t.Errorf("%q drawn %d times, want %d", r, counts[r], accepted/len(secretAlphabet))
-		}
-	}
-}
-
 func TestPasswdArchiveCannotBeChangedFromInside(t *testing.T) {
 	for _, tc := range []struct {
 		legacy   bool
@@ -42,15 +21,15 @@ func TestPasswdArchiveCannotBeChangedFromInside(t *testing.T) {
 		describe string
 	}{
 		{false, 0, 0o440, "root's, readable by the sandbox group"},
-		{true, sandboxUID, 0o600, "the sandbox user's, as older images expect"},
+		{true, desktop.UID, 0o600, "the sandbox user's, as older images expect"},
 	} {
-		tr := tar.NewReader(passwdArchive(vncSecret{Control: "c", View: "v"}, tc.legacy))
+		tr := tar.NewReader(desktop.PasswdArchive(desktop.Secret{Control: "c", View: "v"}, tc.legacy))
 		hdr, err := tr.Next()
 		if err != nil {
 			t.Fatal(err)
 		}
 		data, _ := io.ReadAll(tr)
-		if hdr.Name != "passwd" || hdr.Uid != tc.uid || hdr.Gid != sandboxUID || hdr.Mode != tc.mode {
+		if hdr.Name != "passwd" || hdr.Uid != tc.uid || hdr.Gid != desktop.UID || hdr.Mode != tc.mode {
 			t.Errorf("legacy=%v: %s uid %d gid %d mode %o, want %s", tc.legacy, hdr.Name, hdr.Uid, hdr.Gid, hdr.Mode, tc.describe)
 		}
 		if string(data) != "c\n__BEGIN_VIEWONLY__\nv\n" {
@@ -73,9 +52,9 @@ func TestPasswordsFollowEveryRunOfTheContainer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	theirs := vncSecret{Control: "Theirs12", View: "TheirsV2"}
+	theirs := desktop.Secret{Control: "Theirs12", View: "TheirsV2"}
 	h.docker.StopContainer(ctx, first.ContainerID, 0)
-	h.docker.CopyTo(ctx, first.ContainerID, "/etc/pilot-sandbox/vnc", passwdArchive(theirs, false))
+	h.docker.CopyTo(ctx, first.ContainerID, "/etc/pilot-sandbox/vnc", desktop.PasswdArchive(theirs, false))
 	h.docker.StartContainer(ctx, first.ContainerID)
 
 	st, err := h.m.Status(ctx, dir)
@@ -90,12 +69,12 @@ func TestPasswordsFollowEveryRunOfTheContainer(t *testing.T) {
 func TestContainersOfOlderImagesKeepTheirPasswordsInHome(t *testing.T) {
 	h := newHarness(t, nil)
 	dir := project(t)
-	c := h.docker.addContainer(dir, false, 0, vncSecret{Control: "oldctrl1", View: "oldview1"})
+	c := h.docker.addContainer(dir, false, 0, desktop.Secret{Control: "oldctrl1", View: "oldview1"})
 	st, err := h.m.Start(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret, ok := parsePasswdFile(h.docker.uploaded(c.ID, legacyVNCDir+"/passwd"))
+	secret, ok := desktop.ParsePasswdFile(h.docker.uploaded(c.ID, desktop.LegacyVNCDir+"/passwd"))
 	if !ok || secret.Control == "oldctrl1" || !strings.HasSuffix(st.ViewerURL, "password="+secret.Control) {
 		t.Errorf("legacy container: installed %+v (%v), viewer %s", secret, ok, st.ViewerURL)
 	}

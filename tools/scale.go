@@ -7,9 +7,8 @@ import (
 	"image/png"
 	"math"
 
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"golang.org/x/image/draw"
-
-	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
 // MaxScreenshotEdge is the longest edge of a screenshot a model is sent:
@@ -19,12 +18,12 @@ const MaxScreenshotEdge = 1568
 // scale maps between screenshot pixels, which the model sees and gives,
 // and display pixels, which the desktop uses.
 type scale struct {
-	display service.Display
-	shot    service.Display // the screenshot's size
+	display desktop.Display
+	shot    desktop.Display // the screenshot's size
 	factor  float64         // shot = display * factor; 1 when not scaled
 }
 
-func scaleFor(d service.Display) scale {
+func scaleFor(d desktop.Display) scale {
 	long := max(d.Width, d.Height)
 	if long <= MaxScreenshotEdge {
 		return scale{display: d, shot: d, factor: 1}
@@ -32,7 +31,7 @@ func scaleFor(d service.Display) scale {
 	f := float64(MaxScreenshotEdge) / float64(long)
 	return scale{
 		display: d,
-		shot:    service.Display{Width: int(math.Round(float64(d.Width) * f)), Height: int(math.Round(float64(d.Height) * f))},
+		shot:    desktop.Display{Width: int(math.Round(float64(d.Width) * f)), Height: int(math.Round(float64(d.Height) * f))},
 		factor:  f,
 	}
 }

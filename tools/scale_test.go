@@ -6,18 +6,18 @@ import (
 	"image/png"
 	"testing"
 
-	"github.com/pilot-sandbox/pilot-sandbox/service"
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 )
 
 func TestScaleFor(t *testing.T) {
 	for _, tc := range []struct {
-		display, shot service.Display
+		display, shot desktop.Display
 	}{
-		{service.Display{Width: 1280, Height: 800}, service.Display{Width: 1280, Height: 800}},
-		{service.Display{Width: 1568, Height: 1000}, service.Display{Width: 1568, Height: 1000}},
-		{service.Display{Width: 1920, Height: 1080}, service.Display{Width: 1568, Height: 882}},
-		{service.Display{Width: 3840, Height: 2160}, service.Display{Width: 1568, Height: 882}},
-		{service.Display{Width: 1200, Height: 2400}, service.Display{Width: 784, Height: 1568}},
+		{desktop.Display{Width: 1280, Height: 800}, desktop.Display{Width: 1280, Height: 800}},
+		{desktop.Display{Width: 1568, Height: 1000}, desktop.Display{Width: 1568, Height: 1000}},
+		{desktop.Display{Width: 1920, Height: 1080}, desktop.Display{Width: 1568, Height: 882}},
+		{desktop.Display{Width: 3840, Height: 2160}, desktop.Display{Width: 1568, Height: 882}},
+		{desktop.Display{Width: 1200, Height: 2400}, desktop.Display{Width: 784, Height: 1568}},
 	} {
 		if got := scaleFor(tc.display).shot; got != tc.shot {
 			t.Errorf("%v: screenshot %v, want %v", tc.display, got, tc.shot)
@@ -26,7 +26,7 @@ func TestScaleFor(t *testing.T) {
 }
 
 func TestScaledPointsCoverTheDisplay(t *testing.T) {
-	s := scaleFor(service.Display{Width: 1920, Height: 1080})
+	s := scaleFor(desktop.Display{Width: 1920, Height: 1080})
 	prev := -1
 	for x := range s.shot.Width {
 		dx, _, err := s.point("x", x, "y", 0)
@@ -41,7 +41,7 @@ func TestScaledPointsCoverTheDisplay(t *testing.T) {
 }
 
 func BenchmarkResize2560x1600(b *testing.B) {
-	s := scaleFor(service.Display{Width: 2560, Height: 1600})
+	s := scaleFor(desktop.Display{Width: 2560, Height: 1600})
 	// Like a screen: opaque, mostly flat, with a band of busy detail.
 	img := image.NewRGBA(image.Rect(0, 0, 2560, 1600))
 	for i := range img.Pix {

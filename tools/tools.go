@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -25,14 +26,14 @@ type Sandbox interface {
 
 // Desktop drives a running sandbox's display; *service.Desktop is one.
 type Desktop interface {
-	Display() service.Display
+	Display() desktop.Display
 	Move(ctx context.Context, x, y int) error
 	Click(ctx context.Context, x, y, button, count int) error
 	Drag(ctx context.Context, x, y, toX, toY int) error
 	Scroll(ctx context.Context, x, y int, direction string, amount int) error
 	Type(ctx context.Context, text string) error
 	Keys(ctx context.Context, keys string) error
-	Screenshot(ctx context.Context) (service.Screenshot, error)
+	Screenshot(ctx context.Context) (desktop.Screenshot, error)
 	Clipboard(ctx context.Context) (string, bool, error)
 	SetClipboard(ctx context.Context, text string) error
 }
@@ -313,7 +314,7 @@ func screenshotTool(sb Sandbox) tool {
 		if err != nil {
 			return Result{}, err
 		}
-		s := scaleFor(service.Display{Width: shot.Width, Height: shot.Height})
+		s := scaleFor(desktop.Display{Width: shot.Width, Height: shot.Height})
 		data, note := shot.PNG, fmt.Sprintf("Screenshot of the whole %dx%d screen; coordinates are pixels of this image.", shot.Width, shot.Height)
 		if s.scaled() {
 			if data, err = s.resize(shot.PNG); err != nil {

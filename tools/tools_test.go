@@ -11,12 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
 // fakeSandbox records what the tools asked of the desktop.
 type fakeSandbox struct {
-	display service.Display
+	display desktop.Display
 	stopped bool
 	calls   []string
 }
@@ -44,7 +45,7 @@ type fakeDesktop struct{ f *fakeSandbox }
 
 func (d fakeDesktop) log(s string) error { d.f.calls = append(d.f.calls, s); return nil }
 
-func (d fakeDesktop) Display() service.Display { return d.f.display }
+func (d fakeDesktop) Display() desktop.Display { return d.f.display }
 func (d fakeDesktop) Move(ctx context.Context, x, y int) error {
 	return d.log(fmtCall("move", x, y))
 }
@@ -64,12 +65,12 @@ func (d fakeDesktop) Keys(ctx context.Context, k string) error {
 	}
 	return d.log("key " + k)
 }
-func (d fakeDesktop) Screenshot(ctx context.Context) (service.Screenshot, error) {
+func (d fakeDesktop) Screenshot(ctx context.Context) (desktop.Screenshot, error) {
 	img := image.NewRGBA(image.Rect(0, 0, d.f.display.Width, d.f.display.Height))
 	img.Set(0, 0, color.White)
 	var b bytes.Buffer
 	png.Encode(&b, img)
-	return service.Screenshot{PNG: b.Bytes(), Width: d.f.display.Width, Height: d.f.display.Height}, nil
+	return desktop.Screenshot{PNG: b.Bytes(), Width: d.f.display.Width, Height: d.f.display.Height}, nil
 }
 func (d fakeDesktop) Clipboard(ctx context.Context) (string, bool, error) { return "", true, nil }
 func (d fakeDesktop) SetClipboard(ctx context.Context, t string) error    { return d.log("clip " + t) }
@@ -136,7 +137,7 @@ func TestBadArgumentsAreErrorsNamingTheArgument(t *testing.T) {
 		{"sandbox_exec", `{"command": "ls", "timeoutSeconds": 601}`, `"timeoutSeconds" must be from 1 to 600`},
 		{"sandbox_screenshot", `{"x": 1}`, `"x" is not an argument of this tool, which takes no arguments`},
 	} {
-		sb := &fakeSandbox{display: service.DefaultDisplay}
+		sb := &fakeSandbox{display: desktop.DefaultDisplay}
 		res := call(t, sb, tc.tool, tc.args)
 		got := textOf(res)
 		if !res.IsError || !strings.Contains(got, tc.want) {
@@ -177,7 +178,7 @@ func TestToolsDoWhatTheySay(t *testing.T) {
 		{"sandbox_stop", `null`, "stop", "The sandbox is stopped"},
 		{"sandbox_wait", `{"seconds": 0.01}`, "", "Waited 0.01 seconds."},
 	} {
-		sb := &fakeSandbox{display: service.DefaultDisplay}
+		sb := &fakeSandbox{display: desktop.DefaultDisplay}
 		res := call(t, sb, tc.tool, tc.args)
 		if res.IsError || !strings.HasPrefix(textOf(res), tc.text) {
 			t.Errorf("%s: %q (isError %v), want %q", tc.tool, textOf(res), res.IsError, tc.text)
@@ -189,7 +190,7 @@ func TestToolsDoWhatTheySay(t *testing.T) {
 }
 
 func TestStoppedSandboxSaysHowToStartIt(t *testing.T) {
-	sb := &fakeSandbox{display: service.DefaultDisplay, stopped: true}
+	sb := &fakeSandbox{display: desktop.DefaultDisplay, stopped: true}
 	for _, name := range []string{"sandbox_click", "sandbox_screenshot", "sandbox_type"} {
 		args := map[string]string{"sandbox_click": `{"x":1,"y":1}`, "sandbox_type": `{"text":"a"}`}[name]
 		res := call(t, sb, name, args)
@@ -200,7 +201,7 @@ func TestStoppedSandboxSaysHowToStartIt(t *testing.T) {
 }
 
 func TestLargeDisplaysAreScaled(t *testing.T) {
-	sb := &fakeSandbox{display: service.Display{Width: 2560, Height: 1600}}
+	sb := &fakeSandbox{display: desktop.Display{Width: 2560, Height: 1600}}
 	res := call(t, sb, "sandbox_screenshot", `{}`)
 	if res.IsError || len(res.Content) != 2 || res.Content[0].Type != "image" || res.Content[0].MimeType != "image/png" {
 		t.Fatalf("screenshot: %+v", res)
@@ -224,7 +225,7 @@ func TestLargeDisplaysAreScaled(t *testing.T) {
 }
 
 func TestDefaultDisplayIsSentAtFullSize(t *testing.T) {
-	sb := &fakeSandbox{display: service.DefaultDisplay}
+	sb := &fakeSandbox{display: desktop.DefaultDisplay}
 	res := call(t, sb, "sandbox_screenshot", ``)
 	data, _ := base64.StdEncoding.DecodeString(res.Content[0].Data)
 	img, _ := png.DecodeConfig(bytes.NewReader(data))

@@ -293,13 +293,10 @@ func runBuild(ctx context.Context, e *env, args []string) error {
 
 // describeError says what went wrong in words, with the hint a person needs.
 func describeError(err error) string {
-	var build *service.BuildError
-	var start *service.StartError
+	var logged *service.LogError
 	switch {
-	case errors.As(err, &build):
-		return err.Error() + "\n" + indent(build.Log)
-	case errors.As(err, &start):
-		return err.Error() + "\n" + indent(start.Log)
+	case errors.As(err, &logged):
+		return err.Error() + "\n" + indent(logged.Log)
 	case errors.Is(err, service.ErrNoSandbox):
 		return "this project has no sandbox: run pilot-sandbox start"
 	}

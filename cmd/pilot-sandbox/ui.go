@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/rpc"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
@@ -46,7 +47,7 @@ func runUI(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	project, err := service.CanonicalProject(abs)
+	project, err := projectfs.Canonical(abs)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package service
+package projectfs
 
 import (
 	"encoding/json"
@@ -12,26 +12,29 @@ import (
 	"time"
 )
 
-// registry remembers, under the XDG state directory, which projects have had
+// Registry remembers, under the XDG state directory, which projects have had
 // a sandbox, so that startup reconciliation can clean up the state files of a
 // project whose container was removed while the sidecar was not running.
 // (Containers themselves are found by label.)
-type registry struct {
+type Registry struct {
 	path string
 
 	mu       sync.Mutex // guards projects and the file
 	projects []string
 }
 
-func openRegistry(stateDir string) (*registry, error) {
-	r := &registry{path: filepath.Join(stateDir, "projects.json")}
+func OpenRegistry(stateDir string) (*Registry, error) {
+	r := &Registry{path: filepath.Join(stateDir, "projects.json")}
 	projects, err := r.read()
 	r.projects = projects
 	return r, err
 }
 
 // read loads the file; a missing one is an empty list.
-func (r *registry) read() ([]string, error) {
+// Path is the registry's file.
+func (r *Registry) Path() string { return r.path }
+
+func (r *Registry) read() ([]string, error) {
 	data, err := os.ReadFile(r.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -48,13 +51,13 @@ func (r *registry) read() ([]string, error) {
 	return file.Projects, nil
 }
 
-func (r *registry) list() []string {
+func (r *Registry) List() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.projects)
 }
 
-func (r *registry) add(project string) error {
+func (r *Registry) Add(project string) error {
 	return r.change(func(list []string) []string {
 		if slices.Contains(list, project) {
 			return list
@@ -65,20 +68,20 @@ func (r *registry) add(project string) error {
 	})
 }
 
-func (r *registry) remove(project string) error {
+func (r *Registry) Remove(project string) error {
 	return r.change(func(list []string) []string {
 		return slices.DeleteFunc(list, func(p string) bool { return p == project })
 	})
 }
 
-// registryLockWait bounds the wait for another process's registry write,
+// registryLockWait bounds the wait for another process's Registry write,
 // which takes milliseconds.
 const registryLockWait = 5 * time.Second
 
 // change applies fn to the list as the file has it now, under the file's
 // lock, so that two processes of one user (two sidecars, a command beside
 // a sidecar) add and remove projects without losing each other's.
-func (r *registry) change(fn func([]string) []string) error {
+func (r *Registry) change(fn func([]string) []string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := os.MkdirAll(filepath.Dir(r.path), 0o700); err != nil {
@@ -99,7 +102,7 @@ func (r *registry) change(fn func([]string) []string) error {
 }
 
 // save writes the file; r.mu must be held.
-func (r *registry) save() error {
+func (r *Registry) save() error {
 	data, err := json.MarshalIndent(struct {
 		Projects []string `json:"projects"`
 	}{r.projects}, "", "  ")

@@ -1,4 +1,4 @@
-package service
+package projectfs
 
 import (
 	"bytes"
@@ -12,29 +12,29 @@ import (
 	"time"
 )
 
-// toolsKey is the one key of .pilot/settings.json the sidecar owns for the
+// ToolsKey is the one key of .pilot/settings.json the sidecar owns for the
 // agent-tools switch. Every other key belongs to the desktop app and is
 // written back byte for byte, in its place.
-const toolsKey = "dockerToolsEnabled"
+const ToolsKey = "dockerToolsEnabled"
 
-func settingsFile(project string) string {
-	return filepath.Join(project, pilotDir, "settings.json")
+func SettingsFile(project string) string {
+	return filepath.Join(project, Dir, "settings.json")
 }
 
-// settingsDoc is a JSON object together with where each top-level value sits
+// Settings is a JSON object together with where each top-level value sits
 // in the file, so that setting one key rewrites only that key's value (or
 // appends it) and leaves every other byte of the file as it was.
-type settingsDoc struct {
+type Settings struct {
 	data    []byte
 	spans   map[string][2]int // key -> [start, end) of its value in data
 	lastEnd int               // end of the last value, or just after '{'
 }
 
-func emptySettings() *settingsDoc {
-	return &settingsDoc{data: []byte("{}\n"), spans: map[string][2]int{}, lastEnd: 1}
+func emptySettings() *Settings {
+	return &Settings{data: []byte("{}\n"), spans: map[string][2]int{}, lastEnd: 1}
 }
 
-func parseSettings(data []byte) (*settingsDoc, error) {
+func parseSettings(data []byte) (*Settings, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	tok, err := dec.Token()
 	if err != nil {
@@ -43,7 +43,7 @@ func parseSettings(data []byte) (*settingsDoc, error) {
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
 		return nil, errors.New("not a JSON object")
 	}
-	doc := &settingsDoc{data: data, spans: map[string][2]int{}, lastEnd: int(dec.InputOffset())}
+	doc := &Settings{data: data, spans: map[string][2]int{}, lastEnd: int(dec.InputOffset())}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -67,7 +67,8 @@ func parseSettings(data []byte) (*settingsDoc, error) {
 	return doc, nil
 }
 
-func (d *settingsDoc) raw(key string) []byte {
+// Raw is a top-level value as the file has it, or nil.
+func (d *Settings) Raw(key string) []byte {
 	span, ok := d.spans[key]
 	if !ok {
 		return nil
@@ -76,12 +77,12 @@ func (d *settingsDoc) raw(key string) []byte {
 }
 
 // bool reads a boolean key; anything but true is false.
-func (d *settingsDoc) bool(key string) bool {
-	return string(d.raw(key)) == "true"
+func (d *Settings) Bool(key string) bool {
+	return string(d.Raw(key)) == "true"
 }
 
 // with returns the file's bytes with key set to the JSON value.
-func (d *settingsDoc) with(key string, value []byte) []byte {
+func (d *Settings) with(key string, value []byte) []byte {
 	var out []byte
 	if span, ok := d.spans[key]; ok {
 		out = append(out, d.data[:span[0]]...)
@@ -107,10 +108,10 @@ func (d *settingsDoc) with(key string, value []byte) []byte {
 	return append(out, d.data[d.lastEnd:]...)
 }
 
-// readSettings loads .pilot/settings.json. A missing file is an empty
+// ReadSettings loads .pilot/settings.json. A missing file is an empty
 // document; one that cannot be read, or is not a JSON object, a FileError.
-func readSettings(project string) (*settingsDoc, error) {
-	path := settingsFile(project)
+func ReadSettings(project string) (*Settings, error) {
+	path := SettingsFile(project)
 	data, err := os.ReadFile(path)
 	if missing(err) {
 		return emptySettings(), nil
@@ -125,14 +126,14 @@ func readSettings(project string) (*settingsDoc, error) {
 	return doc, nil
 }
 
-// writeSettingsBool sets one boolean key and writes the file atomically,
+// WriteSettingsBool sets one boolean key and writes the file atomically,
 // keeping every other key. A corrupt or unreadable file is set aside (kept
 // next to the new one) rather than overwritten: the returned FileError
 // says where it went. A failure to write is a FileError (FileUnwritable)
 // and leaves the file as it was.
-func writeSettingsBool(project, key string, value bool, now time.Time) (aside *FileError, err error) {
-	path := settingsFile(project)
-	doc, err := readSettings(project)
+func WriteSettingsBool(project, key string, value bool, now time.Time) (aside *FileError, err error) {
+	path := SettingsFile(project)
+	doc, err := ReadSettings(project)
 	if err != nil {
 		if aside, err = setAsideBad(path, err, now); err != nil {
 			return nil, err
@@ -151,7 +152,7 @@ func writeSettingsBool(project, key string, value bool, now time.Time) (aside *F
 
 // settingsPerm keeps the mode the app gave the file, or 0644 for a new one.
 func settingsPerm(project string) os.FileMode {
-	if info, err := os.Stat(settingsFile(project)); err == nil {
+	if info, err := os.Stat(SettingsFile(project)); err == nil {
 		return info.Mode().Perm()
 	}
 	return 0o644

@@ -1,4 +1,4 @@
-package service
+package desktop
 
 import (
 	"bufio"
@@ -6,15 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
 )
 
 // The desktop agent (resources/agent/agent.py) runs in the sandbox as its
-// user, in one long-lived exec per container, and answers one JSON line per
-// request. Talking to it costs a write and a read on an open stream, where
-// every docker exec costs tens of milliseconds before the command even runs.
+// user, in one long-lived exec per run of the container, and answers one
+// JSON line per request. Talking to it costs a write and a read on an open
+// stream, where every docker exec costs tens of milliseconds before the
+// command even runs.
 
 // maxAgentLine bounds one answer of the agent (a screenshot of a large
 // display is the largest).
@@ -24,8 +26,31 @@ const maxAgentLine = 256 << 20
 // says why in words a model can act on (an unknown key name, say).
 var ErrAgent = errors.New("desktop agent")
 
-// agentRequest is one request; the agent reads the fields its op needs.
-type agentRequest struct {
+// ErrGone: the agent's process ended (its container stopped, or it
+// crashed); the next request needs a new one.
+var ErrGone = errors.New("the desktop agent exited")
+
+// ErrTimeout: the agent did not answer in time. The agent is closed, as its
+// state is unknown.
+var ErrTimeout = errors.New("the desktop agent did not answer in time")
+
+// Session is the agent's process as an attached exec gives it: its stdin
+// and stdout, and what it wrote to stderr so far.
+type Session interface {
+	io.Reader
+	io.Writer
+	Close() error
+	Stderr() string
+}
+
+// Command is the argv that runs the agent from its source: -I ignores the
+// environment and the user's site packages, -u leaves output unbuffered.
+func Command(source []byte) []string {
+	return []string{"python3", "-I", "-u", "-c", string(source)}
+}
+
+// request is one request; the agent reads the fields its op needs.
+type request struct {
 	ID        int64  `json:"id"`
 	Op        string `json:"op"`
 	X         int    `json:"x"`
@@ -40,7 +65,7 @@ type agentRequest struct {
 	Keys      string `json:"keys,omitempty"`
 }
 
-type agentResponse struct {
+type response struct {
 	ID     int64  `json:"id"`
 	Error  string `json:"error"`
 	Width  int    `json:"width"`
@@ -51,43 +76,33 @@ type agentResponse struct {
 	Typed  int    `json:"typed"`
 }
 
-// agent is a running desktop agent.
-type agent struct {
-	containerID string
-	session     ExecSession
-	lines       chan []byte   // answers, in order
-	done        chan struct{} // closed when the agent's output ends
+// Agent is a running desktop agent.
+type Agent struct {
+	session Session
+	lines   chan []byte   // answers, in order
+	done    chan struct{} // closed when the agent's output ends
+	stop    chan struct{} // closed by Close: read gives up a line no one waits for
 
 	mu     sync.Mutex // serializes requests; guards next
 	next   int64
 	closed bool
 }
 
-// startAgent starts the agent in a running container and checks it answers.
-func (m *Manager) startAgent(ctx context.Context, containerID string) (*agent, error) {
-	if len(m.cfg.Agent) == 0 {
-		return nil, errors.New("no desktop agent is configured")
-	}
-	session, err := m.docker.ExecAttach(ctx, containerID, ExecSpec{
-		// -I: ignore the environment and user site; -u: unbuffered.
-		Cmd:  []string{"python3", "-I", "-u", "-c", string(m.cfg.Agent)},
-		User: sandboxUser,
-		Env:  []string{displayEnv},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("start desktop agent: %w", err)
-	}
-	a := &agent{containerID: containerID, session: session, lines: make(chan []byte), done: make(chan struct{})}
+// Dial checks that the agent on the session answers, and returns it. The
+// session is closed when the agent does not answer.
+func Dial(ctx context.Context, session Session) (*Agent, error) {
+	a := &Agent{session: session, lines: make(chan []byte), done: make(chan struct{}), stop: make(chan struct{})}
 	go a.read()
-	if _, err := a.call(ctx, agentRequest{Op: "hello"}, 30*time.Second); err != nil {
-		a.close()
+	if _, err := a.call(ctx, request{Op: "hello"}, 30*time.Second); err != nil {
+		a.Close()
 		return nil, err
 	}
 	return a, nil
 }
 
-// read passes each line of the agent's output on until it ends.
-func (a *agent) read() {
+// read passes each line of the agent's output on until it ends, which
+// Close brings about by closing the session.
+func (a *Agent) read() {
 	defer close(a.done)
 	sc := bufio.NewScanner(a.session)
 	sc.Buffer(make([]byte, 64<<10), maxAgentLine)
@@ -95,7 +110,7 @@ func (a *agent) read() {
 		line := append([]byte(nil), sc.Bytes()...)
 		select {
 		case a.lines <- line:
-		case <-a.done: // never: done is closed only here
+		case <-a.stop: // closed: the session's end ends the scan next
 		}
 	}
 }
@@ -103,28 +118,28 @@ func (a *agent) read() {
 // call sends one request and waits for its answer. A request that times out
 // or is cancelled ends the agent: its state is unknown, and the next call
 // starts a fresh one.
-func (a *agent) call(ctx context.Context, req agentRequest, timeout time.Duration) (agentResponse, error) {
+func (a *Agent) call(ctx context.Context, req request, timeout time.Duration) (response, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
-		return agentResponse{}, errAgentGone
+		return response{}, ErrGone
 	}
 	a.next++
 	req.ID = a.next
 	data, err := json.Marshal(req)
 	if err != nil {
-		return agentResponse{}, err
+		return response{}, err
 	}
 	if _, err := a.session.Write(append(data, '\n')); err != nil {
 		a.closeLocked()
-		return agentResponse{}, fmt.Errorf("%w: %v", errAgentGone, err)
+		return response{}, fmt.Errorf("%w: %v", ErrGone, err)
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
 		select {
 		case line := <-a.lines:
-			var resp agentResponse
+			var resp response
 			if err := json.Unmarshal(line, &resp); err != nil {
 				a.closeLocked()
 				return resp, fmt.Errorf("desktop agent answered %q: %v", truncateString(string(line), 200), err)
@@ -138,35 +153,34 @@ func (a *agent) call(ctx context.Context, req agentRequest, timeout time.Duratio
 			return resp, nil
 		case <-a.done:
 			a.closeLocked()
-			return agentResponse{}, fmt.Errorf("%w: %s", errAgentGone, strings.TrimSpace(a.session.Stderr()))
+			return response{}, fmt.Errorf("%w: %s", ErrGone, strings.TrimSpace(a.session.Stderr()))
 		case <-timer.C:
 			a.closeLocked()
-			return agentResponse{}, fmt.Errorf("%w: the desktop agent did not answer %s within %s", ErrTimeout, req.Op, timeout)
+			return response{}, fmt.Errorf("%w: it did not answer %s within %s", ErrTimeout, req.Op, timeout)
 		case <-ctx.Done():
 			a.closeLocked()
-			return agentResponse{}, ctx.Err()
+			return response{}, ctx.Err()
 		}
 	}
 }
 
-// errAgentGone: the agent's process ended (its container stopped, or it
-// crashed); the next call starts a new one.
-var errAgentGone = errors.New("the desktop agent exited")
-
-func (a *agent) close() {
+// Close ends the agent. It is safe to call more than once.
+func (a *Agent) Close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.closeLocked()
 }
 
-func (a *agent) closeLocked() {
+func (a *Agent) closeLocked() {
 	if !a.closed {
 		a.closed = true
+		close(a.stop)
 		a.session.Close()
 	}
 }
 
-func (a *agent) alive() bool {
+// Alive says whether the agent can take requests.
+func (a *Agent) Alive() bool {
 	select {
 	case <-a.done:
 		return false
@@ -175,25 +189,6 @@ func (a *agent) alive() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return !a.closed
-}
-
-// agentFor returns the project's agent for the container, starting one if
-// there is none or the last one ended.
-func (m *Manager) agentFor(ctx context.Context, b *box, containerID string) (*agent, error) {
-	b.agentMu.Lock()
-	defer b.agentMu.Unlock()
-	if b.agent != nil && b.agent.containerID == containerID && b.agent.alive() {
-		return b.agent, nil
-	}
-	if b.agent != nil {
-		b.agent.close()
-	}
-	a, err := m.startAgent(ctx, containerID)
-	if err != nil {
-		return nil, err
-	}
-	b.agent = a
-	return a, nil
 }
 
 func truncateString(s string, n int) string {

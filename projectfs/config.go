@@ -1,17 +1,16 @@
-package service
+package projectfs
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	units "github.com/docker/go-units"
 )
 
-// ProjectConfig is the "sandbox" object of .pilot/settings.json: how the
+// Config is the "sandbox" object of .pilot/settings.json: how the
 // project wants its sandbox made. Every field is optional; a missing one
 // takes the sidecar's default.
 //
@@ -20,7 +19,7 @@ import (
 //
 // Memory, CPUs and processes apply at every start of the sandbox; the
 // display and shmSize only when its container is created.
-type ProjectConfig struct {
+type Config struct {
 	// Memory is the memory limit, swap included, in `docker run --memory`
 	// syntax: "512m", "4g", "1.5GiB".
 	Memory *string `json:"memory,omitempty"`
@@ -31,6 +30,12 @@ type ProjectConfig struct {
 	// ShmSize is the size of /dev/shm, which browsers use heavily.
 	ShmSize *string  `json:"shmSize,omitempty"`
 	Display *Display `json:"display,omitempty"`
+}
+
+// Display is a display size in pixels, as the files write it.
+type Display struct {
+	Width  int `json:"width"`
+	Height int `json:"height"`
 }
 
 // Bounds of the project settings. Below them the desktop itself does not
@@ -57,21 +62,21 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("%s: %s %s", e.File, e.Field, e.Reason)
 }
 
-// readProjectConfig reads and checks the project's sandbox settings. A
+// ReadConfig reads and checks the project's sandbox settings. A
 // settings file that is not a JSON object is a FileError (errCorrupt), a
 // "sandbox" object with a wrong field a ConfigError.
-func readProjectConfig(project string) (ProjectConfig, error) {
-	var cfg ProjectConfig
-	doc, err := readSettings(project)
+func ReadConfig(project string) (Config, error) {
+	var cfg Config
+	doc, err := ReadSettings(project)
 	if err != nil {
 		return cfg, err
 	}
-	raw := doc.raw("sandbox")
+	raw := doc.Raw("sandbox")
 	if raw == nil {
 		return cfg, nil
 	}
-	fail := func(field, reason string) (ProjectConfig, error) {
-		return cfg, &ConfigError{File: settingsFile(project), Field: field, Reason: reason}
+	fail := func(field, reason string) (Config, error) {
+		return cfg, &ConfigError{File: SettingsFile(project), Field: field, Reason: reason}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -103,9 +108,9 @@ func jsonKind(kind string) string {
 }
 
 // check returns the field that is out of bounds and why, or "".
-func (c ProjectConfig) check() (field, reason string) {
+func (c Config) check() (field, reason string) {
 	if c.Memory != nil {
-		if n, err := parseSize(*c.Memory); err != nil {
+		if n, err := ParseSize(*c.Memory); err != nil {
 			return "sandbox.memory", err.Error()
 		} else if n < minMemory {
 			return "sandbox.memory", fmt.Sprintf("must be at least 512m; it is %q", *c.Memory)
@@ -118,7 +123,7 @@ func (c ProjectConfig) check() (field, reason string) {
 		return "sandbox.processes", fmt.Sprintf("must be from %d to %d; it is %d", minProcesses, maxProcesses, *p)
 	}
 	if c.ShmSize != nil {
-		if n, err := parseSize(*c.ShmSize); err != nil {
+		if n, err := ParseSize(*c.ShmSize); err != nil {
 			return "sandbox.shmSize", err.Error()
 		} else if n < minShm {
 			return "sandbox.shmSize", fmt.Sprintf("must be at least 64m; it is %q", *c.ShmSize)
@@ -135,65 +140,13 @@ func (c ProjectConfig) check() (field, reason string) {
 	return "", ""
 }
 
-// parseSize reads a size the way `docker run --memory` does: a number with
+// ParseSize reads a size the way `docker run --memory` does: a number with
 // an optional unit b, k, m, g or t (powers of 1024; "GiB" and "gb" mean
 // the same as "g").
-func parseSize(s string) (int64, error) {
+func ParseSize(s string) (int64, error) {
 	n, err := units.RAMInBytes(strings.TrimSpace(s))
 	if err != nil || n <= 0 {
 		return 0, fmt.Errorf("must be a size such as \"512m\" or \"4g\"; it is %q", s)
 	}
 	return n, nil
-}
-
-// Capacity is what the Docker engine has to give: a sandbox cannot have
-// more CPUs than it (Docker refuses), nor usefully more memory.
-type Capacity struct {
-	CPUs        int
-	MemoryBytes int64
-}
-
-// limits are the container limits for the project: defaults, replaced by
-// its settings, within what the engine has. A default the engine cannot
-// give (2 CPUs on a one-CPU engine) is lowered to what it has; a setting
-// it cannot give is a ConfigError.
-func (c ProjectConfig) limits(defaults Limits, capacity Capacity, file string) (Limits, error) {
-	l := defaults
-	if capacity.CPUs > 0 && l.NanoCPUs > int64(capacity.CPUs)*1e9 {
-		l.NanoCPUs = int64(capacity.CPUs) * 1e9
-	}
-	if c.Memory != nil {
-		l.MemoryBytes, _ = parseSize(*c.Memory) // checked when read
-		if capacity.MemoryBytes > 0 && l.MemoryBytes > capacity.MemoryBytes {
-			return l, &ConfigError{File: file, Field: "sandbox.memory",
-				Reason: fmt.Sprintf("is %s, more than the Docker engine's %s", *c.Memory, units.BytesSize(float64(capacity.MemoryBytes)))}
-		}
-	}
-	if c.CPUs != nil {
-		l.NanoCPUs = int64(*c.CPUs * 1e9)
-		if capacity.CPUs > 0 && *c.CPUs > float64(capacity.CPUs) {
-			return l, &ConfigError{File: file, Field: "sandbox.cpus",
-				Reason: fmt.Sprintf("is %g, more than the Docker engine's %d", *c.CPUs, capacity.CPUs)}
-		}
-	}
-	if c.Processes != nil {
-		l.PidsLimit = *c.Processes
-	}
-	if c.ShmSize != nil {
-		l.ShmBytes, _ = parseSize(*c.ShmSize)
-	}
-	if l.ShmBytes > l.MemoryBytes {
-		// /dev/shm's pages count against the memory limit: a larger one
-		// would promise what the sandbox cannot have.
-		return l, &ConfigError{File: file, Field: "sandbox.shmSize",
-			Reason: fmt.Sprintf("is %s, more than the sandbox's memory (%s)", units.BytesSize(float64(l.ShmBytes)), units.BytesSize(float64(l.MemoryBytes)))}
-	}
-	return l, nil
-}
-
-// describeLimits is how logs and messages put a set of limits.
-func describeLimits(l Limits) string {
-	return fmt.Sprintf("memory %s, CPUs %s, processes %d, /dev/shm %s",
-		units.BytesSize(float64(l.MemoryBytes)), strconv.FormatFloat(float64(l.NanoCPUs)/1e9, 'g', 3, 64),
-		l.PidsLimit, units.BytesSize(float64(l.ShmBytes)))
 }

@@ -1,4 +1,4 @@
-package service
+package desktop
 
 import (
 	"bytes"
@@ -16,11 +16,11 @@ import (
 // rfbBanner is how every RFB 3.x server greets a client: "RFB 003.008\n".
 var rfbBanner = []byte("RFB 003.00")
 
-// ProbeDesktop checks that a client can really use the sandbox's desktop at
+// Probe checks that a client can really use the sandbox's desktop at
 // host:wsPort: noVNC's page answers 200, and a WebSocket through websockify
 // yields the VNC server's RFB banner. Published ports accept TCP connections
 // well before either is true, so connecting is not enough.
-func ProbeDesktop(ctx context.Context, host string, wsPort int) error {
+func Probe(ctx context.Context, host string, wsPort int) error {
 	base := host + ":" + strconv.Itoa(wsPort)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+base+"/vnc.html", nil)
 	if err != nil {

@@ -3,9 +3,6 @@ package service
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -20,35 +17,6 @@ const (
 	// on the noVNC port.
 	LabelViewer = "pilot.sandbox.viewer"
 )
-
-// CanonicalProject turns a client's project path into the key the manager uses:
-// absolute, cleaned and symlink-resolved, so "/a/b", "/a/b/" and a symlink to it
-// name one project. The path must name an existing directory.
-func CanonicalProject(path string) (string, error) {
-	switch {
-	case path == "":
-		return "", &ProjectError{Path: path, Reason: "must not be empty"}
-	case strings.ContainsRune(path, 0):
-		return "", &ProjectError{Path: path, Reason: "must not contain NUL"}
-	case !filepath.IsAbs(path):
-		return "", &ProjectError{Path: path, Reason: "must be an absolute path"}
-	}
-	resolved, err := filepath.EvalSymlinks(filepath.Clean(path))
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", &ProjectError{Path: path, Reason: "does not exist"}
-		}
-		return "", &ProjectError{Path: path, Reason: err.Error()}
-	}
-	info, err := os.Stat(resolved)
-	if err != nil {
-		return "", &ProjectError{Path: path, Reason: err.Error()}
-	}
-	if !info.IsDir() {
-		return "", &ProjectError{Path: path, Reason: "is not a directory"}
-	}
-	return resolved, nil
-}
 
 // ContainerName is the sandbox container's name for a canonical project path:
 // readable, and the same every time, so that the engine itself refuses a

@@ -1,4 +1,4 @@
-package service
+package projectfs
 
 import (
 	"errors"
@@ -7,6 +7,19 @@ import (
 	"os"
 	"syscall"
 )
+
+// ErrFile: a file in the project's .pilot directory cannot be read or
+// written. See FileError.
+var ErrFile = errors.New("project file unusable")
+
+// errCorrupt marks a file that exists but cannot be used as it is.
+var errCorrupt = errors.New("corrupt file")
+
+// missing says whether err means the file is not there: it does not
+// exist, or a directory on its path is not a directory.
+func missing(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
 
 // FileProblem is what is wrong with a file in a project's .pilot directory.
 type FileProblem string
@@ -24,7 +37,7 @@ const (
 )
 
 // FileError is a file of the project's .pilot directory that cannot be
-// used. It is an ErrProjectFile.
+// used. It is an ErrFile.
 type FileError struct {
 	Path    string
 	Problem FileProblem
@@ -62,7 +75,7 @@ func (e *FileError) describe() string {
 	}
 }
 
-func (e *FileError) Unwrap() []error { return []error{ErrProjectFile, e.Err} }
+func (e *FileError) Unwrap() []error { return []error{ErrFile, e.Err} }
 
 // bare strips the path (often a temporary file's) from an operating
 // system error, which a FileError names itself: "no space left on device".
@@ -76,45 +89,4 @@ func bare(err error) error {
 		return le.Err
 	}
 	return err
-}
-
-// Warning tells a client about a problem it did not ask about but a person
-// should know of: a file of the project's found corrupt and set aside at
-// startup, or a state file that could not be saved while the sandbox runs
-// on (PROTOCOL additions: sandbox/warning).
-type Warning struct {
-	ProjectPath string      `json:"projectPath"`
-	File        string      `json:"file"`
-	Problem     FileProblem `json:"problem"`
-	KeptAs      string      `json:"keptAs,omitempty"`
-	Message     string      `json:"message"`
-}
-
-// warn reports a file problem once: to the log, and as a warning event,
-// unless the same problem with the file was reported last time. A nil
-// error for a file says it is fine again, so a later problem is news.
-func (m *Manager) warn(b *box, file string, err error) {
-	var fe *FileError
-	if err != nil && !errors.As(err, &fe) {
-		m.log.Warn().Err(err).Str("project", b.project).Str("file", file).Msg("project file")
-		return
-	}
-	b.mu.Lock()
-	if b.reported == nil {
-		b.reported = map[string]string{}
-	}
-	msg := ""
-	if fe != nil {
-		msg = fe.Error()
-	}
-	repeated := b.reported[file] == msg
-	b.reported[file] = msg
-	b.mu.Unlock()
-	if fe == nil || repeated {
-		return
-	}
-	m.log.Warn().Str("project", b.project).Str("file", fe.Path).Str("problem", string(fe.Problem)).Str("keptAs", fe.KeptAs).Err(fe.Err).Msg(msg)
-	m.events.publish(Event{Kind: EventWarning, Project: b.project, Warning: Warning{
-		ProjectPath: b.project, File: fe.Path, Problem: fe.Problem, KeptAs: fe.KeptAs, Message: msg,
-	}})
 }

@@ -1,0 +1,42 @@
+// Package desktop is the channel into a sandbox's desktop: the facts the
+// image and the sidecar share (its user, display, ports), the desktop agent
+// that drives the display (pointer, keyboard, screenshots, clipboard), the
+// check that a desktop really answers, and the VNC passwords and viewer
+// addresses of a run.
+//
+// It knows nothing of Docker or of the sandbox's life: the caller gives it
+// a stream to the agent's process (Session) and says what a failure means
+// (Conn). Everything it reads from the sandbox is bounded in size.
+package desktop
+
+import "time"
+
+// In-container facts the sidecar relies on (resources/docker/sandbox).
+const (
+	// User is the unprivileged user the desktop and every exec run as.
+	User = "sandbox"
+	// UID is User's numeric ID.
+	UID = 1000
+	// Home is User's home directory.
+	Home = "/home/sandbox"
+	// DisplayEnv names the X display in the environment of every exec.
+	DisplayEnv = "DISPLAY=:99"
+	// ResolutionEnv is the variable that sets the display's size at creation.
+	ResolutionEnv = "RESOLUTION"
+	// VNCPort and NoVNCPort are the container ports of the VNC server and of
+	// websockify serving noVNC.
+	VNCPort   = 5900
+	NoVNCPort = 6080
+)
+
+// Display is the virtual display's size in pixels.
+type Display struct {
+	Width  int `json:"width"`
+	Height int `json:"height"`
+}
+
+// DefaultDisplay is the display size of a sandbox unless configured otherwise.
+var DefaultDisplay = Display{Width: 1280, Height: 800}
+
+// ProbeTimeout bounds one readiness probe.
+const ProbeTimeout = 3 * time.Second
