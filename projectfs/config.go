@@ -113,7 +113,7 @@ func (c Config) check() (field, reason string) {
 		if n, err := ParseSize(*c.Memory); err != nil {
 			return "sandbox.memory", err.Error()
 		} else if n < minMemory {
-			return "sandbox.memory", fmt.Sprintf("must be at least 512m; it is %q", *c.Memory)
+			return "sandbox.memory", fmt.Sprintf("must be at least %s; it is %q", units.BytesSize(minMemory), *c.Memory)
 		}
 	}
 	if c.CPUs != nil && *c.CPUs < minCPUs {
@@ -126,7 +126,7 @@ func (c Config) check() (field, reason string) {
 		if n, err := ParseSize(*c.ShmSize); err != nil {
 			return "sandbox.shmSize", err.Error()
 		} else if n < minShm {
-			return "sandbox.shmSize", fmt.Sprintf("must be at least 64m; it is %q", *c.ShmSize)
+			return "sandbox.shmSize", fmt.Sprintf("must be at least %s; it is %q", units.BytesSize(minShm), *c.ShmSize)
 		}
 	}
 	if d := c.Display; d != nil {

@@ -24,6 +24,7 @@ type Record struct {
 	UpdatedAt     int64   `json:"updatedAt"`
 }
 
+// SandboxFile is the project's .pilot/sandbox.json.
 func SandboxFile(project string) string {
 	return filepath.Join(project, Dir, "sandbox.json")
 }
@@ -117,6 +118,7 @@ func SameRecord(a, b Record) bool {
 	return a == b
 }
 
+// RecordExists says whether the project has a .pilot/sandbox.json.
 func RecordExists(project string) bool {
 	_, err := os.Stat(SandboxFile(project))
 	return err == nil

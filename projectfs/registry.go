@@ -23,6 +23,8 @@ type Registry struct {
 	projects []string
 }
 
+// OpenRegistry reads the registry under stateDir. It returns a usable,
+// empty registry with the error when the file cannot be read.
 func OpenRegistry(stateDir string) (*Registry, error) {
 	r := &Registry{path: filepath.Join(stateDir, "projects.json")}
 	projects, err := r.read()
@@ -51,12 +53,14 @@ func (r *Registry) read() ([]string, error) {
 	return file.Projects, nil
 }
 
+// List is the projects the registry knows, sorted.
 func (r *Registry) List() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.projects)
 }
 
+// Add records that project has a sandbox.
 func (r *Registry) Add(project string) error {
 	return r.change(func(list []string) []string {
 		if slices.Contains(list, project) {
@@ -68,6 +72,7 @@ func (r *Registry) Add(project string) error {
 	})
 }
 
+// Remove forgets project.
 func (r *Registry) Remove(project string) error {
 	return r.change(func(list []string) []string {
 		return slices.DeleteFunc(list, func(p string) bool { return p == project })

@@ -17,6 +17,7 @@ import (
 // written back byte for byte, in its place.
 const ToolsKey = "dockerToolsEnabled"
 
+// SettingsFile is the project's .pilot/settings.json.
 func SettingsFile(project string) string {
 	return filepath.Join(project, Dir, "settings.json")
 }

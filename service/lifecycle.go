@@ -270,7 +270,7 @@ func (m *Manager) settle(ctx context.Context, b *box) {
 	defer cancel()
 	if _, err := m.refresh(ctx, b); err != nil {
 		m.log.Debug().Err(err).Str("project", b.project).Msg("could not refresh after a failed operation")
-		if st := b.snapshot(); st != nil && (st.Status == StatusStarting || st.Status == StatusStopping) {
+		if st := b.snapshot(); st != nil && st.Status.transitional() {
 			failed := *st
 			failed.Status, failed.Error = StatusError, err.Error()
 			m.commit(b, &failed)

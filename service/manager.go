@@ -1,6 +1,14 @@
-// Package service is the domain core of pilot-sandbox: one Docker container
-// with a virtual desktop per project, its lifecycle and state machine, the
-// image it runs, its state files, startup reconciliation and events.
+// Package service runs the sandboxes: one Docker container with a virtual
+// desktop per project, its state machine (starting, running, stopping,
+// stopped, error), the runs of its container, startup reconciliation and
+// Docker's events, the image it is made from, and the events clients hear.
+// It declares the small part of Docker it uses (Docker) and the sentinel
+// errors adapters map to their own codes.
+//
+// It owns the decisions, not the details: the project's files are
+// projectfs's, the channel into the desktop is desktop's, the build context
+// imagebuild's. It knows nothing of JSON-RPC, the agent tools or
+// go-dockerclient.
 package service
 
 import (
@@ -13,6 +21,7 @@ import (
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/imagebuild"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/rs/zerolog"
 )
@@ -100,7 +109,7 @@ type Manager struct {
 	docker   Docker
 	cfg      Config
 	log      zerolog.Logger
-	build    buildContext
+	build    imagebuild.Context
 	registry *projectfs.Registry
 	locks    projectfs.Locks
 	events   broker
@@ -182,7 +191,7 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 	if cfg.Resources == nil {
 		return nil, errors.New("service: Config.Resources is required")
 	}
-	build, err := newBuildContext(cfg.Resources, cfg.BuildArgs)
+	build, err := imagebuild.NewContext(cfg.Resources, cfg.BuildArgs)
 	if err != nil {
 		return nil, fmt.Errorf("read image resources: %w", err)
 	}
@@ -204,7 +213,7 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 }
 
 // ImageHash is the build hash the sandbox image of this binary carries.
-func (m *Manager) ImageHash() string { return m.build.hash }
+func (m *Manager) ImageHash() string { return m.build.Hash }
 
 // Image is the sandbox image's tag.
 func (m *Manager) Image() string { return m.cfg.Image }
@@ -286,7 +295,7 @@ func (m *Manager) persist(b *box, prev, st *State) {
 		}
 		return
 	}
-	if st.Status == StatusStarting || st.Status == StatusStopping || st.ContainerID == "" {
+	if !settled(st) {
 		return // transitional, or a start that failed before there was a container
 	}
 	if prev != nil && projectfs.SameRecord(recordOf(*prev, time.Time{}), recordOf(*st, time.Time{})) {
@@ -331,7 +340,7 @@ func (m *Manager) ensureRecord(b *box) {
 		return
 	}
 	st := b.snapshot()
-	if st == nil || st.Status == StatusStarting || st.Status == StatusStopping || st.ContainerID == "" {
+	if !settled(st) {
 		return
 	}
 	if rec, err := projectfs.ReadRecord(b.project); err == nil && rec != nil && projectfs.SameRecord(*rec, recordOf(*st, time.Time{})) {

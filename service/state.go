@@ -18,6 +18,14 @@ const (
 	StatusError    Status = "error"
 )
 
+// transitional says whether an operation is under way: the state is what
+// the operation says, not yet what Docker will.
+func (s Status) transitional() bool { return s == StatusStarting || s == StatusStopping }
+
+// settled says whether st is a state a restarted sidecar must find in
+// .pilot/sandbox.json: a container, not in the middle of an operation.
+func settled(st *State) bool { return st != nil && !st.Status.transitional() && st.ContainerID != "" }
+
 // State is what a client sees of one project's sandbox (PROTOCOL.md,
 // SandboxState). Times are milliseconds since the Unix epoch.
 type State struct {

@@ -4,7 +4,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"testing/fstest"
 )
 
 func TestStatusOf(t *testing.T) {
@@ -52,32 +51,5 @@ func TestContainerNames(t *testing.T) {
 	}
 	if got := ContainerName("/home/me/My Project!"); !strings.HasPrefix(got, "pilot-sandbox-my-project-") {
 		t.Errorf("name %q does not show the project", got)
-	}
-}
-
-func TestBuildHashFollowsFilesAndArgs(t *testing.T) {
-	base := fstest.MapFS{"Dockerfile": {Data: []byte("FROM x")}, "entrypoint.sh": {Data: []byte("#!/bin/sh")}}
-	changed := fstest.MapFS{"Dockerfile": {Data: []byte("FROM y")}, "entrypoint.sh": {Data: []byte("#!/bin/sh")}}
-	a, _ := newBuildContext(base, nil)
-	again, _ := newBuildContext(base, nil)
-	b, _ := newBuildContext(changed, nil)
-	c, _ := newBuildContext(base, map[string]string{"BASE_IMAGE": "debian:local"})
-	if a.hash != again.hash {
-		t.Error("hash is not deterministic")
-	}
-	if a.hash == b.hash || a.hash == c.hash || b.hash == c.hash {
-		t.Errorf("hashes collide: %s %s %s", a.hash, b.hash, c.hash)
-	}
-}
-
-func TestStepProgress(t *testing.T) {
-	var got []string
-	s := &stepProgress{report: func(msg string, cur, total int) {
-		got = append(got, msg+"|"+string(rune('0'+cur))+"/"+string(rune('0'+total)))
-	}}
-	s.line("Step 2/9 : RUN apt-get update")
-	s.line("Get:1 http://deb.debian.org bookworm InRelease") // within a second of the step: skipped
-	if len(got) != 1 || got[0] != "Step 2/9: RUN apt-get update|2/9" {
-		t.Errorf("progress = %q", got)
 	}
 }

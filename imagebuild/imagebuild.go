@@ -1,0 +1,128 @@
+// Package imagebuild turns the files of a sandbox image into what the
+// engine builds: a tar build context with a hash of everything that goes
+// into it (files, modes, build arguments), and the build's output into
+// progress and a tail kept for the error. It knows nothing of the engine.
+package imagebuild
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Context is an image's build context as a tar archive, and a
+// hash of everything that goes into the build: the files, their modes and the
+// build arguments. The image carries the hash as a label, so a binary with
+// different resources rebuilds it.
+type Context struct {
+	Tar  []byte
+	Hash string
+}
+
+// NewContext packs files (the Dockerfile at the root) as a build context,
+// and hashes them with the build arguments.
+func NewContext(files fs.FS, buildArgs map[string]string) (Context, error) {
+	var paths []string
+	err := fs.WalkDir(files, ".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			paths = append(paths, path)
+		}
+		return err
+	})
+	if err != nil {
+		return Context{}, err
+	}
+	slices.Sort(paths)
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	sum := sha256.New()
+	for _, path := range paths {
+		data, err := fs.ReadFile(files, path)
+		if err != nil {
+			return Context{}, err
+		}
+		mode := int64(0o644)
+		if strings.HasSuffix(path, ".sh") {
+			mode = 0o755
+		}
+		hdr := &tar.Header{Name: path, Mode: mode, Size: int64(len(data)), ModTime: time.Unix(0, 0)}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return Context{}, err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return Context{}, err
+		}
+		fmt.Fprintf(sum, "%s\x00%o\x00%d\x00", path, mode, len(data))
+		sum.Write(data)
+	}
+	if err := tw.Close(); err != nil {
+		return Context{}, err
+	}
+	keys := make([]string, 0, len(buildArgs))
+	for k := range buildArgs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(sum, "arg\x00%s\x00%s\x00", k, buildArgs[k])
+	}
+	return Context{Tar: buf.Bytes(), Hash: hex.EncodeToString(sum.Sum(nil))[:16]}, nil
+}
+
+// stepRE matches the classic builder's "Step 3/9 : RUN ..." lines.
+var stepRE = regexp.MustCompile(`^Step (\d+)/(\d+) : (.*)$`)
+
+// Steps turns build output into progress: every step, and other lines
+// at most once a second so a long apt-get does not flood the client.
+type Steps struct {
+	report  func(msg string, current, total int)
+	current int
+	total   int
+	last    time.Time
+}
+
+// Line takes one line of build output.
+func (s *Steps) Line(line string) {
+	if m := stepRE.FindStringSubmatch(line); m != nil {
+		s.current, _ = strconv.Atoi(m[1])
+		s.total, _ = strconv.Atoi(m[2])
+		s.last = time.Now()
+		s.report(fmt.Sprintf("Step %d/%d: %s", s.current, s.total, m[3]), s.current, s.total)
+		return
+	}
+	if time.Since(s.last) >= time.Second {
+		s.last = time.Now()
+		s.report(line, s.current, s.total)
+	}
+}
+
+// Tail keeps the last lines added.
+type Tail struct {
+	max int
+	buf []string
+}
+
+// Add keeps line, dropping the oldest past the limit.
+func (t *Tail) Add(line string) {
+	t.buf = append(t.buf, line)
+	if len(t.buf) > t.max {
+		t.buf = t.buf[len(t.buf)-t.max:]
+	}
+}
+
+// Lines are the lines kept, oldest first.
+func (t *Tail) Lines() []string { return slices.Clone(t.buf) }
+
+// NewSteps reports progress through report.
+func NewSteps(report func(msg string, current, total int)) *Steps { return &Steps{report: report} }
+
+// NewTail keeps the last max lines.
+func NewTail(max int) *Tail { return &Tail{max: max} }

@@ -1,0 +1,33 @@
+package imagebuild
+
+import (
+	"testing"
+	"testing/fstest"
+)
+
+func TestBuildHashFollowsFilesAndArgs(t *testing.T) {
+	base := fstest.MapFS{"Dockerfile": {Data: []byte("FROM x")}, "entrypoint.sh": {Data: []byte("#!/bin/sh")}}
+	changed := fstest.MapFS{"Dockerfile": {Data: []byte("FROM y")}, "entrypoint.sh": {Data: []byte("#!/bin/sh")}}
+	a, _ := NewContext(base, nil)
+	again, _ := NewContext(base, nil)
+	b, _ := NewContext(changed, nil)
+	c, _ := NewContext(base, map[string]string{"BASE_IMAGE": "debian:local"})
+	if a.Hash != again.Hash {
+		t.Error("hash is not deterministic")
+	}
+	if a.Hash == b.Hash || a.Hash == c.Hash || b.Hash == c.Hash {
+		t.Errorf("hashes collide: %s %s %s", a.Hash, b.Hash, c.Hash)
+	}
+}
+
+func TestStepProgress(t *testing.T) {
+	var got []string
+	s := NewSteps(func(msg string, cur, total int) {
+		got = append(got, msg+"|"+string(rune('0'+cur))+"/"+string(rune('0'+total)))
+	})
+	s.Line("Step 2/9 : RUN apt-get update")
+	s.Line("Get:1 http://deb.debian.org bookworm InRelease") // within a second of the step: skipped
+	if len(got) != 1 || got[0] != "Step 2/9: RUN apt-get update|2/9" {
+		t.Errorf("progress = %q", got)
+	}
+}
