@@ -119,3 +119,47 @@ func TestAgentThatHangsTimesOut(t *testing.T) {
 		t.Errorf("after a hung request: %v", err)
 	}
 }
+
+// Every start of the container is a new run: the agent of the run before
+// is ended and a request gets a new one, even when the container (and its
+// ID) is the same, as after a docker restart by someone else.
+func TestANewRunOfTheContainerGetsANewAgent(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Agent = []byte("# agent") })
+	dir := project(t)
+	st, err := h.m.Start(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	d, _ := h.m.Desktop(ctx, dir)
+	if err := d.Move(ctx, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	// Restarted behind the sidecar's back: same container, a new start,
+	// seen before the old exec's stream has ended (its end can lag).
+	h.docker.mu.Lock()
+	first := h.docker.sessions[st.ContainerID][0]
+	h.docker.containers[st.ContainerID].StartedAt = h.docker.now.Add(time.Hour)
+	h.docker.mu.Unlock()
+	if _, err := h.m.Status(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Write([]byte("{}\n")); err == nil {
+		// The old run's stream is closed once the new run is seen (closing
+		// happens beside the state change, so give it a moment).
+		for i := 0; i < 100 && err == nil; i++ {
+			time.Sleep(10 * time.Millisecond)
+			_, err = first.Write([]byte("{}\n"))
+		}
+		if err == nil {
+			t.Error("the agent of the earlier run is still open")
+		}
+	}
+	d, _ = h.m.Desktop(ctx, dir)
+	if err := d.Move(ctx, 2, 2); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.docker.count("ExecAttach"); n != 2 {
+		t.Errorf("%d agents started for two runs, want 2", n)
+	}
+}

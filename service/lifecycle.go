@@ -165,7 +165,7 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 	m.clearFailure(b)
 	m.commit(b, &st)
 	m.progress(b.project, StageReady, fmt.Sprintf("The desktop is ready on 127.0.0.1:%d", st.WSPort), 0, 0)
-	m.log.Info().Str("project", b.project).Int("wsPort", st.WSPort).Int("VNCPort", st.VNCPort).Msg("sandbox running")
+	m.log.Info().Str("project", b.project).Int("wsPort", st.WSPort).Int("vncPort", st.VNCPort).Msg("sandbox running")
 	return st, nil
 }
 
