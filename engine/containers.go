@@ -20,7 +20,7 @@ const callTimeout = 30 * time.Second
 
 // ImageLabels returns the labels of an image.
 func (e *Client) ImageLabels(ctx context.Context, ref string) (map[string]string, error) {
-	api, err := e.connect(ctx)
+	api, err := e.connectShort(ctx)
 	if err != nil {
 		return nil, err
 	}
