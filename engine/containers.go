@@ -36,7 +36,7 @@ func (e *Client) ImageLabels(ctx context.Context, ref string) (map[string]string
 
 // CreateContainer creates a sandbox container: the ports published on
 // spec.HostIP only, with host ports the engine chooses, an init process that
-// reaps the agent's orphans, and spec's limits.
+// reaps the agent's orphans, a capped log, and spec's limits.
 func (e *Client) CreateContainer(ctx context.Context, spec service.ContainerSpec) (string, error) {
 	api, err := e.connect(ctx)
 	if err != nil {
@@ -69,6 +69,19 @@ func containerConfig(spec service.ContainerSpec) *docker.Config {
 	}
 }
 
+// The container's log is capped: whatever the sandbox writes to its
+// stdout or stderr (anything in it can, through /proc/1/fd/1) is kept by
+// the engine on the host's disk, and Docker's default keeps all of it.
+// json-file with max-size and max-file keeps at most logMaxFiles files of
+// logMaxSize each. It is chosen over the local driver because every engine
+// has it and it is Docker's default, so the sidecar's Logs and `docker
+// logs` read it as before, and its file is plain, so its size can be seen
+// (the local driver's compression saves little on a few megabytes).
+const (
+	logMaxSize  = "5m"
+	logMaxFiles = "2"
+)
+
 func hostConfig(spec service.ContainerSpec) *docker.HostConfig {
 	bindings := map[docker.Port][]docker.PortBinding{}
 	for _, p := range spec.Ports {
@@ -77,14 +90,18 @@ func hostConfig(spec service.ContainerSpec) *docker.HostConfig {
 	}
 	return &docker.HostConfig{
 		PortBindings: bindings,
-		Init:         true,
-		CapDrop:      []string{"ALL"},
-		SecurityOpt:  []string{"no-new-privileges"},
-		Memory:       spec.Limits.MemoryBytes,
-		MemorySwap:   spec.Limits.MemoryBytes, // no swap beyond the memory limit
-		NanoCPUs:     spec.Limits.NanoCPUs,
-		PidsLimit:    ptrIfPositive(spec.Limits.PidsLimit),
-		ShmSize:      spec.Limits.ShmBytes,
+		LogConfig: docker.LogConfig{
+			Type:   "json-file",
+			Config: map[string]string{"max-size": logMaxSize, "max-file": logMaxFiles},
+		},
+		Init:        true,
+		CapDrop:     []string{"ALL"},
+		SecurityOpt: []string{"no-new-privileges"},
+		Memory:      spec.Limits.MemoryBytes,
+		MemorySwap:  spec.Limits.MemoryBytes, // no swap beyond the memory limit
+		NanoCPUs:    spec.Limits.NanoCPUs,
+		PidsLimit:   ptrIfPositive(spec.Limits.PidsLimit),
+		ShmSize:     spec.Limits.ShmBytes,
 	}
 }
 
