@@ -182,6 +182,8 @@ func (e *Client) classify(err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case networkGone(err): // a 404 that is not about the container
+		return fmt.Errorf("docker: %v", err)
 	case errors.As(err, &noContainer):
 		return fmt.Errorf("%w: %s", service.ErrContainerNotFound, noContainer.ID)
 	case errors.As(err, &notRunning):

@@ -29,3 +29,18 @@ func TestEndpointBase(t *testing.T) {
 		}
 	}
 }
+
+func TestNetworkName(t *testing.T) {
+	for scope, want := range map[string]string{
+		"true":          "pilot-sandbox",
+		"":              "pilot-sandbox",
+		"test":          "pilot-sandbox-test",
+		"a b/c:d":       "pilot-sandbox-a-b-c-d",
+		"Team_1.x-y":    "pilot-sandbox-Team_1.x-y",
+		"ünïcode scope": "pilot-sandbox--n-code-scope",
+	} {
+		if got := networkName(scope); got != want {
+			t.Errorf("networkName(%q) = %q, want %q", scope, got, want)
+		}
+	}
+}
