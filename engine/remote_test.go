@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -120,4 +121,48 @@ func randomHex(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// TestEventsKeepOrderForASlowReader: the event stream is read here rather
+// than through go-dockerclient's AddEventListener, which drops events when
+// its listener's channel is full and delivers each from a goroutine of its
+// own. A reader that takes its time still gets every event, in order.
+func TestEventsKeepOrderForASlowReader(t *testing.T) {
+	docker := dockertest.Engine(t)
+	m, _ := dockertest.Manager(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := m.EnsureImage(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	run := randomHex(t)
+	labels := map[string]string{service.LabelSandbox: dockertest.TestScope, "pilot.test.run": run}
+	events, err := docker.Events(ctx, labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const containers = 40 // 80 events: more than the stream's channel holds
+	var want []string
+	for i := range containers {
+		id, err := docker.CreateContainer(ctx, service.ContainerSpec{
+			Name: fmt.Sprintf("pilot-sandbox-events-test-%s-%d", run, i), Image: m.Image(), Labels: labels,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := docker.RemoveContainer(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, "create "+id, "destroy "+id)
+	}
+	for i, w := range want { // only now does the reader start
+		select {
+		case ev := <-events:
+			if got := ev.Action + " " + ev.ContainerID; got != w {
+				t.Fatalf("event %d: %s, want %s", i, got, w)
+			}
+		case <-ctx.Done():
+			t.Fatalf("event %d (%s) never came", i, w)
+		}
+	}
 }
