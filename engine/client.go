@@ -30,9 +30,14 @@ type Client struct {
 	endpoint string
 	fromEnv  bool // DOCKER_HOST is set: let the library read the TLS settings too
 
-	mu         sync.Mutex     // guards api and apiVersion
-	api        *docker.Client // nil until an engine answered
-	apiVersion string         // the daemon's API version, pinned at connect
+	mu  sync.Mutex     // guards api, short and apiVersion
+	api *docker.Client // nil until an engine answered
+	// short is a second client on the same endpoint for the library's
+	// calls that take no context (Info, network lists, inspecting an image
+	// or an exec): its HTTP client gives up after callTimeout, so that a
+	// wedged engine fails those calls too instead of hanging them.
+	short      *docker.Client
+	apiVersion string // the daemon's API version, pinned at connect
 }
 
 var _ service.Docker = (*Client)(nil)
@@ -97,24 +102,53 @@ func (e *Client) connect(ctx context.Context) (*docker.Client, error) {
 	if err != nil {
 		return nil, &service.UnavailableError{Endpoint: e.endpoint, Err: err}
 	}
-	api, err := e.newClient(env.Get("ApiVersion"))
+	version := env.Get("ApiVersion")
+	api, err := e.newClient(version)
 	if err != nil {
 		return nil, &service.UnavailableError{Endpoint: e.endpoint, Err: err}
+	}
+	short, err := e.newClient(version)
+	if err != nil {
+		return nil, &service.UnavailableError{Endpoint: e.endpoint, Err: err}
+	}
+	short.SetTimeout(callTimeout)
+	e.api, e.short, e.apiVersion = api, short, version
+	return api, nil
+}
+
+// connectShort is connect for the library's calls that take no context:
+// it returns the client whose every call ends within callTimeout.
+func (e *Client) connectShort(ctx context.Context) (*docker.Client, error) {
+	if _, err := e.connect(ctx); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.short, nil
+}
+
+// newClient makes a library client pinned to apiVersion: from DOCKER_HOST,
+// DOCKER_TLS_VERIFY and DOCKER_CERT_PATH when the endpoint came from the
+// environment, so that a TLS engine is reached with its certificates.
+func (e *Client) newClient(apiVersion string) (*docker.Client, error) {
+	var (
+		c   *docker.Client
+		err error
+	)
+	if e.fromEnv {
+		c, err = docker.NewVersionedClientFromEnv(apiVersion)
+	} else {
+		c, err = docker.NewVersionedClient(e.endpoint, apiVersion)
+	}
+	if err != nil {
+		return nil, err
 	}
 	// The version is the daemon's own, just read: the library's check of
 	// it, which it makes lazily on the first calls, would only ask again,
 	// and it writes the client's fields unguarded (a data race when the
 	// first calls run at once).
-	api.SkipServerVersionCheck = true
-	e.api, e.apiVersion = api, env.Get("ApiVersion")
-	return api, nil
-}
-
-func (e *Client) newClient(apiVersion string) (*docker.Client, error) {
-	if e.fromEnv {
-		return docker.NewVersionedClientFromEnv(apiVersion)
-	}
-	return docker.NewVersionedClient(e.endpoint, apiVersion)
+	c.SkipServerVersionCheck = apiVersion != ""
+	return c, nil
 }
 
 // Info reports the engine's version, asking the engine every time so that it
@@ -148,6 +182,8 @@ func (e *Client) classify(err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case networkGone(err): // a 404 that is not about the container
+		return fmt.Errorf("docker: %v", err)
 	case errors.As(err, &noContainer):
 		return fmt.Errorf("%w: %s", service.ErrContainerNotFound, noContainer.ID)
 	case errors.As(err, &notRunning):

@@ -20,7 +20,7 @@ const callTimeout = 30 * time.Second
 
 // ImageLabels returns the labels of an image.
 func (e *Client) ImageLabels(ctx context.Context, ref string) (map[string]string, error) {
-	api, err := e.connect(ctx)
+	api, err := e.connectShort(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -35,8 +35,9 @@ func (e *Client) ImageLabels(ctx context.Context, ref string) (map[string]string
 }
 
 // CreateContainer creates a sandbox container: the ports published on
-// spec.HostIP only, with host ports the engine chooses, an init process that
-// reaps the agent's orphans, and spec's limits.
+// spec.HostIP only, with host ports the engine chooses, on the sandboxes'
+// own network (made now if there is none), an init process that reaps the
+// agent's orphans, a capped log, and spec's limits.
 func (e *Client) CreateContainer(ctx context.Context, spec service.ContainerSpec) (string, error) {
 	api, err := e.connect(ctx)
 	if err != nil {
@@ -44,16 +45,25 @@ func (e *Client) CreateContainer(ctx context.Context, spec service.ContainerSpec
 	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	c, err := api.CreateContainer(docker.CreateContainerOptions{
-		Name:       spec.Name,
-		Config:     containerConfig(spec),
-		HostConfig: hostConfig(spec),
-		Context:    ctx,
-	})
-	if err != nil {
-		return "", e.classify(err)
+	for attempt := 1; ; attempt++ {
+		netID, err := e.ensureNetwork(ctx, spec.Labels[service.LabelSandbox])
+		if err != nil {
+			return "", fmt.Errorf("the sandboxes' network: %w", err)
+		}
+		c, err := api.CreateContainer(docker.CreateContainerOptions{
+			Name:       spec.Name,
+			Config:     containerConfig(spec),
+			HostConfig: hostConfig(spec, netID),
+			Context:    ctx,
+		})
+		if networkGone(err) && attempt == 1 {
+			continue // another sidecar removed it as a duplicate of its own
+		}
+		if err != nil {
+			return "", e.classify(err)
+		}
+		return c.ID, nil
 	}
-	return c.ID, nil
 }
 
 func containerConfig(spec service.ContainerSpec) *docker.Config {
@@ -69,7 +79,20 @@ func containerConfig(spec service.ContainerSpec) *docker.Config {
 	}
 }
 
-func hostConfig(spec service.ContainerSpec) *docker.HostConfig {
+// The container's log is capped: whatever the sandbox writes to its
+// stdout or stderr (anything in it can, through /proc/1/fd/1) is kept by
+// the engine on the host's disk, and Docker's default keeps all of it.
+// json-file with max-size and max-file keeps at most logMaxFiles files of
+// logMaxSize each. It is chosen over the local driver because every engine
+// has it and it is Docker's default, so the sidecar's Logs and `docker
+// logs` read it as before, and its file is plain, so its size can be seen
+// (the local driver's compression saves little on a few megabytes).
+const (
+	logMaxSize  = "5m"
+	logMaxFiles = "2"
+)
+
+func hostConfig(spec service.ContainerSpec, network string) *docker.HostConfig {
 	bindings := map[docker.Port][]docker.PortBinding{}
 	for _, p := range spec.Ports {
 		// An empty HostPort lets the engine choose a free one.
@@ -77,14 +100,19 @@ func hostConfig(spec service.ContainerSpec) *docker.HostConfig {
 	}
 	return &docker.HostConfig{
 		PortBindings: bindings,
-		Init:         true,
-		CapDrop:      []string{"ALL"},
-		SecurityOpt:  []string{"no-new-privileges"},
-		Memory:       spec.Limits.MemoryBytes,
-		MemorySwap:   spec.Limits.MemoryBytes, // no swap beyond the memory limit
-		NanoCPUs:     spec.Limits.NanoCPUs,
-		PidsLimit:    ptrIfPositive(spec.Limits.PidsLimit),
-		ShmSize:      spec.Limits.ShmBytes,
+		NetworkMode:  network,
+		LogConfig: docker.LogConfig{
+			Type:   "json-file",
+			Config: map[string]string{"max-size": logMaxSize, "max-file": logMaxFiles},
+		},
+		Init:        true,
+		CapDrop:     []string{"ALL"},
+		SecurityOpt: []string{"no-new-privileges"},
+		Memory:      spec.Limits.MemoryBytes,
+		MemorySwap:  spec.Limits.MemoryBytes, // no swap beyond the memory limit
+		NanoCPUs:    spec.Limits.NanoCPUs,
+		PidsLimit:   ptrIfPositive(spec.Limits.PidsLimit),
+		ShmSize:     spec.Limits.ShmBytes,
 	}
 }
 
@@ -112,7 +140,8 @@ func (e *Client) CopyTo(ctx context.Context, id, dir string, archive io.Reader) 
 	}))
 }
 
-// StartContainer starts a created or stopped container.
+// StartContainer starts a created or stopped container. A sandbox whose
+// network was removed while it was stopped joins the current one first.
 func (e *Client) StartContainer(ctx context.Context, id string) error {
 	api, err := e.connect(ctx)
 	if err != nil {
@@ -121,6 +150,15 @@ func (e *Client) StartContainer(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	err = api.StartContainerWithContext(id, nil, ctx)
+	if networkGone(err) {
+		moved, rerr := e.rejoinNetwork(ctx, api, id)
+		if rerr != nil {
+			return fmt.Errorf("docker: %v; rejoining the sandboxes' network: %w", err, rerr)
+		}
+		if moved {
+			err = api.StartContainerWithContext(id, nil, ctx)
+		}
+	}
 	if _, already := err.(*docker.ContainerAlreadyRunning); already {
 		return nil
 	}

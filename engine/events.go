@@ -3,22 +3,29 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"time"
 
-	docker "github.com/fsouza/go-dockerclient"
-
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
+// lifecycleActions are the container events Events asks for: every exec
+// (each agent tool call) makes three more that say nothing about the
+// container's state.
+var lifecycleActions = []string{"create", "start", "restart", "die", "stop", "kill", "oom", "pause", "unpause", "destroy", "rename"}
+
 // Events streams the engine's lifecycle events for containers with the labels.
 //
-// It reads GET /events itself over the library's HTTP client rather than use
-// the library's event monitor, which delivers events from separate goroutines
-// (out of order), drops them when a listener is slow and cannot be cancelled
-// with a context.
+// It reads GET /events itself (through send) rather than use
+// go-dockerclient's AddEventListener, which delivers events from separate
+// goroutines (out of order), drops them when a listener's channel is full,
+// closes the channel when the connection drops and cannot be cancelled with
+// a context. What this stream guarantees instead: events arrive in the
+// engine's order and none is dropped while the connection lasts (a slow
+// reader slows the stream down rather than losing events); the channel is
+// closed when ctx ends or the connection breaks, and only then may events
+// have been missed, so a closed channel calls for a resync.
 func (e *Client) Events(ctx context.Context, labels map[string]string) (<-chan service.ContainerEvent, error) {
 	api, err := e.connect(ctx)
 	if err != nil {
@@ -31,22 +38,11 @@ func (e *Client) Events(ctx context.Context, labels map[string]string) (<-chan s
 	filters, _ := json.Marshal(map[string][]string{
 		"type":  {"container"},
 		"label": labelFilter,
-		// Lifecycle only: every exec (each agent tool call) makes three
-		// more events that say nothing about the container's state.
-		"event": {"create", "start", "restart", "die", "stop", "kill", "oom", "pause", "unpause", "destroy", "rename"},
+		"event": lifecycleActions,
 	})
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-		e.apiURL(api, "/events?filters="+url.QueryEscape(string(filters))), nil)
+	resp, err := e.send(ctx, api, http.MethodGet, "/events", url.Values{"filters": {string(filters)}}, nil)
 	if err != nil {
 		return nil, err
-	}
-	resp, err := api.HTTPClient.Do(req)
-	if err != nil {
-		return nil, e.classify(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, fmt.Errorf("docker events: %s", resp.Status)
 	}
 	out := make(chan service.ContainerEvent, 64)
 	go func() {
@@ -78,21 +74,4 @@ func (e *Client) Events(ctx context.Context, labels map[string]string) (<-chan s
 		}
 	}()
 	return out, nil
-}
-
-// apiURL is the address of an API path on this client's endpoint, in the
-// form the library's HTTP client dials.
-func (e *Client) apiURL(api *docker.Client, path string) string {
-	base := "http://unix.sock" // the host is ignored: the transport dials the socket
-	if u, err := url.Parse(api.Endpoint()); err == nil && (u.Scheme == "tcp" || u.Scheme == "http" || u.Scheme == "https") {
-		scheme := "http"
-		if api.TLSConfig != nil {
-			scheme = "https"
-		}
-		base = scheme + "://" + u.Host
-	}
-	if e.apiVersion != "" {
-		return base + "/v" + e.apiVersion + path
-	}
-	return base + path
 }

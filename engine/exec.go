@@ -44,7 +44,7 @@ func (e *Client) Exec(ctx context.Context, id string, spec service.ExecSpec) (se
 	if err != nil {
 		return res, err
 	}
-	res.ExitCode, err = e.exitCode(ctx, api, ex.ID, !timedOut)
+	res.ExitCode, err = e.exitCode(ctx, ex.ID, !timedOut)
 	return res, err
 }
 
@@ -101,7 +101,11 @@ func waitStream(ctx context.Context, stream docker.CloseWaiter, timeout time.Dur
 
 // exitCode reads the exec's exit code, waiting (when wait is set) for the
 // engine to see the process end; -1 if it has not.
-func (e *Client) exitCode(ctx context.Context, api *docker.Client, execID string, wait bool) (int, error) {
+func (e *Client) exitCode(ctx context.Context, execID string, wait bool) (int, error) {
+	api, err := e.connectShort(ctx)
+	if err != nil {
+		return -1, err
+	}
 	deadline := time.Now().Add(exitCodeWait)
 	delay := time.Millisecond
 	for {

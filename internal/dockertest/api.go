@@ -1,6 +1,7 @@
 package dockertest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -62,6 +63,51 @@ func (a *API) Post(path string) {
 	if resp.StatusCode/100 != 2 {
 		body, _ := io.ReadAll(resp.Body)
 		a.t.Fatalf("POST %s: %s %s", path, resp.Status, body)
+	}
+}
+
+// BodySize is the length of the body of a GET of path (e.g. a container's
+// whole log), read without keeping it, failing the test on anything but 200.
+func (a *API) BodySize(path string) int64 {
+	a.t.Helper()
+	resp, err := a.client.Get("http://docker" + path)
+	if err != nil {
+		a.t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		a.t.Fatalf("GET %s: %s %s", path, resp.Status, body)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil {
+		a.t.Fatalf("GET %s: %v", path, err)
+	}
+	return n
+}
+
+// PostJSON sends a POST of path with body as JSON (e.g. /networks/ID/connect)
+// and decodes the answer into out unless it is nil, failing the test on
+// anything but a 2xx answer.
+func (a *API) PostJSON(path string, body, out any) {
+	a.t.Helper()
+	data, err := json.Marshal(body)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	resp, err := a.client.Post("http://docker"+path, "application/json", bytes.NewReader(data))
+	if err != nil {
+		a.t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode/100 != 2 {
+		a.t.Fatalf("POST %s: %s %s %v", path, resp.Status, answer, err)
+	}
+	if out != nil {
+		if err := json.Unmarshal(answer, out); err != nil {
+			a.t.Fatalf("POST %s: %v", path, err)
+		}
 	}
 }
 
