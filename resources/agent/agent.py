@@ -474,28 +474,41 @@ def png_rgb(raw, w, h, stride):
             + chunk(b"IDAT", zlib.compress(scan, 1)) + chunk(b"IEND", b""))
 
 
-def main():
-    desktop = Desktop()
-    out = sys.stdout
-    for line in sys.stdin:
-        line = line.strip()
-        if not line:
+def handle(desktop, line):
+    """Answers one request line with a response, or None for a blank line.
+    Whatever the line holds, the answer is a response: a bad request or a
+    bug is reported to the sidecar, and the agent keeps serving."""
+    line = line.strip()
+    if not line:
+        return None
+    rid = None
+    try:
+        req = json.loads(line)
+        rid = req.get("id")
+        handler = getattr(desktop, "op_" + str(req.get("op")), None)
+        if handler is None:
+            raise Fail("unknown operation %r" % req.get("op"))
+        resp = handler(req)
+        resp["id"] = rid
+    except Fail as e:
+        resp = {"id": rid, "error": str(e)}
+    except Exception as e:  # a bug or a bad request: say so, keep serving
+        resp = {"id": rid, "error": "%s: %s" % (type(e).__name__, e)}
+    return resp
+
+
+def serve(desktop, inp, out):
+    """Answers each line of inp with one line on out until inp ends."""
+    for line in inp:
+        resp = handle(desktop, line)
+        if resp is None:
             continue
-        rid = None
-        try:
-            req = json.loads(line)
-            rid = req.get("id")
-            handler = getattr(desktop, "op_" + str(req.get("op")), None)
-            if handler is None:
-                raise Fail("unknown operation %r" % req.get("op"))
-            resp = handler(req)
-            resp["id"] = rid
-        except Fail as e:
-            resp = {"id": rid, "error": str(e)}
-        except Exception as e:  # a bug or a bad request: say so, keep serving
-            resp = {"id": rid, "error": "%s: %s" % (type(e).__name__, e)}
         out.write(json.dumps(resp, separators=(",", ":")) + "\n")
         out.flush()
+
+
+def main():
+    serve(Desktop(), sys.stdin, sys.stdout)
 
 
 if __name__ == "__main__":
