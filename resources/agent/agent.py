@@ -137,6 +137,8 @@ MODIFIERS = {
     "ctrl": "Control_L", "control": "Control_L", "shift": "Shift_L", "alt": "Alt_L",
     "meta": "Meta_L", "super": "Super_L", "win": "Super_L", "cmd": "Super_L",
 }
+# The wheel's directions are pointer buttons.
+SCROLL_BUTTONS = {"up": 4, "down": 5, "left": 6, "right": 7}
 
 
 def keysym_of_char(ch):
@@ -269,7 +271,9 @@ class Desktop:
         return {}
 
     def op_scroll(self, r):
-        button = {"up": 4, "down": 5, "left": 6, "right": 7}[r["direction"]]
+        button = SCROLL_BUTTONS.get(r["direction"])
+        if button is None:
+            raise Fail("unknown scroll direction %r" % r["direction"])
         self.move(r["x"], r["y"])
         self.button(button, r.get("amount", 3))
         self.sync()
@@ -484,6 +488,8 @@ def handle(desktop, line):
     rid = None
     try:
         req = json.loads(line)
+        if not isinstance(req, dict):
+            raise Fail("a request must be a JSON object, not %s" % type(req).__name__)
         rid = req.get("id")
         handler = getattr(desktop, "op_" + str(req.get("op")), None)
         if handler is None:
