@@ -32,6 +32,7 @@ import zlib
 
 REBIND_AFTER = 0.5  # seconds a spare keycode keeps its character after use
 CHUNK = 64  # key events sent between XSync calls while typing
+CLIPBOARD_WAIT = 5  # seconds xclip has to take the clipboard
 
 XK_SHIFT_L = 0xFFE1
 XK_RETURN = 0xFF0D
@@ -103,6 +104,7 @@ _proto(x11.XGetWindowProperty, ctypes.c_int, Display, ctypes.c_ulong, ctypes.c_u
 _proto(x11.XChangeProperty, ctypes.c_int, Display, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
        ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int)
 
+_proto(x11.XGetSelectionOwner, ctypes.c_ulong, Display, ctypes.c_ulong)
 _proto(x11.XFetchBytes, ctypes.c_void_p, Display, ctypes.POINTER(ctypes.c_int))
 
 ERROR_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, Display, ctypes.POINTER(XErrorEvent))
@@ -163,6 +165,7 @@ class Desktop:
         self.width = x11.XDisplayWidth(self.d, screen)
         self.height = x11.XDisplayHeight(self.d, screen)
         self.spares_atom = x11.XInternAtom(self.d, b"_PILOT_SANDBOX_SPARE_KEYCODES", 0)
+        self.clipboard_atom = x11.XInternAtom(self.d, b"CLIPBOARD", 0)
         self._load_keymap()
 
     def _load_keymap(self):
@@ -357,8 +360,9 @@ class Desktop:
 
     def _resolve(self, name):
         sym = x11.XStringToKeysym(name.encode())
-        if sym == NO_SYMBOL and name.lower() in KEY_ALIASES:
-            sym = x11.XStringToKeysym(KEY_ALIASES[name.lower()].encode())
+        alias = KEY_ALIASES.get(name.lower()) or MODIFIERS.get(name.lower())
+        if sym == NO_SYMBOL and alias:
+            sym = x11.XStringToKeysym(alias.encode())
         if sym == NO_SYMBOL and len(name) == 1:
             sym = keysym_of_char(name)
         if sym == NO_SYMBOL:
@@ -409,6 +413,7 @@ class Desktop:
     # --- clipboard ---
 
     def op_clipboard_set(self, r):
+        before = x11.XGetSelectionOwner(self.d, self.clipboard_atom)
         # xclip forks a child that keeps serving the selection and holds its
         # stdout: with output to /dev/null, only the parent is waited for.
         p = subprocess.Popen(["xclip", "-selection", "clipboard", "-in"], stdin=subprocess.PIPE,
@@ -416,7 +421,18 @@ class Desktop:
         p.communicate(r["text"].encode(), timeout=5)
         if p.returncode != 0:
             raise Fail("xclip exited with %d" % p.returncode)
+        self._await_new_clipboard_owner(before)
         return {}
+
+    def _await_new_clipboard_owner(self, before):
+        # xclip's parent can exit before its child's claim on the clipboard
+        # reaches the server (1 set in 200 here): a paste right after the set
+        # would get the old text.
+        deadline = time.monotonic() + CLIPBOARD_WAIT
+        while x11.XGetSelectionOwner(self.d, self.clipboard_atom) in (before, 0):
+            if time.monotonic() > deadline:
+                raise Fail("xclip did not take the clipboard within %d s" % CLIPBOARD_WAIT)
+            time.sleep(0.002)
 
     def op_clipboard_get(self, r):
         for target in ("UTF8_STRING", "STRING"):

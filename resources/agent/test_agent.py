@@ -270,6 +270,17 @@ class KeylessShell(Shell):
         raise AssertionError("the pointer moved")
 
 
+class ResolveTest(unittest.TestCase):
+    def test_key_names(self):
+        # XStringToKeysym needs no display.
+        cases = [("a", 0x61), ("A", 0x41), ("Return", 0xFF0D), ("enter", 0xFF0D), ("ESC", 0xFF1B),
+                 ("pgdn", 0xFF56), ("Page_Up", 0xFF55), ("F5", 0xFFC2), ("super", 0xFFEB), ("ctrl", 0xFFE3),
+                 ("Shift", 0xFFE1), ("alt", 0xFFE9), ("udiaeresis", 0xFC), ("€", 0x10020AC), ("+", 0x2B)]
+        for name, want in cases:
+            with self.subTest(name=name):
+                self.assertEqual(KeylessShell()._resolve(name), want)
+
+
 class RefusalTest(unittest.TestCase):
     """Requests refused before anything happens on the display."""
 

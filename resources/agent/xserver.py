@@ -89,9 +89,13 @@ class Xvfb:
             out += chunk
         return out.decode().strip()
 
+    path = None  # PATH for the programs run on this display, if not the test's
+
     def env(self):
         env = dict(os.environ)
         env["DISPLAY"] = self.display
+        if self.path:
+            env["PATH"] = self.path
         return env
 
     def close(self):
@@ -170,7 +174,6 @@ X = ctypes.CDLL("libX11.so.6")  # its own handle: the agent's prototypes stay it
 Display = ctypes.c_void_p
 
 KEY_PRESS, KEY_RELEASE, BUTTON_PRESS, BUTTON_RELEASE, MOTION_NOTIFY = 2, 3, 4, 5, 6
-MAPPING_NOTIFY = 34
 SHIFT_MASK, CONTROL_MASK, BUTTON1_MASK = 1, 4, 0x100
 EVENT_MASK = 1 | 2 | 4 | 8 | 64  # key press/release, button press/release, pointer motion
 XK_RETURN, XK_TAB = 0xFF0D, 0xFF09
@@ -216,6 +219,8 @@ _proto(X.XChangeKeyboardMapping, ctypes.c_int, Display, ctypes.c_int, ctypes.c_i
 _proto(X.XKeysymToString, ctypes.c_char_p, ctypes.c_ulong)
 _proto(X.XStringToKeysym, ctypes.c_ulong, ctypes.c_char_p)
 _proto(X.XFree, ctypes.c_int, ctypes.c_void_p)
+_proto(X.XInternAtom, ctypes.c_ulong, Display, ctypes.c_char_p, ctypes.c_int)
+_proto(X.XGetSelectionOwner, ctypes.c_ulong, Display, ctypes.c_ulong)
 _proto(X.XStoreBytes, ctypes.c_int, Display, ctypes.c_char_p, ctypes.c_int)
 _proto(X.XCreateGC, ctypes.c_void_p, Display, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_void_p)
 _proto(X.XFreeGC, ctypes.c_int, Display, ctypes.c_void_p)
@@ -251,19 +256,19 @@ class Observer:
         X.XSelectInput(self.d, self.root, EVENT_MASK)
         X.XSync(self.d, 0)
         self.events = []  # (type, detail, keysym row or None, state, x_root, y_root)
-        self.mapping_notifies = 0
 
     def close(self):
         X.XCloseDisplay(self.d)
 
     def pump(self):
         """Reads every event the observer has, looking each key up in the
-        keyboard map as it is when the event is read, as a client does."""
+        keyboard map as it is when the event is read, as a client does. (It
+        asks the server each time: Xlib speaks XKB to it, so a client sees no
+        core MappingNotify to tell it when to refresh a cached map.)"""
         ev = XEvent()
         while X.XPending(self.d):
             X.XNextEvent(self.d, ctypes.byref(ev))
-            if ev.type == MAPPING_NOTIFY:
-                self.mapping_notifies += 1
+            if ev.type not in (KEY_PRESS, KEY_RELEASE, BUTTON_PRESS, BUTTON_RELEASE, MOTION_NOTIFY):
                 continue
             e = ev.input
             row = self.row(e.detail) if ev.type in (KEY_PRESS, KEY_RELEASE) else None
@@ -285,6 +290,10 @@ class Observer:
         row = tuple(syms[i] for i in range(per.value))
         X.XFree(syms)
         return row
+
+    def keymap(self):
+        lo, hi = self.keycodes()
+        return {kc: self.row(kc) for kc in range(lo, hi + 1)}
 
     def keycodes(self):
         lo, hi = ctypes.c_int(), ctypes.c_int()
@@ -311,6 +320,9 @@ class Observer:
         X.XFillRectangle(self.d, self.root, gc, x, y, w, h)
         X.XFreeGC(self.d, gc)
         X.XSync(self.d, 0)
+
+    def clipboard_owner(self):
+        return X.XGetSelectionOwner(self.d, X.XInternAtom(self.d, b"CLIPBOARD", 0))
 
     def store_cut_buffer(self, data):
         X.XStoreBytes(self.d, data, len(data))
