@@ -28,10 +28,12 @@ REQUIRE_ENV = "PILOT_AGENT_REQUIRE_X"
 
 
 def need_xvfb(test):
-    """Skips test (or fails it, under REQUIRE_ENV) where Xvfb is missing."""
-    if shutil.which("Xvfb"):
+    """Skips test (or fails it, under REQUIRE_ENV) where Xvfb or xclip
+    (which the agent runs for the clipboard) is missing."""
+    missing = [p for p in ("Xvfb", "xclip") if not shutil.which(p)]
+    if not missing:
         return
-    msg = "no Xvfb here: run these in the sandbox image (go test ./resources -run TestAgentPython)"
+    msg = "no %s here: run these in the sandbox image (go test ./resources -run TestAgentPython)" % " or ".join(missing)
     if os.environ.get(REQUIRE_ENV) == "1":
         test.fail(msg + ", and %s=1" % REQUIRE_ENV)
     raise unittest.SkipTest(msg)
