@@ -426,8 +426,8 @@ class Desktop:
 
     def _await_new_clipboard_owner(self, before):
         # xclip's parent can exit before its child's claim on the clipboard
-        # reaches the server (1 set in 200 here): a paste right after the set
-        # would get the old text.
+        # reaches the server (1 to 10 sets in 200 here, the more the busier
+        # the machine): a paste right after the set would get the old text.
         deadline = time.monotonic() + CLIPBOARD_WAIT
         while x11.XGetSelectionOwner(self.d, self.clipboard_atom) in (before, 0):
             if time.monotonic() > deadline:

@@ -7,6 +7,7 @@ Not a test module; the tests import it. Only the standard library and libX11,
 like the agent.
 """
 
+import collections
 import ctypes
 import json
 import os
@@ -245,6 +246,13 @@ def char_of_keysym(sym):
     return None
 
 
+# An input event as the observer saw it: kind (KEY_PRESS, ...), detail (the
+# keycode or the button), the key's row of keysyms in the map when the event
+# was read (None for the pointer's), the modifier and button state before it,
+# and where the pointer was on the screen.
+Event = collections.namedtuple("Event", "kind detail row state x y")
+
+
 class Observer:
     """An X client watching the root window. With no window manager and no
     other window, every pointer and key event lands there."""
@@ -257,7 +265,7 @@ class Observer:
         self.fd = X.XConnectionNumber(self.d)
         X.XSelectInput(self.d, self.root, EVENT_MASK)
         X.XSync(self.d, 0)
-        self.events = []  # (type, detail, keysym row or None, state, x_root, y_root)
+        self.events = []  # Event
 
     def close(self):
         X.XCloseDisplay(self.d)
@@ -274,7 +282,7 @@ class Observer:
                 continue
             e = ev.input
             row = self.row(e.detail) if ev.type in (KEY_PRESS, KEY_RELEASE) else None
-            self.events.append((ev.type, e.detail, row, e.state, e.x_root, e.y_root))
+            self.events.append(Event(ev.type, e.detail, row, e.state, e.x_root, e.y_root))
 
     def catch_up(self):
         """Reads every event the server sent before now."""
@@ -335,10 +343,10 @@ def typed_text(events):
     """The text a client would read from key presses: the keysym of each
     press at the level its Shift state selects."""
     out = []
-    for kind, _, row, state, _, _ in events:
-        if kind != KEY_PRESS:
+    for e in events:
+        if e.kind != KEY_PRESS:
             continue
-        sym = row[1] if state & SHIFT_MASK and len(row) > 1 and row[1] else row[0]
+        sym = e.row[1] if e.state & SHIFT_MASK and len(e.row) > 1 and e.row[1] else e.row[0]
         ch = char_of_keysym(sym)
         if ch is not None:
             out.append(ch)
@@ -348,10 +356,10 @@ def typed_text(events):
 def key_names(events):
     """Key events as ("press" or "release", the key's unshifted keysym name)."""
     out = []
-    for kind, _, row, _, _, _ in events:
-        if kind in (KEY_PRESS, KEY_RELEASE):
-            name = X.XKeysymToString(row[0])
-            out.append(("press" if kind == KEY_PRESS else "release", name.decode() if name else hex(row[0])))
+    for e in events:
+        if e.kind in (KEY_PRESS, KEY_RELEASE):
+            name = X.XKeysymToString(e.row[0])
+            out.append(("press" if e.kind == KEY_PRESS else "release", name.decode() if name else hex(e.row[0])))
     return out
 
 
