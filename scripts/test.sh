@@ -3,6 +3,8 @@
 # start real sandboxes on a real Docker engine (scripts/dev-env.sh provides
 # one). Without an engine the integration tests skip, unless
 # PILOT_REQUIRE_DOCKER=1 (as .ci/run sets), where they fail instead.
+# The desktop agent's Python tests run in the sandbox image through go test,
+# and those that need no X server once more on the host's python3.
 #
 # Then ui/: npm ci (from the npm registry, with the committed
 # package-lock.json), tsc --noEmit over its JSDoc types (the client, the
@@ -32,6 +34,16 @@ export PILOT_SCOPE=test
 
 go vet ./...
 go test -count=1 -timeout 40m "$@" ./...
+
+# The desktop agent's Python tests: go test ran them all in the sandbox image
+# (resources/agent_test.go); here the ones that need no X server run on this
+# machine's python3 too, when it can load the X libraries the agent imports.
+if command -v python3 >/dev/null &&
+  python3 -c 'import ctypes; ctypes.CDLL("libX11.so.6"); ctypes.CDLL("libXtst.so.6")' 2>/dev/null; then
+  (cd resources/agent && python3 -B -m unittest)
+else
+  echo "test: no python3 with libX11 and libXtst here: the agent's Python tests ran in the sandbox image only" >&2
+fi
 
 if [ "$#" -gt 0 ] && [ "${PILOT_UI_TESTS:-}" != 1 ]; then
   exit 0

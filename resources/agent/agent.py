@@ -32,6 +32,7 @@ import zlib
 
 REBIND_AFTER = 0.5  # seconds a spare keycode keeps its character after use
 CHUNK = 64  # key events sent between XSync calls while typing
+CLIPBOARD_WAIT = 5  # seconds xclip has to take the clipboard
 
 XK_SHIFT_L = 0xFFE1
 XK_RETURN = 0xFF0D
@@ -103,6 +104,7 @@ _proto(x11.XGetWindowProperty, ctypes.c_int, Display, ctypes.c_ulong, ctypes.c_u
 _proto(x11.XChangeProperty, ctypes.c_int, Display, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
        ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int)
 
+_proto(x11.XGetSelectionOwner, ctypes.c_ulong, Display, ctypes.c_ulong)
 _proto(x11.XFetchBytes, ctypes.c_void_p, Display, ctypes.POINTER(ctypes.c_int))
 
 ERROR_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, Display, ctypes.POINTER(XErrorEvent))
@@ -137,6 +139,8 @@ MODIFIERS = {
     "ctrl": "Control_L", "control": "Control_L", "shift": "Shift_L", "alt": "Alt_L",
     "meta": "Meta_L", "super": "Super_L", "win": "Super_L", "cmd": "Super_L",
 }
+# The wheel's directions are pointer buttons.
+SCROLL_BUTTONS = {"up": 4, "down": 5, "left": 6, "right": 7}
 
 
 def keysym_of_char(ch):
@@ -161,6 +165,7 @@ class Desktop:
         self.width = x11.XDisplayWidth(self.d, screen)
         self.height = x11.XDisplayHeight(self.d, screen)
         self.spares_atom = x11.XInternAtom(self.d, b"_PILOT_SANDBOX_SPARE_KEYCODES", 0)
+        self.clipboard_atom = x11.XInternAtom(self.d, b"CLIPBOARD", 0)
         self._load_keymap()
 
     def _load_keymap(self):
@@ -269,7 +274,9 @@ class Desktop:
         return {}
 
     def op_scroll(self, r):
-        button = {"up": 4, "down": 5, "left": 6, "right": 7}[r["direction"]]
+        button = SCROLL_BUTTONS.get(r["direction"])
+        if button is None:
+            raise Fail("unknown scroll direction %r" % r["direction"])
         self.move(r["x"], r["y"])
         self.button(button, r.get("amount", 3))
         self.sync()
@@ -353,8 +360,9 @@ class Desktop:
 
     def _resolve(self, name):
         sym = x11.XStringToKeysym(name.encode())
-        if sym == NO_SYMBOL and name.lower() in KEY_ALIASES:
-            sym = x11.XStringToKeysym(KEY_ALIASES[name.lower()].encode())
+        alias = KEY_ALIASES.get(name.lower()) or MODIFIERS.get(name.lower())
+        if sym == NO_SYMBOL and alias:
+            sym = x11.XStringToKeysym(alias.encode())
         if sym == NO_SYMBOL and len(name) == 1:
             sym = keysym_of_char(name)
         if sym == NO_SYMBOL:
@@ -405,6 +413,7 @@ class Desktop:
     # --- clipboard ---
 
     def op_clipboard_set(self, r):
+        before = x11.XGetSelectionOwner(self.d, self.clipboard_atom)
         # xclip forks a child that keeps serving the selection and holds its
         # stdout: with output to /dev/null, only the parent is waited for.
         p = subprocess.Popen(["xclip", "-selection", "clipboard", "-in"], stdin=subprocess.PIPE,
@@ -412,7 +421,18 @@ class Desktop:
         p.communicate(r["text"].encode(), timeout=5)
         if p.returncode != 0:
             raise Fail("xclip exited with %d" % p.returncode)
+        self._await_new_clipboard_owner(before)
         return {}
+
+    def _await_new_clipboard_owner(self, before):
+        # xclip's parent can exit before its child's claim on the clipboard
+        # reaches the server (1 to 10 sets in 200 here, the more the busier
+        # the machine): a paste right after the set would get the old text.
+        deadline = time.monotonic() + CLIPBOARD_WAIT
+        while x11.XGetSelectionOwner(self.d, self.clipboard_atom) in (before, 0):
+            if time.monotonic() > deadline:
+                raise Fail("xclip did not take the clipboard within %d s" % CLIPBOARD_WAIT)
+            time.sleep(0.002)
 
     def op_clipboard_get(self, r):
         for target in ("UTF8_STRING", "STRING"):
@@ -474,28 +494,43 @@ def png_rgb(raw, w, h, stride):
             + chunk(b"IDAT", zlib.compress(scan, 1)) + chunk(b"IEND", b""))
 
 
-def main():
-    desktop = Desktop()
-    out = sys.stdout
-    for line in sys.stdin:
-        line = line.strip()
-        if not line:
+def handle(desktop, line):
+    """Answers one request line with a response, or None for a blank line.
+    Whatever the line holds, the answer is a response: a bad request or a
+    bug is reported to the sidecar, and the agent keeps serving."""
+    line = line.strip()
+    if not line:
+        return None
+    rid = None
+    try:
+        req = json.loads(line)
+        if not isinstance(req, dict):
+            raise Fail("a request must be a JSON object, not %s" % type(req).__name__)
+        rid = req.get("id")
+        handler = getattr(desktop, "op_" + str(req.get("op")), None)
+        if handler is None:
+            raise Fail("unknown operation %r" % req.get("op"))
+        resp = handler(req)
+        resp["id"] = rid
+    except Fail as e:
+        resp = {"id": rid, "error": str(e)}
+    except Exception as e:  # a bug or a bad request: say so, keep serving
+        resp = {"id": rid, "error": "%s: %s" % (type(e).__name__, e)}
+    return resp
+
+
+def serve(desktop, inp, out):
+    """Answers each line of inp with one line on out until inp ends."""
+    for line in inp:
+        resp = handle(desktop, line)
+        if resp is None:
             continue
-        rid = None
-        try:
-            req = json.loads(line)
-            rid = req.get("id")
-            handler = getattr(desktop, "op_" + str(req.get("op")), None)
-            if handler is None:
-                raise Fail("unknown operation %r" % req.get("op"))
-            resp = handler(req)
-            resp["id"] = rid
-        except Fail as e:
-            resp = {"id": rid, "error": str(e)}
-        except Exception as e:  # a bug or a bad request: say so, keep serving
-            resp = {"id": rid, "error": "%s: %s" % (type(e).__name__, e)}
         out.write(json.dumps(resp, separators=(",", ":")) + "\n")
         out.flush()
+
+
+def main():
+    serve(Desktop(), sys.stdin, sys.stdout)
 
 
 if __name__ == "__main__":
