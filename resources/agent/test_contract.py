@@ -1,7 +1,7 @@
 """The protocol contract, from the agent's end.
 
 testdata/contract.json holds the exchanges between the sidecar and the agent
-(its "about" says how they are read); service/agent_contract_test.go checks
+(its "about" says how they are read); desktop/contract_test.go checks
 the sidecar's end. Here the agent, run as the sidecar runs it under a fresh
 Xvfb of the contract's display, must answer each recorded request with the
 recorded response, members in "vary" checked by their rule.

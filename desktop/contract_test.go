@@ -1,4 +1,4 @@
-package service
+package desktop
 
 // The protocol between the sidecar and the desktop agent is written down
 // once, in resources/agent/testdata/contract.json: the exchanges of one
@@ -59,7 +59,7 @@ func contractCalls(ctx context.Context, d *Desktop, shot Screenshot) map[string]
 	return map[string]contractCase{
 		// The first request of every agent, sent when the sidecar starts it.
 		"hello": {call: func() (any, error) {
-			_, err := d.m.agentFor(ctx, d.b, d.containerID)
+			_, err := d.conn.Agent(ctx)
 			return nil, err
 		}},
 		"move":                {call: func() (any, error) { return nil, d.Move(ctx, 10, 20) }},
@@ -79,7 +79,7 @@ func contractCalls(ctx context.Context, d *Desktop, shot Screenshot) map[string]
 		// An operation the agent lacks: how an agent older than the sidecar
 		// would refuse a new one.
 		"unknown_op": {call: func() (any, error) {
-			_, err := d.call(ctx, agentRequest{Op: "warp"}, requestTimeout)
+			_, err := d.call(ctx, request{Op: "warp"}, requestTimeout)
 			return nil, err
 		}},
 		"move_after_errors": {call: func() (any, error) { return nil, d.Move(ctx, 0, 0) }},
@@ -91,8 +91,8 @@ func TestAgentContractSidecarEnd(t *testing.T) {
 	session := &contractSession{t: t, exchanges: contract.Exchanges}
 	session.out, session.in = io.Pipe()
 	t.Cleanup(func() { session.Close() })
-	docker := &contractDocker{session: session}
-	d := &Desktop{m: &Manager{docker: docker, cfg: Config{Agent: []byte("# the agent")}}, b: &box{}, containerID: "c1"}
+	conn := &contractConn{session: session}
+	d := New(conn, contract.Display)
 
 	calls := contractCalls(context.Background(), d, contractScreenshot(t, contract))
 	for _, ex := range contract.Exchanges {
@@ -113,8 +113,12 @@ func TestAgentContractSidecarEnd(t *testing.T) {
 	if n := session.sent(); n != len(contract.Exchanges) {
 		t.Errorf("the sidecar sent %d requests, the contract has %d", n, len(contract.Exchanges))
 	}
-	if docker.attached != 1 {
-		t.Errorf("%d agents started, want 1", docker.attached)
+	if conn.dialed != 1 {
+		t.Errorf("%d agents started, want 1", conn.dialed)
+	}
+	// The Python side of the contract runs the agent the same way.
+	if got, want := Command([]byte("# the agent")), []string{"python3", "-I", "-u", "-c", "# the agent"}; !slices.Equal(got, want) {
+		t.Errorf("the agent runs as %q, want %q", got, want)
 	}
 }
 
@@ -186,22 +190,25 @@ func loadAgentContract(t *testing.T) agentContract {
 	return c
 }
 
-// contractDocker starts the one agent of the test: its session plays the
-// agent's end of the contract. The other methods of Docker are not called.
-type contractDocker struct {
-	Docker
-	session  *contractSession
-	attached int
+// contractConn starts the one agent of the test, whose session plays the
+// agent's end of the contract.
+type contractConn struct {
+	session *contractSession
+	agent   *Agent
+	dialed  int
 }
 
-func (d *contractDocker) ExecAttach(ctx context.Context, id string, spec ExecSpec) (ExecSession, error) {
-	d.attached++
-	// The Python side of the contract runs the agent the same way.
-	if want := []string{"python3", "-I", "-u", "-c", "# the agent"}; !slices.Equal(spec.Cmd, want) {
-		d.session.t.Errorf("agent started with %q, want %q", spec.Cmd, want)
+func (c *contractConn) Agent(ctx context.Context) (*Agent, error) {
+	if c.agent != nil {
+		return c.agent, nil
 	}
-	return d.session, nil
+	c.dialed++
+	a, err := Dial(ctx, c.session)
+	c.agent = a
+	return a, err
 }
+
+func (c *contractConn) Explain(_ context.Context, err error) error { return err }
 
 // contractSession is an agent that answers each request with the next
 // recorded response, after checking the request is the recorded one.
