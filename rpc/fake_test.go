@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
@@ -355,7 +357,11 @@ func (fakeTools) List() []tools.Tool {
 	return []tools.Tool{{
 		Name:        "echo",
 		Description: "Answers its text.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+		InputSchema: &jsonschema.Schema{
+			Type:       "object",
+			Properties: map[string]*jsonschema.Schema{"text": {Type: "string"}},
+			Required:   []string{"text"},
+		},
 	}}
 }
 

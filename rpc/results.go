@@ -41,13 +41,13 @@ var schemaNames = map[reflect.Type]string{
 }
 
 // schemaOverrides are types whose JSON form reflection cannot see: enums
-// declared as constants, and raw JSON.
+// declared as constants, and a tool's input schema, itself a schema.
 var schemaOverrides = map[reflect.Type]schema{
 	reflect.TypeFor[service.Status](): {"type": "string", "enum": []string{
 		string(service.StatusStarting), string(service.StatusRunning), string(service.StatusStopping),
 		string(service.StatusStopped), string(service.StatusError),
 	}},
-	reflect.TypeFor[json.RawMessage](): {},
+	reflect.TypeFor[jsonschema.Schema](): {},
 }
 
 // resultSchemas reflects the JSON Schemas of results and of the server's
