@@ -104,7 +104,7 @@ func TestDecodeIsStrictAndNamesTheField(t *testing.T) {
 
 func TestDecodeFillsDefaultsAndReadsNullAsLeftOut(t *testing.T) {
 	got, err := sampleSpec.Decode([]byte(`{"project": "/p", "client": null, "count": null, "region": [3, 4], "raw": {"a": null}}`))
-	want := sample{Project: "/p", Count: 3, Region: [2]int{3, 4}, Raw: json.RawMessage(`{"a":null}`)}
+	want := sample{Project: "/p", Count: 3, Region: [2]int{3, 4}, Raw: json.RawMessage(`{"a": null}`)}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, %v\nwant %+v", got, err, want)
 	}

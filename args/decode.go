@@ -3,6 +3,7 @@ package args
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -25,10 +26,13 @@ func checkRoot(raw []byte, s *jsonschema.Schema) ([]byte, error) {
 	if len(raw) == 0 || isNull(raw) {
 		raw = []byte("{}")
 	}
-	if raw[0] != '{' || !json.Valid(raw) {
+	var err *Error
+	out, e := check(raw, s, "")
+	if errors.As(e, &err) && err.Field == "" {
+		// The arguments as a whole: what they were is the request itself.
 		return nil, &Error{Reason: "must be an object"}
 	}
-	return check(raw, s, "")
+	return out, e
 }
 
 // check checks one value against its schema. A schema without a type is a
@@ -70,7 +74,7 @@ func checkObject(raw []byte, s *jsonschema.Schema, field string) ([]byte, error)
 	if err := checkUnknown(members, s, field); err != nil {
 		return nil, err
 	}
-	out := map[string]json.RawMessage{}
+	var out object
 	for _, name := range s.PropertyOrder {
 		prop, v := s.Properties[name], members[name]
 		if v != nil && !isNull(v) {
@@ -78,17 +82,39 @@ func checkObject(raw []byte, s *jsonschema.Schema, field string) ([]byte, error)
 			if err != nil {
 				return nil, err
 			}
-			out[name] = checked
+			out.add(name, checked)
 			continue
 		}
 		switch {
 		case slices.Contains(s.Required, name):
 			return nil, &Error{Field: join(field, name), Reason: "is required", Description: prop.Description}
 		case prop.Default != nil:
-			out[name] = prop.Default
+			out.add(name, prop.Default)
 		}
 	}
-	return json.Marshal(out)
+	return out.close(), nil
+}
+
+// object writes a checked object's members as JSON, as they come.
+type object struct{ buf []byte }
+
+// add writes a member. Names are the struct's json tags, which need no
+// escaping beyond quotes.
+func (o *object) add(name string, value []byte) {
+	if o.buf == nil {
+		o.buf = append(o.buf, '{')
+	} else {
+		o.buf = append(o.buf, ',')
+	}
+	o.buf = strconv.AppendQuote(o.buf, name)
+	o.buf = append(append(o.buf, ':'), value...)
+}
+
+func (o *object) close() []byte {
+	if o.buf == nil {
+		return []byte("{}")
+	}
+	return append(o.buf, '}')
 }
 
 // checkUnknown refuses the first member, in sorted order, that the schema
@@ -122,17 +148,24 @@ func checkArray(raw []byte, s *jsonschema.Schema, field string) ([]byte, error) 
 	if reason := itemBounds(len(items), s.MinItems, s.MaxItems); reason != "" {
 		return nil, &Error{Field: field, Reason: reason + "; got " + strconv.Itoa(len(items))}
 	}
+	out := []byte{'['}
 	for i, item := range items {
 		checked, err := check(item, s.Items, fmt.Sprintf("%s[%d]", field, i))
 		if err != nil {
 			return nil, err
 		}
-		items[i] = checked
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, checked...)
 	}
-	return json.Marshal(items)
+	return append(out, ']'), nil
 }
 
 func checkString(raw []byte, s *jsonschema.Schema, field string) error {
+	if s.MinLength == nil && s.MaxLength == nil {
+		return nil
+	}
 	var str string
 	if err := json.Unmarshal(raw, &str); err != nil {
 		return &Error{Field: field, Reason: "must be a string; got " + abbreviate(raw)}
