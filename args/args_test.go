@@ -198,3 +198,17 @@ func TestWhatTheDecoderCannotCheckIsRefused(t *testing.T) {
 		}()
 	}
 }
+
+type tunedByPointer struct {
+	N int `json:"n"`
+}
+
+func (*tunedByPointer) TuneSchema(s *jsonschema.Schema) { s.Properties["n"].Maximum = jsonschema.Ptr(9.0) }
+
+func TestTuneSchemaOnAPointerIsApplied(t *testing.T) {
+	_, err := For[tunedByPointer]().Decode([]byte(`{"n": 10}`))
+	var ae *Error
+	if !errors.As(err, &ae) || ae.Reason != "must be at most 9; got 10" {
+		t.Errorf("err = %v", err)
+	}
+}

@@ -26,13 +26,14 @@ func checkRoot(raw []byte, s *jsonschema.Schema) ([]byte, error) {
 	if len(raw) == 0 || isNull(raw) {
 		raw = []byte("{}")
 	}
-	var err *Error
-	out, e := check(raw, s, "")
-	if errors.As(e, &err) && err.Field == "" {
-		// The arguments as a whole: what they were is the request itself.
+	out, err := check(raw, s, "")
+	var whole *Error
+	if errors.As(err, &whole) && whole.Field == "" {
+		// Not an object (or not JSON): what was given is the request
+		// itself, too long to quote.
 		return nil, &Error{Reason: "must be an object"}
 	}
-	return out, e
+	return out, err
 }
 
 // check checks one value against its schema. A schema without a type is a

@@ -28,8 +28,7 @@ func schemaFor[T any]() (*jsonschema.Schema, error) {
 		return nil, errors.New("arguments must be a struct")
 	}
 	walk(s, normalize)
-	var zero T
-	if t, ok := any(zero).(Tuner); ok {
+	if t, ok := any(new(T)).(Tuner); ok {
 		t.TuneSchema(s)
 	}
 	if err := supported(s); err != nil {
