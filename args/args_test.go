@@ -203,7 +203,9 @@ type tunedByPointer struct {
 	N int `json:"n"`
 }
 
-func (*tunedByPointer) TuneSchema(s *jsonschema.Schema) { s.Properties["n"].Maximum = jsonschema.Ptr(9.0) }
+func (*tunedByPointer) TuneSchema(s *jsonschema.Schema) {
+	s.Properties["n"].Maximum = jsonschema.Ptr(9.0)
+}
 
 func TestTuneSchemaOnAPointerIsApplied(t *testing.T) {
 	_, err := For[tunedByPointer]().Decode([]byte(`{"n": 10}`))
