@@ -7,6 +7,7 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -102,6 +103,8 @@ type session struct {
 	flushes   chan chan struct{}
 	forwarded chan struct{}
 
+	running chan struct{} // a token for each call running, up to maxRunningCalls
+
 	mu       sync.Mutex                    // guards inflight
 	inflight map[jsonrpc2.ID]*inflightCall // requests running, for $/cancelRequest
 }
@@ -116,6 +119,7 @@ func (s *Server) Serve(ctx context.Context, stream jsonrpc2.ObjectStream, opts C
 		opts:      opts,
 		flushes:   make(chan chan struct{}),
 		forwarded: make(chan struct{}),
+		running:   make(chan struct{}, maxRunningCalls),
 		inflight:  map[jsonrpc2.ID]*inflightCall{},
 	}
 	events, unsubscribe := s.svc.Subscribe()
@@ -129,13 +133,30 @@ func (s *Server) Serve(ctx context.Context, stream jsonrpc2.ObjectStream, opts C
 		defer close(sess.forwarded)
 		s.forward(ctx, conn, events, sess.flushes)
 	})
+	ending, _ := stream.(endingStream)
+	var ended <-chan struct{}
+	if ending != nil {
+		ended = ending.ended()
+	}
 	select {
 	case <-conn.DisconnectNotify():
 	case <-ctx.Done():
 		conn.Close()
+	case <-ended:
+		conn.Close()
+	}
+	if ending != nil && ending.endReason() != nil {
+		s.log.Warn().Err(ending.endReason()).Msg("closed the connection")
 	}
 	cancel()
 	wg.Wait()
+}
+
+// endingStream is a stream that can end its connection itself (*Stream
+// does): a client that stopped reading, or framing that was lost.
+type endingStream interface {
+	ended() <-chan struct{}
+	endReason() error
 }
 
 // forward sends the service's events as notifications, in the order they
@@ -203,8 +224,9 @@ func eventNotification(ev service.Event) (string, any) {
 // (shutdown, exit, $/cancelRequest) take effect in the read loop, so in the
 // order the client sent them; everything else runs in its own goroutine,
 // with a context $/cancelRequest can cancel, so a long start does not hold
-// up a status call. Replies are always sent from a goroutine, so
-// that the read loop never waits on a client that is not reading.
+// up a status call. Replies are always sent from a goroutine, so that the
+// read loop waits on a client that is not reading only through the
+// stream's bounds (a full outbox, maxRunningCalls).
 type handler struct {
 	s    *Server
 	sess *session
@@ -218,25 +240,48 @@ func (h handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 		// The connection is closing: a message that was already read
 		// when exit took effect is dropped, not run.
 	case h.sess.shutdown.Load() && req.Method != "exit":
-		go h.reply(ctx, req, nil, newError(codeInvalidRequest, "the server is shut down: only exit is accepted", nil))
+		h.sess.spawn(ctx, func() {
+			h.reply(ctx, req, nil, newError(codeInvalidRequest, "the server is shut down: only exit is accepted", nil))
+		})
 	case !ok:
 		if req.Notif {
 			return // unknown notifications are ignored, as LSP and MCP do
 		}
-		go h.reply(ctx, req, nil, newError(codeMethodNotFound, "method not found: "+req.Method, nil))
+		h.sess.spawn(ctx, func() { h.reply(ctx, req, nil, newError(codeMethodNotFound, "method not found: "+req.Method, nil)) })
 	case m.inline:
 		started := time.Now()
 		result, err := h.call(ctx, m, req)
-		go h.finish(ctx, req, started, result, err)
+		h.sess.spawn(ctx, func() { h.finish(ctx, req, started, result, err) })
 	default:
 		ctx, done := h.sess.begin(ctx, req)
-		go func() {
+		h.sess.spawn(ctx, func() {
 			defer done()
 			started := time.Now()
 			result, err := h.call(ctx, m, req)
 			h.finish(ctx, req, started, result, err)
-		}()
+		})
 	}
+}
+
+// maxRunningCalls bounds the calls a connection runs at once, their
+// replies' sending included: past it, the next message is read when one
+// ends. Without it, a client could have any number of goroutines and
+// replies waiting, by sending requests faster than they end.
+const maxRunningCalls = 256
+
+// spawn runs f in its own goroutine once fewer than maxRunningCalls run,
+// unless the connection ends first. It is called from the read loop, which
+// it holds up meanwhile.
+func (sess *session) spawn(ctx context.Context, f func()) {
+	select {
+	case sess.running <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	go func() {
+		defer func() { <-sess.running }()
+		f()
+	}()
 }
 
 // call runs a method. A panic is a bug: it is logged with its stack and
@@ -281,7 +326,7 @@ func (h handler) reply(ctx context.Context, req *jsonrpc2.Request, result any, w
 	} else {
 		err = conn.Reply(ctx, req.ID, result)
 	}
-	if err != nil && err != jsonrpc2.ErrClosed {
+	if err != nil && err != jsonrpc2.ErrClosed && !errors.Is(err, errOutboxEnded) {
 		h.s.log.Warn().Err(err).Str("method", req.Method).Msg("could not send the reply")
 	}
 }

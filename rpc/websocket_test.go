@@ -32,7 +32,7 @@ func serveWebSocket(t *testing.T, ctx context.Context, s *Server, rec *recorder,
 		}
 		defer close(done)
 		wf.set(&wsFramer{conn: conn})
-		stream := newStream(wf, wsCloser{conn})
+		stream := newStream(wf, wsCloser{conn}, stallTimeout)
 		streams <- stream
 		s.Serve(ctx, stream, opts)
 	}))
