@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Limits on what a client sends (docs/protocol.md, Limits).
@@ -226,9 +227,14 @@ func (f *ndjsonFramer) WriteFrame(msg []byte) error {
 	return err
 }
 
+// truncate cuts s to at most n bytes, at a character boundary, and marks
+// the cut.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

@@ -103,7 +103,7 @@ type session struct {
 	flushes   chan chan struct{}
 	forwarded chan struct{}
 
-	running chan struct{} // a token for each call running, up to maxRunningCalls
+	running *admission // the calls running
 
 	mu       sync.Mutex                    // guards inflight
 	inflight map[jsonrpc2.ID]*inflightCall // requests running, for $/cancelRequest
@@ -119,7 +119,7 @@ func (s *Server) Serve(ctx context.Context, stream jsonrpc2.ObjectStream, opts C
 		opts:      opts,
 		flushes:   make(chan chan struct{}),
 		forwarded: make(chan struct{}),
-		running:   make(chan struct{}, maxRunningCalls),
+		running:   newAdmission(defaultCallLimits),
 		inflight:  map[jsonrpc2.ID]*inflightCall{},
 	}
 	events, unsubscribe := s.svc.Subscribe()
@@ -226,7 +226,7 @@ func eventNotification(ev service.Event) (string, any) {
 // with a context $/cancelRequest can cancel, so a long start does not hold
 // up a status call. Replies are always sent from a goroutine, so that the
 // read loop waits on a client that is not reading only through the
-// stream's bounds (a full outbox, maxRunningCalls).
+// bounds on what a connection holds (a full outbox, the calls running).
 type handler struct {
 	s    *Server
 	sess *session
@@ -240,48 +240,48 @@ func (h handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 		// The connection is closing: a message that was already read
 		// when exit took effect is dropped, not run.
 	case h.sess.shutdown.Load() && req.Method != "exit":
-		h.sess.spawn(ctx, func() {
+		h.sess.spawn(ctx, req, func() {
 			h.reply(ctx, req, nil, newError(codeInvalidRequest, "the server is shut down: only exit is accepted", nil))
 		})
 	case !ok:
 		if req.Notif {
 			return // unknown notifications are ignored, as LSP and MCP do
 		}
-		h.sess.spawn(ctx, func() { h.reply(ctx, req, nil, newError(codeMethodNotFound, "method not found: "+req.Method, nil)) })
+		h.sess.spawn(ctx, req, func() { h.reply(ctx, req, nil, newError(codeMethodNotFound, "method not found: "+req.Method, nil)) })
 	case m.inline:
 		started := time.Now()
 		result, err := h.call(ctx, m, req)
-		h.sess.spawn(ctx, func() { h.finish(ctx, req, started, result, err) })
+		h.sess.spawn(ctx, req, func() { h.finish(ctx, req, started, result, err) })
 	default:
-		ctx, done := h.sess.begin(ctx, req)
-		h.sess.spawn(ctx, func() {
+		callCtx, done := h.sess.begin(ctx, req)
+		spawned := h.sess.spawn(ctx, req, func() {
 			defer done()
 			started := time.Now()
-			result, err := h.call(ctx, m, req)
-			h.finish(ctx, req, started, result, err)
+			result, err := h.call(callCtx, m, req)
+			h.finish(callCtx, req, started, result, err)
 		})
+		if !spawned {
+			done()
+		}
 	}
 }
 
-// maxRunningCalls bounds the calls a connection runs at once, their
-// replies' sending included: past it, the next message is read when one
-// ends. Without it, a client could have any number of goroutines and
-// replies waiting, by sending requests faster than they end.
-const maxRunningCalls = 256
-
-// spawn runs f in its own goroutine once fewer than maxRunningCalls run,
-// unless the connection ends first. It is called from the read loop, which
-// it holds up meanwhile.
-func (sess *session) spawn(ctx context.Context, f func()) {
-	select {
-	case sess.running <- struct{}{}:
-	case <-ctx.Done():
-		return
+// spawn runs f, the handling of req up to its reply, in its own goroutine
+// once the calls running leave room for it (callLimits), unless the connection (ctx) ends first: then f never
+// runs. It is called from the read loop, which it holds up meanwhile.
+func (sess *session) spawn(ctx context.Context, req *jsonrpc2.Request, f func()) bool {
+	var size int64
+	if req.Params != nil {
+		size = int64(len(*req.Params))
+	}
+	if !sess.running.enter(ctx, size) {
+		return false
 	}
 	go func() {
-		defer func() { <-sess.running }()
+		defer sess.running.leave(size)
 		f()
 	}()
+	return true
 }
 
 // call runs a method. A panic is a bug: it is logged with its stack and
@@ -304,12 +304,31 @@ func (h handler) finish(ctx context.Context, req *jsonrpc2.Request, started time
 		if wire.Code == codeInternal {
 			ev = h.s.log.Error()
 		}
-		ev.Str("method", req.Method).Int64("code", wire.Code).Err(err).Dur("took", time.Since(started)).Msg("request failed")
+		// The message says what err does, once: err.Error() may build a
+		// long one again.
+		ev.Str("method", req.Method).Int64("code", wire.Code).Str("error", truncate(wire.Message, maxErrorMessageBytes)).
+			Dur("took", time.Since(started)).Msg("request failed")
 		h.reply(ctx, req, nil, wire)
 		return
 	}
 	h.s.log.Debug().Str("method", req.Method).Dur("took", time.Since(started)).Msg("request")
 	h.reply(ctx, req, result, nil)
+}
+
+// maxErrorMessageBytes bounds an error's message in a reply and in the log:
+// one that quotes what the client sent (a 30 MB projectPath made a 63 MB
+// reply, and ten of them a 692 MB log) must not come back, or be logged,
+// whole.
+const maxErrorMessageBytes = 4 << 10
+
+// boundMessage returns wire with its message cut to maxErrorMessageBytes.
+func boundMessage(wire *jsonrpc2.Error) *jsonrpc2.Error {
+	if len(wire.Message) <= maxErrorMessageBytes {
+		return wire
+	}
+	cut := *wire // wire may be the caller's own error
+	cut.Message = truncate(wire.Message, maxErrorMessageBytes)
+	return &cut
 }
 
 func (h handler) reply(ctx context.Context, req *jsonrpc2.Request, result any, wire *jsonrpc2.Error) {
@@ -322,7 +341,7 @@ func (h handler) reply(ctx context.Context, req *jsonrpc2.Request, result any, w
 	conn := h.sess.conn.Load()
 	var err error
 	if wire != nil {
-		err = conn.ReplyWithError(ctx, req.ID, wire)
+		err = conn.ReplyWithError(ctx, req.ID, boundMessage(wire))
 	} else {
 		err = conn.Reply(ctx, req.ID, result)
 	}

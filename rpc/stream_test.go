@@ -64,8 +64,9 @@ func TestClientThatStopsReadingIsDisconnected(t *testing.T) {
 }
 
 // TestRunningCallsAreBounded: past maxRunningCalls calls running, the next
-// message is read only when one ends, so a client cannot have goroutines
-// and replies pile up by sending faster than calls end.
+// message is read only when a call ends, so a client cannot have
+// goroutines and replies pile up by sending faster than calls end
+// (TestAdmission checks the bound on their size).
 func TestRunningCallsAreBounded(t *testing.T) {
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -96,15 +97,57 @@ func TestRunningCallsAreBounded(t *testing.T) {
 	poll(t, "every call to be held", func() bool { return fake.heldCalls() == maxRunningCalls })
 	fake.release()
 	poll(t, "every call to be answered", func() bool { return len(out.lines()) == maxRunningCalls+1 })
-	ids := make([]string, 0, maxRunningCalls+1)
-	for _, line := range out.lines() {
-		var m struct{ ID json.RawMessage }
-		json.Unmarshal([]byte(line), &m)
-		ids = append(ids, string(m.ID))
-	}
-	if ids[0] == `"after"` {
+	var first struct{ ID json.RawMessage }
+	json.Unmarshal([]byte(out.lines()[0]), &first)
+	if string(first.ID) == `"after"` {
 		t.Errorf("the request after %d held calls ran before any of them ended", maxRunningCalls)
 	}
+}
+
+// TestAdmission: a call waits while the calls running are at the limit by
+// number or would pass it by the size of their params, and runs when one
+// ends; one larger than the size limit runs alone.
+func TestAdmission(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		limits  callLimits
+		running []int64 // sizes of the calls running
+		next    int64
+	}{
+		{"by number", callLimits{calls: 2, bytes: 100}, []int64{1, 1}, 1},
+		{"by size", callLimits{calls: 10, bytes: 100}, []int64{60, 30}, 20},
+		{"larger than the limit", callLimits{calls: 10, bytes: 100}, []int64{5}, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAdmission(tc.limits)
+			for _, n := range tc.running {
+				if !a.enter(ctx, n) {
+					t.Fatal("enter refused")
+				}
+			}
+			entered := make(chan bool, 1)
+			go func() { entered <- a.enter(ctx, tc.next) }()
+			poll(t, "the call to wait", func() bool { return a.waitingCalls() == 1 })
+			a.leave(tc.running[0])
+			poll(t, "the call to run when room was made", func() bool { return len(entered) == 1 })
+			if !<-entered {
+				t.Fatal("the call was refused")
+			}
+		})
+	}
+	t.Run("the connection ends", func(t *testing.T) {
+		a := newAdmission(callLimits{calls: 1, bytes: 100})
+		a.enter(ctx, 1)
+		ended, cancel := context.WithCancel(ctx)
+		entered := make(chan bool, 1)
+		go func() { entered <- a.enter(ended, 1) }()
+		poll(t, "the call to wait", func() bool { return a.waitingCalls() == 1 })
+		cancel()
+		if <-entered {
+			t.Error("a call ran after its connection ended")
+		}
+	})
 }
 
 // poll waits for cond: each step has a condition to reach, not a time to wait.
@@ -185,4 +228,35 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestErrorMessagesAreBounded: an error that quotes what the client sent
+// (a 30 MB projectPath made a 63 MB reply, and ten of them a 692 MB log)
+// comes back, and is logged, cut to maxErrorMessageBytes.
+func TestErrorMessagesAreBounded(t *testing.T) {
+	long := "/" + strings.Repeat("é", 1<<20)
+	var input bytes.Buffer
+	fmt.Fprintf(&input, `{"jsonrpc":"2.0","id":1,"method":%q}`+"\n", long)
+	fmt.Fprintf(&input, `{"jsonrpc":"2.0","id":2,"method":"sandbox/status","params":{"projectPath":%q}}`+"\n", long)
+	out := &lineRecorder{}
+	var log syncBuffer
+	s := NewServer(newFakeService(), fakeTools{}, Info{}, zerolog.New(&log))
+	s.Serve(context.Background(), NewStream(FramingNDJSON, &input, out, nil), ConnOptions{})
+	replies := out.lines()
+	if len(replies) != 2 {
+		t.Fatalf("%d replies, want 2", len(replies))
+	}
+	for _, line := range replies {
+		var m struct {
+			Error struct{ Message string }
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil || len(m.Error.Message) > maxErrorMessageBytes+len("…") || !strings.HasSuffix(m.Error.Message, "é…") {
+			t.Errorf("a reply of %d bytes, its message %.60q...", len(line), m.Error.Message)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+		if len(line) > 2*maxErrorMessageBytes {
+			t.Errorf("a log line of %d bytes: %.200s", len(line), line)
+		}
+	}
 }
