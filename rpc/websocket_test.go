@@ -3,8 +3,10 @@ package rpc
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -245,4 +247,45 @@ func errorOf(m map[string]any) (code float64, kind, field string) {
 	kind, _ = data["kind"].(string)
 	field, _ = data["field"].(string)
 	return e["code"].(float64), kind, field
+}
+
+// TestWebSocketOversizedMessageIsSkipped: a message over MaxFrameBytes is
+// held only up to the limit, read past, and refused saying the limit; the
+// next message is read.
+func TestWebSocketOversizedMessageIsSkipped(t *testing.T) {
+	frames := make(chan framer, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		frames <- &wsFramer{conn: conn}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	client, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	f := <-frames
+	go func() {
+		w, _ := client.NextWriter(websocket.TextMessage)
+		io.Copy(w, repeat(' ', 64<<20))
+		w.Close()
+		client.WriteMessage(websocket.TextMessage, []byte("{}"))
+	}()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var fe *frameError
+	if _, err := f.ReadFrame(); !errors.As(err, &fe) || fe.code != codeInvalidRequest || !strings.Contains(fe.message, "limit of 16777216") {
+		t.Errorf("oversized message: %v", err)
+	}
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 3*MaxFrameBytes {
+		t.Errorf("skipping a message of 64 MiB allocated %d bytes", alloc)
+	}
+	if frame, err := f.ReadFrame(); err != nil || string(frame) != "{}" {
+		t.Errorf("the message after the oversized one = %q, %v", frame, err)
+	}
 }
