@@ -251,6 +251,10 @@ func (h handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 	case m.inline:
 		started := time.Now()
 		result, err := h.call(ctx, m, req)
+		if req.Notif { // exit, $/cancelRequest: nothing to send, no need to wait for room
+			h.finish(ctx, req, started, result, err)
+			return
+		}
 		h.sess.spawn(ctx, req, func() { h.finish(ctx, req, started, result, err) })
 	default:
 		callCtx, done := h.sess.begin(ctx, req)
