@@ -236,8 +236,8 @@ func TestHostileProjectFilesAreRefused(t *testing.T) {
 	os.WriteFile(filepath.Join(userSettings, "settings.json"), []byte("{\n  // mine\n  \"editor.fontSize\": 14,\n}\n"), 0o600)
 	homeBefore := listTree(t, home)
 
-	stateHome := "XDG_STATE_HOME=" + t.TempDir()
-	first := startSidecar(t, "ndjson", stateHome)
+	env := []string{"XDG_STATE_HOME=" + t.TempDir(), ownScope(t)}
+	first := startSidecar(t, "ndjson", env...)
 	st := result(t, first.call("sandbox/start", map[string]any{"projectPath": running}, 5*time.Minute))
 	result(t, first.call("shutdown", nil, 10*time.Second))
 	first.write(map[string]any{"method": "exit"})
@@ -251,7 +251,7 @@ func TestHostileProjectFilesAreRefused(t *testing.T) {
 	os.MkdirAll(filepath.Join(docked, ".pilot"), 0o755)
 	mustSymlink(t, credentials, pilot(docked, "settings.json"))
 
-	s := startSidecar(t, "ndjson", stateHome)
+	s := startSidecar(t, "ndjson", env...)
 	peak := guardMemory(t, s)
 	result(t, s.call("initialize", map[string]any{}, 20*time.Second))
 	w := s.waitNotification("sandbox/warning", func(w map[string]any) bool {
@@ -291,6 +291,14 @@ func TestHostileProjectFilesAreRefused(t *testing.T) {
 		t.Errorf("files written beside the link: %v", entries)
 	}
 	t.Logf("the sidecar's peak memory: %d MiB", peak()>>20)
+}
+
+// ownScope gives a test's sidecars a scope of their own: another sidecar
+// following the test scope (another test's, run beside this one) would
+// otherwise reconcile this test's sandbox too, and report or rewrite its
+// .pilot files to its own client before this test's sidecar sees them.
+func ownScope(t *testing.T) string {
+	return "PILOT_SCOPE=" + dockertest.TestScope + "-" + strings.ToLower(t.Name())
 }
 
 func mustSymlink(t *testing.T, target, link string) {
