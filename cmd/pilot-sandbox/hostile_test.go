@@ -227,13 +227,7 @@ func TestHostileProjectFilesAreRefused(t *testing.T) {
 	docker := dockertest.Engine(t)
 	running := dockertest.Project(t, docker)
 	vscode, docked := dockertest.Project(t, docker), dockertest.Project(t, docker)
-	home := t.TempDir()
-	credentials := filepath.Join(home, ".docker", "config.json")
-	userSettings := filepath.Join(home, ".config", "Code", "User")
-	os.MkdirAll(filepath.Dir(credentials), 0o700)
-	os.WriteFile(credentials, []byte(`{"auths": {"registry.example": {"auth": "c2VjcmV0OnRva2Vu"}}}`), 0o600)
-	os.MkdirAll(userSettings, 0o700)
-	os.WriteFile(filepath.Join(userSettings, "settings.json"), []byte("{\n  // mine\n  \"editor.fontSize\": 14,\n}\n"), 0o600)
+	home, credentials, userSettings := userHome(t)
 	homeBefore := listTree(t, home)
 
 	env := []string{"XDG_STATE_HOME=" + t.TempDir(), ownScope(t)}
@@ -274,12 +268,7 @@ func TestHostileProjectFilesAreRefused(t *testing.T) {
 	result(t, s.call("sandbox/status", map[string]any{"projectPath": running}, 20*time.Second))
 
 	for _, p := range []string{vscode, docked} {
-		msg := s.call("sandbox/setToolsEnabled", map[string]any{"projectPath": p, "enabled": true}, 20*time.Second)
-		e, _ := msg["error"].(map[string]any)
-		data, _ := e["data"].(map[string]any)
-		if e == nil || e["code"] != -32007.0 || data["file"] != pilot(p, "settings.json") || !strings.Contains(e["message"].(string), "symbolic link") {
-			t.Errorf("setToolsEnabled through a link: %v", msg)
-		}
+		assertRefusedWrite(t, s.call("sandbox/setToolsEnabled", map[string]any{"projectPath": p, "enabled": true}, 20*time.Second), pilot(p, "settings.json"))
 	}
 	if after := listTree(t, home); after != homeBefore {
 		t.Errorf("the user's files changed:\n%s\nwere\n%s", after, homeBefore)
@@ -291,6 +280,29 @@ func TestHostileProjectFilesAreRefused(t *testing.T) {
 		t.Errorf("files written beside the link: %v", entries)
 	}
 	t.Logf("the sidecar's peak memory: %d MiB", peak()>>20)
+}
+
+// assertRefusedWrite: msg is -32007 for file, saying it is a link.
+func assertRefusedWrite(t *testing.T, msg map[string]any, file string) {
+	t.Helper()
+	e, _ := msg["error"].(map[string]any)
+	data, _ := e["data"].(map[string]any)
+	if e == nil || e["code"] != -32007.0 || data["file"] != file || !strings.Contains(e["message"].(string), "symbolic link") {
+		t.Errorf("a write through a link: %v", msg)
+	}
+}
+
+// userHome makes a stand-in for the user's home: Docker credentials, and
+// VS Code's settings directory.
+func userHome(t *testing.T) (home, credentials, userSettings string) {
+	home = t.TempDir()
+	credentials = filepath.Join(home, ".docker", "config.json")
+	userSettings = filepath.Join(home, ".config", "Code", "User")
+	os.MkdirAll(filepath.Dir(credentials), 0o700)
+	os.WriteFile(credentials, []byte(`{"auths": {"registry.example": {"auth": "c2VjcmV0OnRva2Vu"}}}`), 0o600)
+	os.MkdirAll(userSettings, 0o700)
+	os.WriteFile(filepath.Join(userSettings, "settings.json"), []byte("{\n  // mine\n  \"editor.fontSize\": 14,\n}\n"), 0o600)
+	return home, credentials, userSettings
 }
 
 // ownScope gives a test's sidecars a scope of their own: another sidecar
