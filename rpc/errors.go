@@ -63,7 +63,7 @@ var errorMeanings = map[int64]string{
 	codeStartFailed:       "The container did not become ready; data.log holds its last output.",
 	codeToolsDisabled:     "tools/call on a project whose agent tools are off.",
 	codeTimeout:           "A Docker operation did not finish in time.",
-	codeProjectFile:       "A file of the project's .pilot directory cannot be read or written (corrupt, read-only, disk full, or refused: a link, a device, over 1 MiB); data.file names it, message says what to do. Nothing was changed.",
+	codeProjectFile:       "A file of the project's .pilot directory cannot be read or written (corrupt, read-only, disk full); data.file names it, message says what to do. Nothing was changed.",
 	codeRequestCancelled:  "The client cancelled the request with $/cancelRequest.",
 }
 
