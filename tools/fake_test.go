@@ -145,4 +145,3 @@ func fmtCall(op string, n ...int) string {
 	b, _ := json.Marshal(n)
 	return op + " " + string(b)
 }
-
