@@ -86,7 +86,7 @@ func TestTripleClickSelectsALine(t *testing.T) {
 		{`{` + w.cell(8, 0, 80, 10) + `, "count": 2}`, "beta"},
 	} {
 		d.must("sandbox_click", `{"x": 1000, "y": 600}`) // away, so that clicks do not run together
-		d.must("sandbox_wait", `{"seconds": 0.5}`)      // past the terminal's double-click time
+		d.must("sandbox_wait", `{"seconds": 0.5}`)       // past the terminal's double-click time
 		d.must("sandbox_click", tc.args)
 		if got := d.primary(tc.want); got != tc.want {
 			t.Errorf("click %s selected %q, want %q", tc.args, got, tc.want)
