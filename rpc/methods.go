@@ -113,7 +113,7 @@ type (
 	}
 	screenshotParams struct {
 		projectParams
-		Format  string `json:"format,omitempty" jsonschema:"png, lossless, or jpeg, several times smaller."`
+		Format  string `json:"format,omitempty" jsonschema:"png, lossless, or jpeg, many times smaller for pictures and photos (not for text)."`
 		Quality int    `json:"quality,omitzero" jsonschema:"The JPEG's quality, 1 to 100 (75 when left out); jpeg only."`
 	}
 	screenshotResult struct {

@@ -16,7 +16,7 @@ import (
 )
 
 type screenshotArgs struct {
-	Format  string `json:"format,omitempty" jsonschema:"png keeps every pixel; jpeg is several times smaller."`
+	Format  string `json:"format,omitempty" jsonschema:"png, lossless, or jpeg, many times smaller for pictures and photos (not for text)."`
 	Quality int    `json:"quality,omitzero" jsonschema:"The JPEG's quality (with format jpeg only; 75 when left out)."`
 	Region  []int  `json:"region,omitempty" jsonschema:"Zoom: [x1, y1, x2, y2], the corners of a rectangle of the latest screenshot (in its pixels), to see at the display's full resolution."`
 }
@@ -32,9 +32,9 @@ func (screenshotArgs) TuneSchema(s *jsonschema.Schema) {
 
 func screenshotTool(sb Sandbox) tool {
 	desc := "Take a screenshot of the sandbox's screen: an image, and a line giving its size. x and y in the other " +
-		"tools are pixels of this image. Take one after acting to see the effect. format jpeg is several times " +
-		"smaller and enough to see what is on the screen; keep png (the default) to read small text or compare " +
-		"pixels. region [x1, y1, x2, y2] zooms into that rectangle at the display's full resolution; the text " +
+		"tools are pixels of this image. Take one after acting to see the effect. format jpeg makes pictures, " +
+		"photos and video many times smaller and is enough to see what is where; keep png (the default) for text " +
+		"and terminals, where it is sharper and no larger. region [x1, y1, x2, y2] zooms into that rectangle at the display's full resolution; the text " +
 		"then says how its pixels map back."
 	return define("sandbox_screenshot", desc, func(ctx context.Context, project string, a screenshotArgs) (Result, error) {
 		if a.Quality != 0 && a.Format != desktop.FormatJPEG {
