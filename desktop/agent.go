@@ -81,6 +81,14 @@ type request struct {
 	Amount    int    `json:"amount,omitempty"`
 	Text      string `json:"text"`
 	Keys      string `json:"keys,omitempty"`
+	// Added since the first agent, so left out when unused: an exchange
+	// that does not need them is what it always was.
+	Modifiers  []string `json:"modifiers,omitempty"`
+	Path       [][2]int `json:"path,omitempty"`
+	DurationMs int64    `json:"durationMs,omitempty"`
+	HoldMs     int64    `json:"holdMs,omitempty"`
+	Width      int      `json:"width,omitempty"`
+	Height     int      `json:"height,omitempty"`
 
 	// maxAnswer bounds the answer's line; 0 means the package's maxAnswer.
 	maxAnswer int `json:"-"`
@@ -89,6 +97,8 @@ type request struct {
 type response struct {
 	ID     int64  `json:"id"`
 	Error  string `json:"error"`
+	X      int    `json:"x"`
+	Y      int    `json:"y"`
 	Width  int    `json:"width"`
 	Height int    `json:"height"`
 	PNG    []byte `json:"png"` // base64 in JSON

@@ -14,6 +14,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"image"
 	"io"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 type agentContract struct {
@@ -51,7 +53,7 @@ type contractCase struct {
 }
 
 // contractCalls are the Go calls of the exchanges, by name.
-func contractCalls(ctx context.Context, d *Desktop, shot Screenshot) map[string]contractCase {
+func contractCalls(ctx context.Context, d *Desktop, shots map[string]Screenshot) map[string]contractCase {
 	clipboard := func() (any, error) {
 		text, empty, err := d.Clipboard(ctx)
 		return clipboardRead{text, empty}, err
@@ -62,17 +64,19 @@ func contractCalls(ctx context.Context, d *Desktop, shot Screenshot) map[string]
 			_, err := d.conn.Agent(ctx)
 			return nil, err
 		}},
-		"move":                {call: func() (any, error) { return nil, d.Move(ctx, 10, 20) }},
-		"click":               {call: func() (any, error) { return nil, d.Click(ctx, 30, 40, 3, 2) }},
-		"click_defaults":      {call: func() (any, error) { return nil, d.Click(ctx, 7, 8, 0, 0) }},
-		"drag":                {call: func() (any, error) { return nil, d.Drag(ctx, 10, 20, 200, 120) }},
+		"move":           {call: func() (any, error) { return nil, d.Move(ctx, 10, 20) }},
+		"click":          {call: func() (any, error) { return nil, d.Click(ctx, 30, 40, 3, 2) }},
+		"click_defaults": {call: func() (any, error) { return nil, d.Click(ctx, 7, 8, 0, 0) }},
+		"drag": {call: func() (any, error) {
+			return nil, d.Drag(ctx, Drag{Path: []image.Point{{10, 20}, {200, 120}}})
+		}},
 		"scroll":              {call: func() (any, error) { return nil, d.Scroll(ctx, 50, 60, "down", 5) }},
 		"type":                {call: func() (any, error) { return nil, d.Type(ctx, "héllo ✓\n") }},
 		"key":                 {call: func() (any, error) { return nil, d.Keys(ctx, "ctrl+a BackSpace") }},
 		"clipboard_get_empty": {call: clipboard, want: clipboardRead{Text: "", Empty: true}},
 		"clipboard_set":       {call: func() (any, error) { return nil, d.SetClipboard(ctx, "héllo <中文> & co\n") }},
 		"clipboard_get":       {call: clipboard, want: clipboardRead{Text: "héllo <中文> & co\n", Empty: false}},
-		"screenshot":          {call: func() (any, error) { return d.Screenshot(ctx) }, want: shot},
+		"screenshot":          {call: func() (any, error) { return d.Screenshot(ctx) }, want: shots["screenshot"]},
 		"key_unknown":         {call: func() (any, error) { return nil, d.Keys(ctx, "ctrl+bogus") }},
 		"key_malformed":       {call: func() (any, error) { return nil, d.Keys(ctx, "ctrl+") }},
 		"scroll_direction":    {call: func() (any, error) { return nil, d.Scroll(ctx, 1, 2, "sideways", 1) }},
@@ -83,6 +87,24 @@ func contractCalls(ctx context.Context, d *Desktop, shot Screenshot) map[string]
 			return nil, err
 		}},
 		"move_after_errors": {call: func() (any, error) { return nil, d.Move(ctx, 0, 0) }},
+		// Added since the first agent.
+		"pointer":         {call: func() (any, error) { return d.Pointer(ctx) }, want: image.Pt(0, 0)},
+		"click_modifiers": {call: func() (any, error) { return nil, d.Click(ctx, 5, 6, 1, 3, "ctrl", "shift") }},
+		"drag_path": {call: func() (any, error) {
+			path := []image.Point{{10, 20}, {50, 20}, {50, 80}, {200, 120}}
+			return nil, d.Drag(ctx, Drag{Path: path, Duration: 50 * time.Millisecond, Modifiers: []string{"shift"}})
+		}},
+		"pointer_after_drag": {call: func() (any, error) { return d.Pointer(ctx) }, want: image.Pt(200, 120)},
+		"scroll_modifiers":   {call: func() (any, error) { return nil, d.Scroll(ctx, 50, 60, "up", 1, "ctrl") }},
+		"key_hold":           {call: func() (any, error) { return nil, d.HoldKeys(ctx, "shift", 100*time.Millisecond) }},
+		"screenshot_region": {call: func() (any, error) { return d.ScreenshotRegion(ctx, image.Rect(300, 180, 320, 200)) },
+			want: shots["screenshot_region"]},
+		"click_modifier_unknown": {call: func() (any, error) { return nil, d.Click(ctx, 1, 2, 1, 1, "hyper") }},
+		"key_hold_two":           {call: func() (any, error) { return nil, d.HoldKeys(ctx, "a b", 100*time.Millisecond) }},
+		"screenshot_region_off": {call: func() (any, error) {
+			_, err := d.ScreenshotRegion(ctx, image.Rect(310, 190, 330, 210))
+			return nil, err
+		}},
 	}
 }
 
@@ -94,7 +116,7 @@ func TestAgentContractSidecarEnd(t *testing.T) {
 	conn := &contractConn{session: session}
 	d := New(conn, contract.Display)
 
-	calls := contractCalls(context.Background(), d, contractScreenshot(t, contract))
+	calls := contractCalls(context.Background(), d, contractScreenshots(t, contract))
 	for _, ex := range contract.Exchanges {
 		c, ok := calls[ex.Name]
 		if !ok {
@@ -140,24 +162,33 @@ func checkContractError(t *testing.T, ex agentExchange, err error) {
 	}
 }
 
-// contractScreenshot is what Desktop.Screenshot must return for the
-// recorded screenshot: its PNG's bytes, at the contract's display size.
-func contractScreenshot(t *testing.T, c agentContract) Screenshot {
-	i := slices.IndexFunc(c.Exchanges, func(ex agentExchange) bool { return ex.Name == "screenshot" })
-	if i < 0 {
-		t.Fatal("the contract has no screenshot exchange")
+// contractScreenshots are what the screenshot calls must return for the
+// recorded screenshots, by exchange: each PNG's bytes, at the size the
+// response gives.
+func contractScreenshots(t *testing.T, c agentContract) map[string]Screenshot {
+	shots := map[string]Screenshot{}
+	for _, ex := range c.Exchanges {
+		var resp struct {
+			PNG    *string `json:"png"`
+			Width  int     `json:"width"`
+			Height int     `json:"height"`
+		}
+		if err := json.Unmarshal(ex.Response, &resp); err != nil {
+			t.Fatal(err)
+		}
+		if resp.PNG == nil {
+			continue
+		}
+		png, err := base64.StdEncoding.DecodeString(*resp.PNG)
+		if err != nil {
+			t.Fatalf("%s: png: %v", ex.Name, err)
+		}
+		shots[ex.Name] = Screenshot{PNG: png, Width: resp.Width, Height: resp.Height}
 	}
-	var resp struct {
-		PNG string `json:"png"`
+	if shots["screenshot"].Width != c.Display.Width || shots["screenshot"].Height != c.Display.Height {
+		t.Fatalf("the contract's screenshot is %+v, not of its %+v display", shots["screenshot"], c.Display)
 	}
-	if err := json.Unmarshal(c.Exchanges[i].Response, &resp); err != nil {
-		t.Fatal(err)
-	}
-	png, err := base64.StdEncoding.DecodeString(resp.PNG)
-	if err != nil {
-		t.Fatalf("screenshot: png: %v", err)
-	}
-	return Screenshot{PNG: png, Width: c.Display.Width, Height: c.Display.Height}
+	return shots
 }
 
 func loadAgentContract(t *testing.T) agentContract {

@@ -1,11 +1,10 @@
 package desktop
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
-	"image/png"
+	"image"
 	"time"
 )
 
@@ -50,22 +49,52 @@ func (d *Desktop) Move(ctx context.Context, x, y int) error {
 	return err
 }
 
+// Pointer says where the pointer is.
+func (d *Desktop) Pointer(ctx context.Context) (image.Point, error) {
+	resp, err := d.call(ctx, request{Op: "pointer"}, requestTimeout)
+	return image.Pt(resp.X, resp.Y), err
+}
+
 // Click moves the pointer and clicks a button (1 left, 2 middle, 3 right)
-// count times.
-func (d *Desktop) Click(ctx context.Context, x, y, button, count int) error {
-	_, err := d.call(ctx, request{Op: "click", X: x, Y: y, Button: button, Count: count}, requestTimeout)
+// count times, holding the modifiers (ctrl, shift, alt, super) down.
+func (d *Desktop) Click(ctx context.Context, x, y, button, count int, modifiers ...string) error {
+	req := request{Op: "click", X: x, Y: y, Button: button, Count: count, Modifiers: modifiers}
+	_, err := d.call(ctx, req, requestTimeout)
 	return err
 }
 
-// Drag presses the left button at one point, moves to another and releases.
-func (d *Desktop) Drag(ctx context.Context, x, y, toX, toY int) error {
-	_, err := d.call(ctx, request{Op: "drag", X: x, Y: y, ToX: toX, ToY: toY}, requestTimeout)
+// Drag is a drag with the left button.
+type Drag struct {
+	// Path is where the pointer goes: pressed at the first point, through
+	// the others in order, released at the last. It has at least two.
+	Path []image.Point
+	// Duration is how long the move takes; 0 moves in quick steps.
+	Duration time.Duration
+	// Modifiers are keys held down all along (ctrl, shift, alt, super).
+	Modifiers []string
+}
+
+// Drag presses the left button at the path's first point, moves along it
+// and releases at its end.
+func (d *Desktop) Drag(ctx context.Context, g Drag) error {
+	if len(g.Path) < 2 {
+		return fmt.Errorf("a drag needs at least two points, not %d", len(g.Path))
+	}
+	first, last := g.Path[0], g.Path[len(g.Path)-1]
+	req := request{Op: "drag", X: first.X, Y: first.Y, ToX: last.X, ToY: last.Y,
+		DurationMs: g.Duration.Milliseconds(), Modifiers: g.Modifiers}
+	for _, p := range g.Path[1 : len(g.Path)-1] {
+		req.Path = append(req.Path, [2]int{p.X, p.Y})
+	}
+	_, err := d.call(ctx, req, requestTimeout+g.Duration)
 	return err
 }
 
-// Scroll turns the wheel amount clicks (up, down, left or right) at a point.
-func (d *Desktop) Scroll(ctx context.Context, x, y int, direction string, amount int) error {
-	_, err := d.call(ctx, request{Op: "scroll", X: x, Y: y, Direction: direction, Amount: amount}, requestTimeout)
+// Scroll turns the wheel amount clicks (up, down, left or right) at a
+// point, holding the modifiers down.
+func (d *Desktop) Scroll(ctx context.Context, x, y int, direction string, amount int, modifiers ...string) error {
+	req := request{Op: "scroll", X: x, Y: y, Direction: direction, Amount: amount, Modifiers: modifiers}
+	_, err := d.call(ctx, req, requestTimeout)
 	return err
 }
 
@@ -85,30 +114,11 @@ func (d *Desktop) Keys(ctx context.Context, keys string) error {
 	return err
 }
 
-// Screenshot is a PNG of the whole display.
-type Screenshot struct {
-	PNG    []byte
-	Width  int
-	Height int
-}
-
-// Screenshot captures the whole display as a PNG. The PNG's header must
-// give the display's size: a PNG is only ever decoded by its size, and one
-// the sandbox forged may claim any.
-func (d *Desktop) Screenshot(ctx context.Context) (Screenshot, error) {
-	resp, err := d.call(ctx, request{Op: "screenshot", maxAnswer: screenshotAnswerBound(d.display)}, requestTimeout)
-	if err != nil {
-		return Screenshot{}, err
-	}
-	cfg, err := png.DecodeConfig(bytes.NewReader(resp.PNG))
-	if err != nil {
-		return Screenshot{}, fmt.Errorf("%w: %v", ErrBadScreenshot, err)
-	}
-	if cfg.Width != d.display.Width || cfg.Height != d.display.Height {
-		return Screenshot{}, fmt.Errorf("%w: it is %dx%d, the display %dx%d",
-			ErrBadScreenshot, cfg.Width, cfg.Height, d.display.Width, d.display.Height)
-	}
-	return Screenshot{PNG: resp.PNG, Width: cfg.Width, Height: cfg.Height}, nil
+// HoldKeys holds one key combination ("shift", "ctrl+a") down for a while
+// before releasing it; held long enough, the key repeats.
+func (d *Desktop) HoldKeys(ctx context.Context, combo string, hold time.Duration) error {
+	_, err := d.call(ctx, request{Op: "key", Keys: combo, HoldMs: hold.Milliseconds()}, requestTimeout+hold)
+	return err
 }
 
 // screenshotAnswerBound is the longest answer a screenshot of the display

@@ -11,6 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/pilot-sandbox/pilot-sandbox/args"
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
@@ -110,6 +111,11 @@ type (
 		TimeoutMs int64     `json:"timeoutMs,omitzero" jsonschema:"Milliseconds before the command is killed."`
 		Workdir   args.Path `json:"workdir,omitempty" jsonschema:"The directory in the sandbox to run it in; the sandbox user's home when left out."`
 	}
+	screenshotParams struct {
+		projectParams
+		Format  string `json:"format,omitempty" jsonschema:"png, lossless, or jpeg, many times smaller for pictures and photos (not for text)."`
+		Quality int    `json:"quality,omitzero" jsonschema:"The JPEG's quality, 1 to 100 (75 when left out); jpeg only."`
+	}
 	screenshotResult struct {
 		MimeType string `json:"mimeType"`
 		Data     string `json:"data"`
@@ -143,6 +149,14 @@ func (execParams) TuneSchema(s *jsonschema.Schema) {
 	t.Default = json.RawMessage(strconv.FormatInt(service.DefaultExecTimeout.Milliseconds(), 10))
 }
 
+// TuneSchema states the formats and the JPEG quality's bounds.
+func (screenshotParams) TuneSchema(s *jsonschema.Schema) {
+	s.Properties["format"].Enum = []any{desktop.FormatPNG, desktop.FormatJPEG}
+	s.Properties["format"].Default = json.RawMessage(strconv.Quote(desktop.FormatPNG))
+	q := s.Properties["quality"]
+	q.Minimum, q.Maximum = jsonschema.Ptr(1.0), jsonschema.Ptr(100.0)
+}
+
 // methodTable is every method, in the order rpc.discover lists them.
 func (s *Server) methodTable() []method {
 	docker := []int64{codeDockerUnavailable, codeTimeout}
@@ -159,7 +173,7 @@ func (s *Server) methodTable() []method {
 		mayFail(typed("sandbox/status", "The project's sandbox, or null when it has none.", s.status), docker...),
 		mayFail(typed("sandbox/list", "Every sandbox on the engine.", s.list), docker...),
 		mayFail(typed("sandbox/exec", "Runs a shell command under bash -lc in the running sandbox as its user, with DISPLAY set. A non-zero exit is a result.", s.exec), needsRunning...),
-		mayFail(typed("sandbox/screenshot", "A PNG of the sandbox's whole display.", s.screenshot), needsRunning...),
+		mayFail(typed("sandbox/screenshot", "An image of the sandbox's whole display, at its full size: PNG, or JPEG if asked.", s.screenshot), needsRunning...),
 		mayFail(typed("sandbox/setToolsEnabled", "Switches the project's agent tools on or off (dockerToolsEnabled in .pilot/settings.json).", s.setToolsEnabled), codeProjectFile),
 		typed("sandbox/getToolsEnabled", "Whether the project's agent tools are on (default false).", s.getToolsEnabled),
 		mayFail(typed("project/close", "The app closed the project: its sandbox is stopped and kept.", s.closeProject), docker...),
@@ -235,14 +249,21 @@ func (s *Server) exec(ctx context.Context, _ *session, p execParams) (service.Ex
 	})
 }
 
-func (s *Server) screenshot(ctx context.Context, _ *session, p projectParams) (screenshotResult, error) {
+func (s *Server) screenshot(ctx context.Context, _ *session, p screenshotParams) (screenshotResult, error) {
+	if p.Quality != 0 && p.Format != desktop.FormatJPEG {
+		return screenshotResult{}, &args.Error{Field: "quality", Reason: `applies to JPEG only: add "format": "jpeg"`}
+	}
 	shot, err := s.svc.Screenshot(ctx, string(p.ProjectPath))
 	if err != nil {
 		return screenshotResult{}, err
 	}
+	data, mime, err := shot.Encode(p.Format, p.Quality)
+	if err != nil {
+		return screenshotResult{}, err
+	}
 	return screenshotResult{
-		MimeType: "image/png",
-		Data:     base64.StdEncoding.EncodeToString(shot.PNG),
+		MimeType: mime,
+		Data:     base64.StdEncoding.EncodeToString(data),
 		Width:    shot.Width,
 		Height:   shot.Height,
 	}, nil

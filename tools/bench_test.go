@@ -3,6 +3,7 @@ package tools_test
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 	"github.com/pilot-sandbox/pilot-sandbox/rpc"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
@@ -33,12 +35,16 @@ type bench struct {
 	next    int
 }
 
-func newBench(b *testing.B) *bench {
+func newBench(b *testing.B) *bench { return newBenchOn(b, desktop.DefaultDisplay) }
+
+// newBenchOn is a bench whose sandbox has a display of that size.
+func newBenchOn(b *testing.B, display desktop.Display) *bench {
 	b.Helper()
 	m, docker := dockertest.Manager(b, func(c *service.Config) { c.Logger = zerolog.Nop() })
 	dir := dockertest.Project(b, docker)
 	os.MkdirAll(filepath.Join(dir, ".pilot"), 0o755)
-	os.WriteFile(filepath.Join(dir, ".pilot", "settings.json"), []byte(`{"dockerToolsEnabled": true}`), 0o644)
+	settings := fmt.Sprintf(`{"dockerToolsEnabled": true, "sandbox": {"display": {"width": %d, "height": %d}}}`, display.Width, display.Height)
+	os.WriteFile(filepath.Join(dir, ".pilot", "settings.json"), []byte(settings), 0o644)
 	st, err := m.Start(context.Background(), dir)
 	if err != nil {
 		b.Fatal(err)
@@ -57,7 +63,7 @@ func newBench(b *testing.B) *bench {
 }
 
 // tool calls an agent tool through tools/call and fails on any error.
-func (bn *bench) tool(name, args string) {
+func (bn *bench) tool(name, args string) *tools.Result {
 	bn.next++
 	req := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"projectPath":%q,"name":%q,"arguments":%s}}`+"\n",
 		bn.next, bn.project, name, args)
@@ -81,7 +87,7 @@ func (bn *bench) tool(name, args string) {
 		if resp.Result == nil || resp.Result.IsError {
 			bn.b.Fatalf("%s: %s", name, line)
 		}
-		return
+		return resp.Result
 	}
 }
 
@@ -174,3 +180,72 @@ func BenchmarkType1000(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkScreenshotFormat compares sandbox_screenshot as PNG and as JPEG
+// (quality 75, the default): the time of a tools/call, and the image's
+// bytes (decoded from base64). Two screens: three terminals of coloured
+// text, and a photo-like picture (smooth colour with grain) over the whole
+// desktop. 1920x1080 is scaled to 1456x819 on the way, as the API's limits
+// ask.
+func BenchmarkScreenshotFormat(b *testing.B) {
+	for _, display := range []desktop.Display{{Width: 1280, Height: 800}, {Width: 1920, Height: 1080}} {
+		bn := newBenchOn(b, display)
+		bn.exec("sh", "-c", `for g in 100x40+0+0 90x30+500+150 80x25+250+420; do
+			xterm -geometry $g -e sh -c 'ls -l --color=always /usr/lib /usr/bin; exec sleep 100000' >/dev/null 2>&1 &
+		done; sleep 2`)
+		bn.screenshotFormats(display, "terminals")
+		bn.exec("sh", "-c", `pkill xterm; sleep 0.5`)
+		bn.exec("python3", "-c", paintPhoto)
+		bn.screenshotFormats(display, "photo")
+	}
+}
+
+func (bn *bench) screenshotFormats(display desktop.Display, screen string) {
+	parent := bn.b
+	for _, format := range []string{"png", "jpeg"} {
+		parent.Run(fmt.Sprintf("%dx%d/%s/%s", display.Width, display.Height, screen, format), func(b *testing.B) {
+			bn.b = b
+			var size int
+			for b.Loop() {
+				res := bn.tool("sandbox_screenshot", `{"format": "`+format+`"}`)
+				size = base64.StdEncoding.DecodedLen(len(res.Content[0].Data))
+			}
+			b.ReportMetric(float64(size), "bytes/shot")
+		})
+	}
+	bn.b = parent
+}
+
+// paintPhoto paints the root window with smooth colour and grain, as a
+// photo has, through Xlib as the desktop agent reaches it.
+const paintPhoto = `
+import ctypes, math, random
+x = ctypes.CDLL("libX11.so.6")
+P = ctypes.c_void_p
+x.XOpenDisplay.restype = P
+for f, r, a in [("XDefaultScreen", ctypes.c_int, [P]), ("XRootWindow", ctypes.c_ulong, [P, ctypes.c_int]),
+                ("XDefaultVisual", P, [P, ctypes.c_int]), ("XDefaultGC", P, [P, ctypes.c_int]),
+                ("XDisplayWidth", ctypes.c_int, [P, ctypes.c_int]), ("XDisplayHeight", ctypes.c_int, [P, ctypes.c_int]),
+                ("XCreateImage", P, [P, P, ctypes.c_uint, ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint,
+                                     ctypes.c_uint, ctypes.c_int, ctypes.c_int]),
+                ("XPutImage", ctypes.c_int, [P, ctypes.c_ulong, P, P, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                             ctypes.c_int, ctypes.c_uint, ctypes.c_uint]),
+                ("XSync", ctypes.c_int, [P, ctypes.c_int])]:
+    getattr(x, f).restype, getattr(x, f).argtypes = r, a
+d = x.XOpenDisplay(None)
+s = x.XDefaultScreen(d)
+w, h = x.XDisplayWidth(d, s), x.XDisplayHeight(d, s)
+random.seed(1)
+grain = bytes(random.randrange(24) for _ in range(4096))
+rows = []
+for y in range(h):
+    row = bytearray(w * 4)
+    for c, (fx, fy) in enumerate([(97.0, 53.0), (61.0, 89.0), (131.0, 71.0)]):
+        row[c::4] = bytes(int(116 + 100 * math.sin(i / fx + y / fy + c)) + grain[(i * 7 + y * 13 + c) % 4096]
+                          for i in range(w))
+    rows.append(bytes(row))
+data = ctypes.create_string_buffer(b"".join(rows))
+img = x.XCreateImage(d, x.XDefaultVisual(d, s), 24, 2, 0, data, w, h, 32, 0)
+x.XPutImage(d, x.XRootWindow(d, s), x.XDefaultGC(d, s), img, 0, 0, 0, 0, w, h)
+x.XSync(d, 0)
+`

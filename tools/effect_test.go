@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image/jpeg"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -96,6 +97,7 @@ type xevEvent struct {
 	button int
 	keysym string
 	state  int64
+	time   int64 // the X server's, in milliseconds
 }
 
 var (
@@ -104,6 +106,7 @@ var (
 	xevButton = regexp.MustCompile(`button (\d+),`)
 	xevKeysym = regexp.MustCompile(`keysym 0x[0-9a-f]+, (\w+)\)`)
 	xevState  = regexp.MustCompile(`state 0x([0-9a-f]+)`)
+	xevTime   = regexp.MustCompile(`time (\d+)`)
 )
 
 func parseXev(log string) []xevEvent {
@@ -126,6 +129,9 @@ func parseXev(log string) []xevEvent {
 		}
 		if m := xevState.FindStringSubmatch(block); m != nil {
 			ev.state, _ = strconv.ParseInt(m[1], 16, 64)
+		}
+		if m := xevTime.FindStringSubmatch(block); m != nil {
+			ev.time, _ = strconv.ParseInt(m[1], 10, 64)
 		}
 		out = append(out, ev)
 	}
@@ -312,19 +318,34 @@ func TestScreenshot(t *testing.T) {
 	if !strings.Contains(text(res), "1280x800") {
 		t.Errorf("note: %q", text(res))
 	}
+	// As a JPEG: the same screen, a fraction of the bytes.
+	jres := d.call("sandbox_screenshot", `{"format": "jpeg"}`)
+	jdata, _ := base64.StdEncoding.DecodeString(jres.Content[0].Data)
+	jimg, err := jpeg.Decode(bytes.NewReader(jdata))
+	if err != nil || jres.Content[0].MimeType != "image/jpeg" {
+		t.Fatalf("jpeg screenshot: %s %v", jres.Content[0].MimeType, err)
+	}
+	if jimg.Bounds().Dx() != 1280 || jimg.Bounds().Dy() != 800 {
+		t.Fatalf("jpeg screenshot: %v", jimg.Bounds())
+	}
+	if r, g, b, _ := jimg.At(640, 300).RGBA(); absDiff(r>>8, 0x2e) > 3 || absDiff(g>>8, 0x34) > 3 || absDiff(b>>8, 0x40) > 3 {
+		t.Errorf("jpeg pixel (640, 300) = #%02x%02x%02x, want about #2e3440", r>>8, g>>8, b>>8)
+	}
 }
+
+func absDiff(a, b uint32) uint32 { return max(a, b) - min(a, b) }
 
 func TestLargeDisplayIsScaledBothWays(t *testing.T) {
 	d := newDesk(t, `{"sandbox": {"display": {"width": 2560, "height": 1600}}}`)
 	res := d.call("sandbox_screenshot", `{}`)
 	data, _ := base64.StdEncoding.DecodeString(res.Content[0].Data)
 	cfg, err := png.DecodeConfig(bytes.NewReader(data))
-	if err != nil || cfg.Width != 1568 || cfg.Height != 980 || !strings.Contains(text(res), "scaled down from the 2560x1600 display") {
+	if err != nil || cfg.Width != 1389 || cfg.Height != 868 || !strings.Contains(text(res), "scaled down from the 2560x1600 display") {
 		t.Fatalf("screenshot %dx%d %v: %q", cfg.Width, cfg.Height, err, text(res))
 	}
 	d.openXev("2400x1500+0+0")
 	d.events()
-	d.must("sandbox_click", `{"x": 784, "y": 490}`)
+	d.must("sandbox_click", `{"x": 694, "y": 434}`)
 	if got := summary(d.events()); got != "Press1@1280,800 Release1@1280,800" {
 		t.Errorf("a click at the screenshot's centre arrived as %s", got)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -42,14 +43,9 @@ func typeTool(sb Sandbox) tool {
 		if err := checkTypeable(a.Text); err != nil {
 			return Result{}, err
 		}
-		d, err := sb.Desktop(ctx, project)
-		if err != nil {
-			return Result{}, err
-		}
-		if err := d.Type(ctx, a.Text); err != nil {
-			return Result{}, err
-		}
-		return Text(fmt.Sprintf("Typed %d characters.", len([]rune(a.Text)))), nil
+		return act(ctx, sb, project, func(d Desktop, _ scale) (string, error) {
+			return fmt.Sprintf("Typed %d characters.", len([]rune(a.Text))), d.Type(ctx, a.Text)
+		})
 	})
 }
 
@@ -64,41 +60,66 @@ func checkTypeable(t string) error {
 }
 
 type keyArgs struct {
-	Keys string `json:"keys" jsonschema:"The keys to press, e.g. \"ctrl+s\" or \"Down Down Return\"."`
+	Keys   string `json:"keys" jsonschema:"The keys to press, e.g. \"ctrl+s\" or \"Down Down Return\"."`
+	HoldMs int    `json:"holdMs,omitzero" jsonschema:"Hold the one combination down this many milliseconds before releasing it (past about 660, the key repeats)."`
 }
 
-func (keyArgs) TuneSchema(s *jsonschema.Schema) { textBounds(s, "keys", 1, maxKeysLength) }
+// maxHoldMs bounds sandbox_key's holdMs.
+const maxHoldMs = 10000
+
+func (keyArgs) TuneSchema(s *jsonschema.Schema) {
+	textBounds(s, "keys", 1, maxKeysLength)
+	bound(s.Properties["holdMs"], 1, maxHoldMs)
+}
 
 func keyTool(sb Sandbox) tool {
 	desc := "Press keys or key combinations in the sandbox, in order, as xdotool's key command names them: " +
 		"Return, Escape, BackSpace, Tab, Delete, Up, Down, Left, Right, Home, End, Page_Up, F1..F12, space, " +
 		"a, A, 1, combinations joined with + (ctrl+c, ctrl+shift+t, alt+F4, super), several separated by " +
-		"spaces (\"ctrl+a BackSpace\"). Modifiers: ctrl, shift, alt, super. To type text use sandbox_type."
+		"spaces (\"ctrl+a BackSpace\"). Modifiers: ctrl, shift, alt, super. holdMs holds one combination down " +
+		"that long. To type text use sandbox_type."
 	return define("sandbox_key", desc, func(ctx context.Context, project string, a keyArgs) (Result, error) {
-		if err := checkKeys(a.Keys); err != nil {
+		if err := checkKeys(a.Keys, a.HoldMs > 0); err != nil {
 			return Result{}, err
 		}
-		d, err := sb.Desktop(ctx, project)
-		if err != nil {
-			return Result{}, err
-		}
-		if err := d.Keys(ctx, a.Keys); err != nil {
-			if errors.Is(err, service.ErrAgent) {
-				return Result{}, &args.Error{Field: "keys", Reason: strings.TrimPrefix(err.Error(), service.ErrAgent.Error()+": ") +
-					"; use X key names such as Return, Escape, BackSpace, Tab, Up, F5, ctrl+c"}
+		return act(ctx, sb, project, func(d Desktop, _ scale) (string, error) {
+			if err := pressKeys(ctx, d, a); err != nil {
+				return "", err
 			}
-			return Result{}, err
-		}
-		return Text("Pressed " + strings.Join(strings.Fields(a.Keys), ", ") + "."), nil
+			if a.HoldMs > 0 {
+				return fmt.Sprintf("Held %s down for %d ms.", strings.TrimSpace(a.Keys), a.HoldMs), nil
+			}
+			return "Pressed " + strings.Join(strings.Fields(a.Keys), ", ") + ".", nil
+		})
 	})
 }
 
+// pressKeys presses (or holds) the keys; a name the agent does not know
+// is the keys argument's fault.
+func pressKeys(ctx context.Context, d Desktop, a keyArgs) error {
+	var err error
+	if a.HoldMs > 0 {
+		err = d.HoldKeys(ctx, strings.TrimSpace(a.Keys), time.Duration(a.HoldMs)*time.Millisecond)
+	} else {
+		err = d.Keys(ctx, a.Keys)
+	}
+	if errors.Is(err, service.ErrAgent) {
+		return argError("keys", strings.TrimPrefix(err.Error(), service.ErrAgent.Error()+": ")+
+			"; use X key names such as Return, Escape, BackSpace, Tab, Up, F5, ctrl+c")
+	}
+	return err
+}
+
 // checkKeys accepts xdotool key syntax only: names of letters, digits and
-// underscores (or one printable character), joined by +, separated by spaces.
-func checkKeys(keys string) error {
+// underscores (or one printable character), joined by +, separated by
+// spaces; only one combination to hold.
+func checkKeys(keys string, hold bool) error {
 	combos := strings.Fields(keys)
 	if len(combos) == 0 {
 		return &args.Error{Field: "keys", Reason: "must name at least one key"}
+	}
+	if hold && len(combos) > 1 {
+		return &args.Error{Field: "keys", Reason: fmt.Sprintf("names %d combinations; with holdMs, name the one to hold (e.g. \"shift\" or \"ctrl+a\")", len(combos))}
 	}
 	if len(combos) > maxKeyCombos {
 		return &args.Error{Field: "keys", Reason: fmt.Sprintf("may press at most %d combinations at once", maxKeyCombos)}

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,6 +16,9 @@ const (
 	defaultScrollAmount = 3
 )
 
+// modifierNames are the keys a mouse action can hold down.
+var modifierNames = []any{"ctrl", "shift", "alt", "super"}
+
 // point is a point of the latest screenshot, where a mouse action happens.
 type point struct {
 	X int `json:"x" jsonschema:"Horizontal position, in pixels of the latest screenshot; 0 is the left edge."`
@@ -24,6 +28,36 @@ type point struct {
 // TuneSchema: no pixel is left of or above the screen. The other edges
 // depend on the display, and are checked against the screenshot's size.
 func (point) TuneSchema(s *jsonschema.Schema) { atLeastZero(s, "x", "y") }
+
+// held are the keys held down during a mouse action.
+type held struct {
+	Modifiers []string `json:"modifiers,omitempty" jsonschema:"Keys held down during the action, e.g. [\"ctrl\"] or [\"shift\"]: any of ctrl, shift, alt, super."`
+}
+
+func (held) tune(s *jsonschema.Schema) {
+	m := s.Properties["modifiers"]
+	m.Items.Enum = modifierNames
+	m.MaxItems = jsonschema.Ptr(len(modifierNames))
+}
+
+// keys are the modifiers, each once.
+func (h held) keys() []string {
+	var out []string
+	for _, m := range h.Modifiers {
+		if !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// holding says what was held, after an action's description.
+func (h held) holding() string {
+	if len(h.Modifiers) == 0 {
+		return ""
+	}
+	return " holding " + strings.Join(h.keys(), "+")
+}
 
 func atLeastZero(s *jsonschema.Schema, names ...string) {
 	for _, name := range names {
@@ -40,85 +74,144 @@ func bound(p *jsonschema.Schema, min, max float64) {
 		strconv.FormatFloat(min, 'f', -1, 64), strconv.FormatFloat(max, 'f', -1, 64))
 }
 
-// onScreen runs f with the project's desktop and a point checked against,
-// and mapped from, the screenshot's size.
-func onScreen(ctx context.Context, sb Sandbox, project string, p point, f func(d Desktop, x, y int) error) error {
+// act runs an action on the project's desktop, and answers what it did
+// and where the pointer is now, in screenshot pixels: what a model needs
+// to go on without a screenshot for every step.
+func act(ctx context.Context, sb Sandbox, project string, f func(d Desktop, s scale) (string, error)) (Result, error) {
 	d, err := sb.Desktop(ctx, project)
 	if err != nil {
-		return err
+		return Result{}, err
 	}
-	x, y, err := scaleFor(d.Display()).point("x", p.X, "y", p.Y)
+	s := scaleFor(d.Display())
+	done, err := f(d, s)
 	if err != nil {
-		return err
+		return Result{}, err
 	}
-	return f(d, x, y)
+	return Text(strings.TrimSpace(done + " " + pointerAt(ctx, d, s))), nil
+}
+
+func pointerAt(ctx context.Context, d Desktop, s scale) string {
+	p, err := d.Pointer(ctx)
+	if err != nil {
+		return "Where the pointer is now could not be read (" + err.Error() + ")."
+	}
+	p = s.toShot(p)
+	return fmt.Sprintf("The pointer is at (%d, %d).", p.X, p.Y)
+}
+
+type clickArgs struct {
+	point
+	held
+}
+
+func (clickArgs) TuneSchema(s *jsonschema.Schema) { point{}.TuneSchema(s); held{}.tune(s) }
+
+type leftClickArgs struct {
+	point
+	held
+	Count int `json:"count,omitzero" jsonschema:"How many clicks (2 selects a word, 3 a line)."`
+}
+
+func (leftClickArgs) TuneSchema(s *jsonschema.Schema) {
+	clickArgs{}.TuneSchema(s)
+	bound(s.Properties["count"], 1, 3)
+	s.Properties["count"].Default = jsonInt(1)
+}
+
+// What every click tool's description says.
+const (
+	clickWhere = " at a point of the sandbox's screen; x and y are pixels of the latest screenshot."
+	clickAfter = " Returns where the pointer is; take a screenshot to see the effect."
+)
+
+func leftClickTool(sb Sandbox) tool {
+	desc := "Left-click" + clickWhere + " count 3 triple-clicks (selects a line of text); modifiers holds keys down " +
+		"meanwhile ([\"shift\"] extends a selection, [\"ctrl\"] adds to one)." + clickAfter
+	return define("sandbox_click", desc, func(ctx context.Context, project string, a leftClickArgs) (Result, error) {
+		return click(ctx, sb, project, a.point, a.held, 1, a.Count)
+	})
 }
 
 func clickTool(sb Sandbox, name, action string, button, count int) tool {
-	desc := action + " at a point of the sandbox's screen. x and y are pixels of the latest screenshot " +
-		"(take one with sandbox_screenshot first). Returns a confirmation; take a screenshot to see the effect."
-	return define(name, desc, func(ctx context.Context, project string, p point) (Result, error) {
-		err := onScreen(ctx, sb, project, p, func(d Desktop, x, y int) error { return d.Click(ctx, x, y, button, count) })
-		return Text(fmt.Sprintf("%s at (%d, %d).", pastTense(action), p.X, p.Y)), err
+	desc := action + clickWhere + " modifiers holds keys down meanwhile (e.g. [\"ctrl\"])." + clickAfter
+	return define(name, desc, func(ctx context.Context, project string, a clickArgs) (Result, error) {
+		return click(ctx, sb, project, a.point, a.held, button, count)
 	})
 }
 
-func pastTense(action string) string {
-	switch {
-	case strings.HasPrefix(action, "Double-click"):
-		return "Double-clicked"
-	default:
-		return strings.Replace(action, "click", "clicked", 1)
-	}
+func click(ctx context.Context, sb Sandbox, project string, p point, h held, button, count int) (Result, error) {
+	return act(ctx, sb, project, func(d Desktop, s scale) (string, error) {
+		at, err := s.point("x", p.X, "y", p.Y)
+		if err != nil {
+			return "", err
+		}
+		if err := d.Click(ctx, at.X, at.Y, button, count, h.keys()...); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%s at (%d, %d)%s.", clicked(button, count), p.X, p.Y, h.holding()), nil
+	})
 }
+
+func clicked(button, count int) string {
+	name := map[int]string{1: "Left", 2: "Middle", 3: "Right"}[button]
+	switch count {
+	case 2:
+		return "Double-clicked"
+	case 3:
+		return "Triple-clicked"
+	}
+	return name + "-clicked"
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// hoverArgs are both coordinates or neither: without them, hover only
+// reports where the pointer is.
+type hoverArgs struct {
+	X *int `json:"x,omitempty" jsonschema:"Horizontal position, in pixels of the latest screenshot; 0 is the left edge. Leave x and y out to only ask where the pointer is."`
+	Y *int `json:"y,omitempty" jsonschema:"Vertical position, in pixels of the latest screenshot; 0 is the top edge."`
+}
+
+func (hoverArgs) TuneSchema(s *jsonschema.Schema) { atLeastZero(s, "x", "y") }
 
 func hoverTool(sb Sandbox) tool {
-	desc := "Move the mouse pointer to a point without clicking (to show a tooltip or open a hover menu). " +
-		"x and y are pixels of the latest screenshot."
-	return define("sandbox_hover", desc, func(ctx context.Context, project string, p point) (Result, error) {
-		err := onScreen(ctx, sb, project, p, func(d Desktop, x, y int) error { return d.Move(ctx, x, y) })
-		return Text(fmt.Sprintf("Moved the pointer to (%d, %d).", p.X, p.Y)), err
+	desc := "Move the mouse pointer to a point without clicking (to show a tooltip or open a hover menu); x and y " +
+		"are pixels of the latest screenshot. Without x and y, only says where the pointer is."
+	return define("sandbox_hover", desc, func(ctx context.Context, project string, a hoverArgs) (Result, error) {
+		if (a.X == nil) != (a.Y == nil) {
+			return Result{}, hoverHalf(a)
+		}
+		return act(ctx, sb, project, func(d Desktop, s scale) (string, error) {
+			if a.X == nil {
+				return "", nil
+			}
+			at, err := s.point("x", *a.X, "y", *a.Y)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("Moved the pointer to (%d, %d).", *a.X, *a.Y), d.Move(ctx, at.X, at.Y)
+		})
 	})
 }
 
-type dragArgs struct {
-	StartX int `json:"startX" jsonschema:"Where the drag starts, horizontally, in screenshot pixels."`
-	StartY int `json:"startY" jsonschema:"Where the drag starts, vertically, in screenshot pixels."`
-	EndX   int `json:"endX" jsonschema:"Where the drag ends, horizontally, in screenshot pixels."`
-	EndY   int `json:"endY" jsonschema:"Where the drag ends, vertically, in screenshot pixels."`
-}
-
-func (dragArgs) TuneSchema(s *jsonschema.Schema) { atLeastZero(s, "startX", "startY", "endX", "endY") }
-
-func dragTool(sb Sandbox) tool {
-	desc := "Drag with the left mouse button: press at (startX, startY), move to (endX, endY) holding the " +
-		"button, release there. Coordinates are pixels of the latest screenshot. Use it to move windows, " +
-		"select text or drag and drop."
-	return define("sandbox_drag", desc, func(ctx context.Context, project string, a dragArgs) (Result, error) {
-		d, err := sb.Desktop(ctx, project)
-		if err != nil {
-			return Result{}, err
-		}
-		s := scaleFor(d.Display())
-		x0, y0, err := s.point("startX", a.StartX, "startY", a.StartY)
-		if err != nil {
-			return Result{}, err
-		}
-		x1, y1, err := s.point("endX", a.EndX, "endY", a.EndY)
-		if err != nil {
-			return Result{}, err
-		}
-		if err := d.Drag(ctx, x0, y0, x1, y1); err != nil {
-			return Result{}, err
-		}
-		return Text(fmt.Sprintf("Dragged from (%d, %d) to (%d, %d).", a.StartX, a.StartY, a.EndX, a.EndY)), nil
-	})
+func hoverHalf(a hoverArgs) error {
+	missing := "y"
+	if a.X == nil {
+		missing = "x"
+	}
+	return argError(missing, "is required with the other coordinate: give both x and y, or neither to ask where the pointer is")
 }
 
 type scrollArgs struct {
 	point
 	Direction string `json:"direction" jsonschema:"Which way to scroll: up, down, left or right."`
 	Amount    int    `json:"amount,omitzero" jsonschema:"How many wheel clicks."`
+	held
 }
 
 func (scrollArgs) TuneSchema(s *jsonschema.Schema) {
@@ -126,16 +219,23 @@ func (scrollArgs) TuneSchema(s *jsonschema.Schema) {
 	s.Properties["direction"].Enum = []any{"up", "down", "left", "right"}
 	bound(s.Properties["amount"], 1, maxScrollAmount)
 	s.Properties["amount"].Default = jsonInt(defaultScrollAmount)
+	held{}.tune(s)
 }
 
 func scrollTool(sb Sandbox) tool {
 	desc := fmt.Sprintf("Turn the mouse wheel over a point of the screen (pixels of the latest screenshot): direction up, "+
-		"down, left or right, amount wheel clicks (1 to %d, default %d; one click scrolls about three lines).",
-		maxScrollAmount, defaultScrollAmount)
+		"down, left or right, amount wheel clicks (1 to %d, default %d; one click scrolls about three lines). "+
+		"modifiers [\"ctrl\"] zooms in most programs, [\"shift\"] scrolls sideways in some.", maxScrollAmount, defaultScrollAmount)
 	return define("sandbox_scroll", desc, func(ctx context.Context, project string, a scrollArgs) (Result, error) {
-		err := onScreen(ctx, sb, project, a.point, func(d Desktop, x, y int) error {
-			return d.Scroll(ctx, x, y, a.Direction, a.Amount)
+		return act(ctx, sb, project, func(d Desktop, s scale) (string, error) {
+			at, err := s.point("x", a.X, "y", a.Y)
+			if err != nil {
+				return "", err
+			}
+			if err := d.Scroll(ctx, at.X, at.Y, a.Direction, a.Amount, a.keys()...); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("Scrolled %s %s at (%d, %d)%s.", a.Direction, plural(a.Amount, "click"), a.X, a.Y, a.holding()), nil
 		})
-		return Text(fmt.Sprintf("Scrolled %s %d clicks at (%d, %d).", a.Direction, a.Amount, a.X, a.Y)), err
 	})
 }

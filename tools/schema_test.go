@@ -47,11 +47,11 @@ func (t typedTool[A]) sdkSchema() (*jsonschema.Schema, error) {
 // TestSchemasAreTheSDKsInference: every tool's input schema is what the
 // MCP Go SDK infers from the same struct, plus the bounds, enums and
 // defaults its TuneSchema states (and the bounds said again in a
-// description), and nothing else: an MCP server
-// registering the same structs describes the same names, types, required
-// lists and descriptions.
+// description), and nothing else but what package args normalizes (no
+// type admits null: a member left out and a null one are one thing to its
+// decoder): an MCP server registering the same structs describes the same
+// names, types, required lists and descriptions.
 func TestSchemasAreTheSDKsInference(t *testing.T) {
-	tuned := []string{"minimum", "maximum", "minLength", "maxLength", "enum", "default"}
 	for _, tl := range definitions(&fakeSandbox{}) {
 		sdk, err := tl.(interface {
 			sdkSchema() (*jsonschema.Schema, error)
@@ -63,13 +63,16 @@ func TestSchemasAreTheSDKsInference(t *testing.T) {
 		props := ours["properties"].(map[string]any)
 		for name, p := range props {
 			p := p.(map[string]any)
-			for _, k := range tuned {
-				delete(p, k)
-			}
+			untune(p)
 			// bound states the bounds in the description, after the tag's.
 			tag := want["properties"].(map[string]any)[name].(map[string]any)["description"].(string)
 			if desc := p["description"].(string); strings.HasPrefix(desc, strings.TrimSuffix(tag, ".")+", ") {
 				p["description"] = tag
+			}
+		}
+		if wantProps, ok := want["properties"].(map[string]any); ok {
+			for _, p := range wantProps {
+				notNull(p.(map[string]any))
 			}
 		}
 		if len(props) == 0 {
@@ -78,6 +81,28 @@ func TestSchemasAreTheSDKsInference(t *testing.T) {
 		if !reflect.DeepEqual(ours, want) {
 			t.Errorf("%s:\n  ours less tuning %v\n  the SDK's        %v", tl.info().Name, ours, want)
 		}
+	}
+}
+
+// untune takes out of a property's schema, and its items', what TuneSchema
+// may set.
+func untune(p map[string]any) {
+	for _, k := range []string{"minimum", "maximum", "minLength", "maxLength", "enum", "default", "minItems", "maxItems"} {
+		delete(p, k)
+	}
+	if items, ok := p["items"].(map[string]any); ok {
+		untune(items)
+	}
+}
+
+// notNull drops null from a schema's types, and its items', as package
+// args does.
+func notNull(p map[string]any) {
+	if types, ok := p["type"].([]any); ok && len(types) == 2 && types[0] == "null" {
+		p["type"] = types[1]
+	}
+	if items, ok := p["items"].(map[string]any); ok {
+		notNull(items)
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
 	"strings"
+	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/args"
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
@@ -18,19 +20,26 @@ type Sandbox interface {
 	Start(ctx context.Context, project string) (service.State, error)
 	Stop(ctx context.Context, project string) (service.State, error)
 	Exec(ctx context.Context, project string, req service.ExecRequest) (service.ExecOutput, error)
+	// ExecArgv runs a program in the sandbox without a shell, as
+	// *service.Manager does; sandbox_exec writes its full output with it.
+	ExecArgv(ctx context.Context, project string, spec service.ExecSpec) (service.ExecResult, error)
 	Desktop(ctx context.Context, project string) (Desktop, error)
 }
 
-// Desktop drives a running sandbox's display; *service.Desktop is one.
+// Desktop drives a running sandbox's display in display pixels;
+// *desktop.Desktop is one.
 type Desktop interface {
 	Display() desktop.Display
+	Pointer(ctx context.Context) (image.Point, error)
 	Move(ctx context.Context, x, y int) error
-	Click(ctx context.Context, x, y, button, count int) error
-	Drag(ctx context.Context, x, y, toX, toY int) error
-	Scroll(ctx context.Context, x, y int, direction string, amount int) error
+	Click(ctx context.Context, x, y, button, count int, modifiers ...string) error
+	Drag(ctx context.Context, g desktop.Drag) error
+	Scroll(ctx context.Context, x, y int, direction string, amount int, modifiers ...string) error
 	Type(ctx context.Context, text string) error
 	Keys(ctx context.Context, keys string) error
+	HoldKeys(ctx context.Context, combo string, hold time.Duration) error
 	Screenshot(ctx context.Context) (desktop.Screenshot, error)
+	ScreenshotRegion(ctx context.Context, r image.Rectangle) (desktop.Screenshot, error)
 	Clipboard(ctx context.Context) (string, bool, error)
 	SetClipboard(ctx context.Context, text string) error
 }
@@ -54,7 +63,7 @@ func (s managerSandbox) Desktop(ctx context.Context, project string) (Desktop, e
 
 func definitions(sb Sandbox) []tool {
 	return []tool{
-		clickTool(sb, "sandbox_click", "Left-click", 1, 1),
+		leftClickTool(sb),
 		clickTool(sb, "sandbox_double_click", "Double-click (left button)", 1, 2),
 		clickTool(sb, "sandbox_right_click", "Right-click", 3, 1),
 		clickTool(sb, "sandbox_middle_click", "Middle-click", 2, 1),
@@ -140,3 +149,6 @@ func explain(e *args.Error) string {
 	}
 	return msg
 }
+
+// argError is a bad argument, as a model reads it.
+func argError(field, reason string) error { return &args.Error{Field: field, Reason: reason} }

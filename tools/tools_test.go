@@ -6,84 +6,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"image"
-	"image/color"
 	"image/png"
 	"strings"
 	"testing"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
-	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
-
-// fakeSandbox records what the tools asked of the desktop.
-type fakeSandbox struct {
-	display desktop.Display
-	stopped bool
-	calls   []string
-}
-
-func (f *fakeSandbox) Start(ctx context.Context, p string) (service.State, error) {
-	f.calls = append(f.calls, "start")
-	return service.State{Status: service.StatusRunning, Display: f.display}, nil
-}
-func (f *fakeSandbox) Stop(ctx context.Context, p string) (service.State, error) {
-	f.calls = append(f.calls, "stop")
-	return service.State{}, nil
-}
-func (f *fakeSandbox) Exec(ctx context.Context, p string, r service.ExecRequest) (service.ExecOutput, error) {
-	f.calls = append(f.calls, "exec "+r.Command+" "+r.Timeout.String())
-	return service.ExecOutput{ExitCode: 2, Stdout: "out", Stderr: "err", TimedOut: true}, nil
-}
-func (f *fakeSandbox) Desktop(ctx context.Context, p string) (Desktop, error) {
-	if f.stopped {
-		return nil, service.ErrNotRunning
-	}
-	return fakeDesktop{f}, nil
-}
-
-type fakeDesktop struct{ f *fakeSandbox }
-
-func (d fakeDesktop) log(s string) error { d.f.calls = append(d.f.calls, s); return nil }
-
-func (d fakeDesktop) Display() desktop.Display { return d.f.display }
-func (d fakeDesktop) Move(ctx context.Context, x, y int) error {
-	return d.log(fmtCall("move", x, y))
-}
-func (d fakeDesktop) Click(ctx context.Context, x, y, b, n int) error {
-	return d.log(fmtCall("click", x, y, b, n))
-}
-func (d fakeDesktop) Drag(ctx context.Context, x, y, x1, y1 int) error {
-	return d.log(fmtCall("drag", x, y, x1, y1))
-}
-func (d fakeDesktop) Scroll(ctx context.Context, x, y int, dir string, n int) error {
-	return d.log(fmtCall("scroll "+dir, x, y, n))
-}
-func (d fakeDesktop) Type(ctx context.Context, t string) error { return d.log("type " + t) }
-func (d fakeDesktop) Keys(ctx context.Context, k string) error {
-	if strings.Contains(k, "Nope") {
-		return &agentErr{}
-	}
-	return d.log("key " + k)
-}
-func (d fakeDesktop) Screenshot(ctx context.Context) (desktop.Screenshot, error) {
-	img := image.NewRGBA(image.Rect(0, 0, d.f.display.Width, d.f.display.Height))
-	img.Set(0, 0, color.White)
-	var b bytes.Buffer
-	png.Encode(&b, img)
-	return desktop.Screenshot{PNG: b.Bytes(), Width: d.f.display.Width, Height: d.f.display.Height}, nil
-}
-func (d fakeDesktop) Clipboard(ctx context.Context) (string, bool, error) { return "", true, nil }
-func (d fakeDesktop) SetClipboard(ctx context.Context, t string) error    { return d.log("clip " + t) }
-
-type agentErr struct{}
-
-func (*agentErr) Error() string { return service.ErrAgent.Error() + ": unknown key name 'Nope'" }
-func (*agentErr) Unwrap() error { return service.ErrAgent }
-
-func fmtCall(op string, n ...int) string {
-	b, _ := json.Marshal(n)
-	return op + " " + string(b)
-}
 
 func call(t *testing.T, sb *fakeSandbox, name, args string) Result {
 	t.Helper()
@@ -114,7 +42,39 @@ func TestBadArgumentsAreErrorsNamingTheArgument(t *testing.T) {
 		{"sandbox_click", `{"x": "10", "y": 5}`, `"x" must be an integer; got "10"`},
 		{"sandbox_click", `{"x": 1.5, "y": 5}`, `"x" must be an integer; got 1.5`},
 		{"sandbox_click", `{"y": 5}`, `"x" is required`},
-		{"sandbox_click", `{"x": 1, "y": 5, "button": 2}`, `"button" is not a known field; the fields are x, y`},
+		{"sandbox_click", `{"x": 1, "y": 5, "button": 2}`, `"button" is not a known field; the fields are x, y, modifiers, count`},
+		{"sandbox_click", `{"x": 1, "y": 5, "count": 4}`, `"count" must be from 1 to 3; got 4`},
+		{"sandbox_click", `{"x": 1, "y": 5, "count": 0}`, `"count" must be from 1 to 3; got 0`},
+		{"sandbox_click", `{"x": 1, "y": 5, "modifiers": ["hyper"]}`, `"modifiers[0]" must be one of ctrl, shift, alt, super; got "hyper"`},
+		{"sandbox_click", `{"x": 1, "y": 5, "modifiers": "ctrl"}`, `"modifiers" must be an array; got "ctrl"`},
+		{"sandbox_click", `{"x": 1, "y": 5, "modifiers": ["ctrl", "shift", "alt", "super", "ctrl"]}`, `"modifiers" must have at most 4 items; got 5`},
+		{"sandbox_double_click", `{"x": 1, "y": 5, "count": 3}`, `"count" is not a known field; the fields are x, y, modifiers`},
+		{"sandbox_right_click", `{"x": 1, "y": 5, "modifiers": ["Control"]}`, `"modifiers[0]" must be one of ctrl, shift, alt, super`},
+		{"sandbox_middle_click", `{"x": 1, "y": 800, "modifiers": ["alt"]}`, `"y" is 800, off the screen`},
+		{"sandbox_hover", `{"x": 5}`, `"y" is required with the other coordinate: give both x and y, or neither`},
+		{"sandbox_hover", `{"y": 5}`, `"x" is required with the other coordinate`},
+		{"sandbox_hover", `{"x": 1280, "y": 5}`, `"x" is 1280, off the screen`},
+		{"sandbox_drag", `{"startX": 1, "startY": 1, "endX": 2, "endY": 2, "path": [[1]]}`, `"path[0]" must have exactly 2 items; got 1`},
+		{"sandbox_drag", `{"startX": 1, "startY": 1, "endX": 2, "endY": 2, "path": [[3, 4], [1, 9999]]}`, `"path[1][1]" is 9999, off the screen: it must be from 0 to 799`},
+		{"sandbox_drag", `{"startX": 1, "startY": 1, "endX": 2, "endY": 2, "path": [[-1, 4]]}`, `"path[0][0]" must be at least 0; got -1`},
+		{"sandbox_drag", `{"startX": 1, "startY": 1, "endX": 2, "endY": 2, "path": ` + points(101) + `}`, `"path" must have at most 100 items; got 101`},
+		{"sandbox_drag", `{"startX": 1, "startY": 1, "endX": 2, "endY": 2, "durationMs": 0}`, `"durationMs" must be from 1 to 10000; got 0`},
+		{"sandbox_drag", `{"startX": 1, "startY": 1, "endX": 2, "endY": 2, "durationMs": 10001}`, `"durationMs" must be from 1 to 10000`},
+		{"sandbox_drag", `{"startX": 1, "startY": 1, "endX": 2, "endY": 2, "modifiers": ["meta"]}`, `"modifiers[0]" must be one of`},
+		{"sandbox_scroll", `{"x": 1, "y": 1, "direction": "up", "modifiers": ["ctrl", 5]}`, `"modifiers[1]" must be a string; got 5`},
+		{"sandbox_key", `{"keys": "a b", "holdMs": 100}`, `"keys" names 2 combinations; with holdMs, name the one to hold`},
+		{"sandbox_key", `{"keys": "a", "holdMs": 10001}`, `"holdMs" must be from 1 to 10000; got 10001`},
+		{"sandbox_key", `{"keys": "a", "holdMs": 0}`, `"holdMs" must be from 1 to 10000; got 0`},
+		{"sandbox_screenshot", `{"format": "gif"}`, `"format" must be one of png, jpeg; got "gif"`},
+		{"sandbox_screenshot", `{"quality": 50}`, `"quality" applies to JPEG only: add "format": "jpeg"`},
+		{"sandbox_screenshot", `{"format": "png", "quality": 50}`, `"quality" applies to JPEG only`},
+		{"sandbox_screenshot", `{"format": "jpeg", "quality": 0}`, `"quality" must be from 1 to 100; got 0`},
+		{"sandbox_screenshot", `{"format": "jpeg", "quality": 101}`, `"quality" must be from 1 to 100; got 101`},
+		{"sandbox_screenshot", `{"region": [1, 2, 3]}`, `"region" must have exactly 4 items; got 3`},
+		{"sandbox_screenshot", `{"region": [-1, 2, 3, 4]}`, `"region[0]" must be at least 0; got -1`},
+		{"sandbox_screenshot", `{"region": [10, 10, 5, 20]}`, `"region" must be [x1, y1, x2, y2] with x1 < x2 and y1 < y2, the corners of a rectangle; got [10 10 5 20]`},
+		{"sandbox_screenshot", `{"region": [10, 10, 20, 10]}`, `"region" must be [x1, y1, x2, y2] with x1 < x2 and y1 < y2`},
+		{"sandbox_screenshot", `{"region": [0, 0, 1281, 800]}`, `"region" reaches past the screenshot, which is 1280x800 pixels; got [0 0 1281 800]`},
 		{"sandbox_click", `[1, 2]`, `"arguments" must be an object`},
 		{"sandbox_drag", `{"startX": 1, "startY": 1, "endX": 99999, "endY": 1}`, `"endX" is 99999, off the screen`},
 		{"sandbox_scroll", `{"x": 1, "y": 1, "direction": "sideways"}`, `"direction" must be one of up, down, left, right; got "sideways"`},
@@ -135,7 +95,8 @@ func TestBadArgumentsAreErrorsNamingTheArgument(t *testing.T) {
 		{"sandbox_wait", `{}`, `"seconds" is required: Seconds to wait, 0 to 30.`},
 		{"sandbox_exec", `{"command": ""}`, `"command" must not be empty`},
 		{"sandbox_exec", `{"command": "ls", "timeoutSeconds": 601}`, `"timeoutSeconds" must be from 1 to 600`},
-		{"sandbox_screenshot", `{"x": 1}`, `"x" is not a known field; there are none`},
+		{"sandbox_screenshot", `{"x": 1}`, `"x" is not a known field; the fields are format, quality, region`},
+		{"sandbox_stop", `{"x": 1}`, `"x" is not a known field; there are none`},
 	} {
 		sb := &fakeSandbox{display: desktop.DefaultDisplay}
 		res := call(t, sb, tc.tool, tc.args)
@@ -151,6 +112,11 @@ func TestBadArgumentsAreErrorsNamingTheArgument(t *testing.T) {
 	}
 }
 
+// points is a JSON array of n points.
+func points(n int) string {
+	return "[" + strings.TrimSuffix(strings.Repeat("[1, 1],", n), ",") + "]"
+}
+
 func truncate(s string) string {
 	if len(s) > 60 {
 		return s[:60] + "…"
@@ -162,15 +128,28 @@ func TestToolsDoWhatTheySay(t *testing.T) {
 	for _, tc := range []struct {
 		tool, args, call, text string
 	}{
-		{"sandbox_click", `{"x": 10, "y": 20}`, `click [10,20,1,1]`, "Left-clicked at (10, 20)."},
+		{"sandbox_click", `{"x": 10, "y": 20}`, `click [10,20,1,1]`, "Left-clicked at (10, 20). The pointer is at (10, 20)."},
+		{"sandbox_click", `{"x": 10, "y": 20, "count": 3, "modifiers": ["ctrl", "shift", "ctrl"]}`, `click [10,20,1,3] +ctrl+shift`,
+			"Triple-clicked at (10, 20) holding ctrl+shift. The pointer is at (10, 20)."},
+		{"sandbox_click", `{"x": 10, "y": 20, "count": 2, "modifiers": []}`, `click [10,20,1,2]`, "Double-clicked at (10, 20)."},
 		{"sandbox_double_click", `{"x": 10, "y": 20}`, `click [10,20,1,2]`, "Double-clicked at (10, 20)."},
+		{"sandbox_double_click", `{"x": 10, "y": 20, "modifiers": ["super"]}`, `click [10,20,1,2] +super`, "Double-clicked at (10, 20) holding super."},
 		{"sandbox_right_click", `{"x": 10, "y": 20}`, `click [10,20,3,1]`, "Right-clicked at (10, 20)."},
+		{"sandbox_right_click", `{"x": 10, "y": 20, "modifiers": ["alt"]}`, `click [10,20,3,1] +alt`, "Right-clicked at (10, 20) holding alt."},
 		{"sandbox_middle_click", `{"x": 10, "y": 20}`, `click [10,20,2,1]`, "Middle-clicked at (10, 20)."},
-		{"sandbox_hover", `{"x": 0, "y": 799}`, `move [0,799]`, "Moved the pointer to (0, 799)."},
-		{"sandbox_drag", `{"startX": 1, "startY": 2, "endX": 3, "endY": 4}`, `drag [1,2,3,4]`, "Dragged from (1, 2) to (3, 4)."},
-		{"sandbox_scroll", `{"x": 5, "y": 6, "direction": "down"}`, `scroll down [5,6,3]`, "Scrolled down 3 clicks at (5, 6)."},
-		{"sandbox_type", `{"text": "héllo\n"}`, "type héllo\n", "Typed 6 characters."},
-		{"sandbox_key", `{"keys": "ctrl+a  BackSpace"}`, "key ctrl+a  BackSpace", "Pressed ctrl+a, BackSpace."},
+		{"sandbox_middle_click", `{"x": 10, "y": 20, "modifiers": ["shift"]}`, `click [10,20,2,1] +shift`, "Middle-clicked at (10, 20) holding shift."},
+		{"sandbox_hover", `{"x": 0, "y": 799}`, `move [0,799]`, "Moved the pointer to (0, 799). The pointer is at (0, 799)."},
+		{"sandbox_hover", `{}`, ``, "The pointer is at (0, 0)."},
+		{"sandbox_drag", `{"startX": 1, "startY": 2, "endX": 3, "endY": 4}`, `drag [1,2,3,4]`,
+			"Dragged from (1, 2) to (3, 4). The pointer is at (3, 4)."},
+		{"sandbox_drag", `{"startX": 1, "startY": 2, "endX": 3, "endY": 4, "path": [[5, 6], [7, 8]], "durationMs": 250, "modifiers": ["shift"]}`,
+			`drag [1,2,5,6,7,8,3,4] 250ms +shift`, "Dragged from (1, 2) to (3, 4) through 2 points over 250 ms holding shift. The pointer is at (3, 4)."},
+		{"sandbox_scroll", `{"x": 5, "y": 6, "direction": "down"}`, `scroll down [5,6,3]`, "Scrolled down 3 clicks at (5, 6). The pointer is at (5, 6)."},
+		{"sandbox_scroll", `{"x": 5, "y": 6, "direction": "up", "amount": 1, "modifiers": ["ctrl"]}`, `scroll up [5,6,1] +ctrl`,
+			"Scrolled up 1 click at (5, 6) holding ctrl."},
+		{"sandbox_type", `{"text": "héllo\n"}`, "type héllo\n", "Typed 6 characters. The pointer is at (0, 0)."},
+		{"sandbox_key", `{"keys": "ctrl+a  BackSpace"}`, "key ctrl+a  BackSpace", "Pressed ctrl+a, BackSpace. The pointer is at (0, 0)."},
+		{"sandbox_key", `{"keys": " shift ", "holdMs": 1500}`, "hold shift 1.5s", "Held shift down for 1500 ms. The pointer is at (0, 0)."},
 		{"sandbox_clipboard_set", `{"text": ""}`, "clip ", "Put 0 characters on the clipboard."},
 		{"sandbox_clipboard_get", `{}`, "", "The clipboard is empty."},
 		{"sandbox_exec", `{"command": "ls"}`, "exec ls 2m0s", "Exit code 2. The command was killed after 120 seconds.\n\nstdout:\nout\n\nstderr:\nerr"},
@@ -181,10 +160,37 @@ func TestToolsDoWhatTheySay(t *testing.T) {
 		sb := &fakeSandbox{display: desktop.DefaultDisplay}
 		res := call(t, sb, tc.tool, tc.args)
 		if res.IsError || !strings.HasPrefix(textOf(res), tc.text) {
-			t.Errorf("%s: %q (isError %v), want %q", tc.tool, textOf(res), res.IsError, tc.text)
+			t.Errorf("%s %s: %q (isError %v), want %q", tc.tool, tc.args, textOf(res), res.IsError, tc.text)
 		}
 		if got := strings.Join(sb.calls, "|"); got != tc.call {
-			t.Errorf("%s: calls %q, want %q", tc.tool, got, tc.call)
+			t.Errorf("%s %s: calls %q, want %q", tc.tool, tc.args, got, tc.call)
+		}
+	}
+}
+
+// TestActionsSayWhereThePointerIs: after every action, in screenshot
+// pixels, wherever the pointer went.
+func TestActionsSayWhereThePointerIs(t *testing.T) {
+	for _, tc := range []struct{ tool, args string }{
+		{"sandbox_click", `{"x": 1, "y": 1}`},
+		{"sandbox_double_click", `{"x": 1, "y": 1}`},
+		{"sandbox_right_click", `{"x": 1, "y": 1}`},
+		{"sandbox_middle_click", `{"x": 1, "y": 1}`},
+		{"sandbox_hover", `{}`},
+		{"sandbox_drag", `{"startX": 1, "startY": 1, "endX": 1, "endY": 1}`},
+		{"sandbox_scroll", `{"x": 1, "y": 1, "direction": "up"}`},
+		{"sandbox_type", `{"text": "a"}`},
+		{"sandbox_key", `{"keys": "a"}`},
+	} {
+		// The display is scaled: (2559, 1599) is the screenshot's (1388, 867).
+		sb := &fakeSandbox{display: desktop.Display{Width: 2560, Height: 1600}, pointer: image.Pt(2559, 1599)}
+		res := call(t, sb, tc.tool, tc.args)
+		want := "The pointer is at (1388, 867)."
+		if tc.tool != "sandbox_type" && tc.tool != "sandbox_key" && tc.tool != "sandbox_hover" {
+			want = "The pointer is at (1, 1)."
+		}
+		if got := textOf(res); res.IsError || !strings.HasSuffix(got, want) {
+			t.Errorf("%s: %q, want it to end %q", tc.tool, got, want)
 		}
 	}
 }
@@ -208,18 +214,19 @@ func TestLargeDisplaysAreScaled(t *testing.T) {
 	}
 	data, _ := base64.StdEncoding.DecodeString(res.Content[0].Data)
 	img, err := png.DecodeConfig(bytes.NewReader(data))
-	if err != nil || img.Width != 1568 || img.Height != 980 {
-		t.Errorf("scaled screenshot is %dx%d (%v), want 1568x980", img.Width, img.Height, err)
+	if err != nil || img.Width != 1389 || img.Height != 868 {
+		t.Errorf("scaled screenshot is %dx%d (%v), want 1389x868", img.Width, img.Height, err)
 	}
-	if note := textOf(res); !strings.Contains(note, "1568x980 pixels, scaled down from the 2560x1600 display") {
+	if note := textOf(res); !strings.Contains(note, "1389x868 pixels, scaled down from the 2560x1600 display") {
 		t.Errorf("note = %q", note)
 	}
-	call(t, sb, "sandbox_click", `{"x": 1567, "y": 979}`)
-	call(t, sb, "sandbox_click", `{"x": 784, "y": 490}`)
+	sb.calls = nil
+	call(t, sb, "sandbox_click", `{"x": 1388, "y": 867}`)
+	call(t, sb, "sandbox_click", `{"x": 694, "y": 434}`)
 	if got := strings.Join(sb.calls, "|"); got != "click [2559,1599,1,1]|click [1280,800,1,1]" {
 		t.Errorf("clicks mapped to %s", got)
 	}
-	if res := call(t, sb, "sandbox_click", `{"x": 1568, "y": 0}`); !strings.Contains(textOf(res), "from 0 to 1567 (the screenshot is 1568x980 pixels)") {
+	if res := call(t, sb, "sandbox_click", `{"x": 1389, "y": 0}`); !strings.Contains(textOf(res), "from 0 to 1388 (the screenshot is 1389x868 pixels)") {
 		t.Errorf("off the scaled screen: %q", textOf(res))
 	}
 }

@@ -22,6 +22,7 @@ Only Python's standard library and libX11/libXtst (installed with xdotool).
 """
 
 import base64
+import contextlib
 import ctypes
 import json
 import struct
@@ -33,6 +34,7 @@ import zlib
 REBIND_AFTER = 0.5  # seconds a spare keycode keeps its character after use
 CHUNK = 64  # key events sent between XSync calls while typing
 CLIPBOARD_WAIT = 5  # seconds xclip has to take the clipboard
+GLIDE_STEP = 0.01  # seconds between the pointer's steps in a drag that takes a duration
 
 XK_SHIFT_L = 0xFFE1
 XK_RETURN = 0xFF0D
@@ -103,6 +105,10 @@ _proto(x11.XGetWindowProperty, ctypes.c_int, Display, ctypes.c_ulong, ctypes.c_u
        ctypes.POINTER(ctypes.c_ulong), ctypes.POINTER(ctypes.c_ulong), ctypes.POINTER(ctypes.POINTER(ctypes.c_ubyte)))
 _proto(x11.XChangeProperty, ctypes.c_int, Display, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
        ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int)
+
+_proto(x11.XQueryPointer, ctypes.c_int, Display, ctypes.c_ulong, ctypes.POINTER(ctypes.c_ulong),
+       ctypes.POINTER(ctypes.c_ulong), ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int),
+       ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_uint))
 
 _proto(x11.XGetSelectionOwner, ctypes.c_ulong, Display, ctypes.c_ulong)
 _proto(x11.XFetchBytes, ctypes.c_void_p, Display, ctypes.POINTER(ctypes.c_int))
@@ -251,34 +257,99 @@ class Desktop:
         self.sync()
         return {}
 
+    def op_pointer(self, r):
+        root, child = ctypes.c_ulong(), ctypes.c_ulong()
+        rx, ry, wx, wy = ctypes.c_int(), ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+        mask = ctypes.c_uint()
+        x11.XQueryPointer(self.d, self.root, ctypes.byref(root), ctypes.byref(child), ctypes.byref(rx),
+                          ctypes.byref(ry), ctypes.byref(wx), ctypes.byref(wy), ctypes.byref(mask))
+        return {"x": rx.value, "y": ry.value}
+
+    def _modifiers(self, r):
+        """The keycodes of the request's modifiers, each once, resolved
+        before anything happens: an unknown name presses nothing."""
+        codes = []
+        for name in r.get("modifiers") or ():
+            keysym_name = MODIFIERS.get(str(name).lower())
+            if keysym_name is None:
+                raise Fail("unknown modifier %r: use ctrl, shift, alt or super" % name)
+            kc = self._key_for(self._resolve(keysym_name))[0]
+            if kc not in codes:
+                codes.append(kc)
+        return codes
+
+    @contextlib.contextmanager
+    def _held(self, codes):
+        """Holds keys down while the block runs and releases them however it
+        ends: a modifier left down would change every later key and click."""
+        for kc in codes:
+            xtst.XTestFakeKeyEvent(self.d, kc, 1, 0)
+        try:
+            yield
+        finally:
+            for kc in reversed(codes):
+                xtst.XTestFakeKeyEvent(self.d, kc, 0, 0)
+                self._touch(kc)
+
     def op_click(self, r):
+        mods = self._modifiers(r)
         self.move(r["x"], r["y"])
-        self.button(r.get("button", 1), r.get("count", 1))
+        with self._held(mods):
+            self.button(r.get("button", 1), r.get("count", 1))
         self.sync()
         return {}
 
     def op_drag(self, r):
-        x0, y0, x1, y1 = r["x"], r["y"], r["toX"], r["toY"]
-        self.move(x0, y0)
+        points = [(r["x"], r["y"])] + [(p[0], p[1]) for p in r.get("path") or ()] + [(r["toX"], r["toY"])]
+        mods = self._modifiers(r)
+        self.move(*points[0])
         self.sync()
-        xtst.XTestFakeButtonEvent(self.d, 1, 1, 0)
-        self.sync()
-        # Intermediate motion with the button held: toolkits start a drag
-        # only once the pointer has moved past a threshold while pressed.
-        steps = max(2, min(20, int(max(abs(x1 - x0), abs(y1 - y0)) / 10)))
-        for i in range(1, steps + 1):
-            self.move(x0 + (x1 - x0) * i // steps, y0 + (y1 - y0) * i // steps)
+        with self._held(mods):
+            xtst.XTestFakeButtonEvent(self.d, 1, 1, 0)
             self.sync()
-        xtst.XTestFakeButtonEvent(self.d, 1, 0, 0)
+            try:
+                self._glide(points, r.get("durationMs", 0) / 1000.0)
+            finally:
+                xtst.XTestFakeButtonEvent(self.d, 1, 0, 0)
         self.sync()
         return {}
+
+    def _glide(self, points, duration):
+        """Moves the pointer from the first point through the others, in
+        steps: toolkits start a drag only once the pointer has moved past a
+        threshold while pressed. With a duration, the steps are spread over
+        it, each segment taking its share by length (all of it, pressed in
+        place, when the points are one); without, they go at once."""
+        lengths = [max(abs(x1 - x0), abs(y1 - y0)) for (x0, y0), (x1, y1) in zip(points, points[1:])]
+        total = sum(lengths)
+        start, covered = time.monotonic(), 0
+        for ((x0, y0), (x1, y1)), n in zip(zip(points, points[1:]), lengths):
+            if duration and total:
+                steps = max(2, int(duration * n / total / GLIDE_STEP))
+            else:
+                steps = max(2, min(20, n // 10))
+            for i in range(1, steps + 1):
+                if duration and total:
+                    self._sleep_until(start + duration * (covered + n * i / steps) / total)
+                self.move(x0 + (x1 - x0) * i // steps, y0 + (y1 - y0) * i // steps)
+                self.sync()
+            covered += n
+        if duration:
+            self._sleep_until(start + duration)
+
+    def _sleep_until(self, when):
+        wait = when - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
 
     def op_scroll(self, r):
         button = SCROLL_BUTTONS.get(r["direction"])
         if button is None:
             raise Fail("unknown scroll direction %r" % r["direction"])
+        mods = self._modifiers(r)
         self.move(r["x"], r["y"])
-        self.button(button, r.get("amount", 3))
+        with self._held(mods):
+            self.button(button, r.get("amount", 3))
         self.sync()
         return {}
 
@@ -378,26 +449,38 @@ class Desktop:
                 raise Fail("malformed key combination %r" % combo)
             mods = [self._resolve(MODIFIERS.get(m.lower(), m)) for m in parts[:-1]]
             combos.append((mods, self._resolve(parts[-1])))
+        hold = r.get("holdMs", 0) / 1000.0
+        if hold and len(combos) != 1:
+            raise Fail("holdMs holds one key combination, not %d" % len(combos))
         for mods, sym in combos:
             mod_codes = [self._key_for(m)[0] for m in mods]
             kc, shift = self._key_for(sym)
             if shift and self.shift not in mod_codes:
                 mod_codes.append(self.shift)
-            for m in mod_codes:
-                xtst.XTestFakeKeyEvent(self.d, m, 1, 0)
-            xtst.XTestFakeKeyEvent(self.d, kc, 1, 0)
-            xtst.XTestFakeKeyEvent(self.d, kc, 0, 0)
-            for m in reversed(mod_codes):
-                xtst.XTestFakeKeyEvent(self.d, m, 0, 0)
-            for k in mod_codes + [kc]:
-                self._touch(k)
+            with self._held(mod_codes + [kc]):
+                if hold:
+                    # Held past the server's autorepeat delay, the key
+                    # repeats, as a key held on a keyboard does.
+                    self.sync()
+                    time.sleep(hold)
         self.sync()
         return {}
 
     # --- screen ---
 
     def op_screenshot(self, r):
-        img_p = x11.XGetImage(self.d, self.root, 0, 0, self.width, self.height, 0xFFFFFFFF, 2)  # ZPixmap
+        """The whole screen, or with width and height the region of that
+        size whose top left corner is x, y."""
+        x, y = r.get("x", 0), r.get("y", 0)
+        if "width" in r or "height" in r:
+            w, h = r.get("width", 0), r.get("height", 0)
+        elif (x, y) == (0, 0):
+            w, h = self.width, self.height
+        else:
+            raise Fail("a screenshot from %d, %d needs a width and a height" % (x, y))
+        if x < 0 or y < 0 or w < 1 or h < 1 or x + w > self.width or y + h > self.height:
+            raise Fail("the region %dx%d at %d, %d is not on the %dx%d screen" % (w, h, x, y, self.width, self.height))
+        img_p = x11.XGetImage(self.d, self.root, x, y, w, h, 0xFFFFFFFF, 2)  # ZPixmap
         if not img_p:
             raise Fail("XGetImage failed")
         try:

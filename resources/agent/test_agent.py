@@ -262,6 +262,55 @@ class TypeTest(unittest.TestCase):
             self.type("aΑ", spares=[])
 
 
+class GlidingShell(Shell):
+    """A Shell whose pointer moves are recorded with the fake clock's time."""
+
+    def __init__(self, clock):
+        super().__init__()
+        self.clock = clock
+        self.moves = []
+
+    def move(self, x, y):
+        self.moves.append((x, y, self.clock.now))
+
+
+class GlideTest(unittest.TestCase):
+    def glide(self, points, duration):
+        x = FakeX({})
+        x.install(self)
+        desk = GlidingShell(x)
+        desk._glide(points, duration)
+        return desk.moves, x
+
+    def test_goes_through_every_point_in_order(self):
+        points = [(0, 0), (100, 0), (100, 50), (0, 50)]
+        for duration in (0, 1.5):
+            with self.subTest(duration=duration):
+                moves, _ = self.glide(points, duration)
+                at = [(mx, my) for mx, my, _ in moves]
+                where = [at.index(p) for p in points[1:]]
+                self.assertEqual(where, sorted(where))
+                self.assertEqual(at[-1], points[-1])
+
+    def test_spreads_the_steps_over_the_duration_by_length(self):
+        # 100 px then 50 px in 1.5 s: the corner is reached at 1 s.
+        moves, x = self.glide([(0, 0), (100, 0), (100, 50)], 1.5)
+        corner = next(t for mx, my, t in moves if (mx, my) == (100, 0))
+        self.assertAlmostEqual(corner - 1000.0, 1.0, places=6)
+        self.assertAlmostEqual(x.now - 1000.0, 1.5, places=6)
+        self.assertEqual([t for _, _, t in moves], sorted(t for _, _, t in moves))
+        self.assertGreater(len(moves), 100, "steps of about 10 ms")
+
+    def test_without_a_duration_it_does_not_wait(self):
+        moves, x = self.glide([(0, 0), (300, 0)], 0)
+        self.assertEqual((x.sleeps, len(moves)), ([], 20), "at most 20 quick steps a segment")
+
+    def test_a_duration_in_place_is_waited_out(self):
+        moves, x = self.glide([(7, 8), (7, 8)], 0.4)
+        self.assertEqual(x.sleeps, [0.4])
+        self.assertEqual({(mx, my) for mx, my, _ in moves}, {(7, 8)})
+
+
 class KeylessShell(Shell):
     def _key_for(self, sym):
         raise AssertionError("a key was pressed")
@@ -293,6 +342,19 @@ class RefusalTest(unittest.TestCase):
             ("a doubled +", "key", {"keys": "ctrl++a"}, "malformed key combination 'ctrl++a'"),
             ("an unknown scroll direction", "scroll", {"x": 1, "y": 1, "direction": "sideways"},
              "unknown scroll direction 'sideways'"),
+            ("an unknown modifier on a click", "click", {"x": 1, "y": 1, "modifiers": ["hyper"]},
+             "unknown modifier 'hyper': use ctrl, shift, alt or super"),
+            ("an unknown modifier on a scroll", "scroll", {"x": 1, "y": 1, "direction": "up", "modifiers": ["Ctrl_L"]},
+             "unknown modifier 'Ctrl_L': use ctrl, shift, alt or super"),
+            ("an unknown modifier on a drag", "drag", {"x": 1, "y": 1, "toX": 2, "toY": 2, "modifiers": [""]},
+             "unknown modifier '': use ctrl, shift, alt or super"),
+            ("a hold of two combinations", "key", {"keys": "a ctrl+b", "holdMs": 100},
+             "holdMs holds one key combination, not 2"),
+            ("a region past the screen", "screenshot", {"x": 95, "y": 0, "width": 10, "height": 10},
+             "the region 10x10 at 95, 0 is not on the 100x100 screen"),
+            ("an empty region", "screenshot", {"x": 5, "y": 5, "width": 0, "height": -1},
+             "the region 0x-1 at 5, 5 is not on the 100x100 screen"),
+            ("a corner without a size", "screenshot", {"x": 5, "y": 5}, "a screenshot from 5, 5 needs a width and a height"),
         ]
         for name, op, req, want in cases:
             with self.subTest(name):

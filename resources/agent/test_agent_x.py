@@ -15,8 +15,9 @@ import subprocess
 import tempfile
 import unittest
 
-from xserver import (BUTTON1_MASK, BUTTON_PRESS, BUTTON_RELEASE, CONTROL_MASK, KEY_PRESS, MOTION_NOTIFY, SHIFT_MASK, X,
-                     Agent, Observer, Xvfb, decode_png, key_names, need_xvfb, pixel, poll, typed_text)
+from xserver import (BUTTON1_MASK, BUTTON_PRESS, BUTTON_RELEASE, CONTROL_MASK, KEY_PRESS, KEY_RELEASE, MOD1_MASK,
+                     MOTION_NOTIFY, SHIFT_MASK, X, Agent, Observer, Xvfb, decode_png, key_names, need_xvfb, pixel, poll,
+                     typed_text)
 
 XF86_FIRST, XF86_LAST = 0x1008FF00, 0x1008FFFF
 
@@ -143,6 +144,100 @@ class PointerTest(XTestCase):
         self.assertEqual(self.obs.pointer(), (1, 2))
 
 
+class PointerReportTest(XTestCase):
+    def test_says_where_the_pointer_is(self):
+        for x, y in [(10, 20), (0, 0), (319, 199)]:
+            with self.subTest(x=x, y=y):
+                self.ok({"op": "move", "x": x, "y": y})
+                self.assertEqual(self.ok({"op": "pointer"}), {"id": self.agent.next_id, "x": x, "y": y})
+                self.assertEqual(self.obs.pointer(), (x, y))
+        self.ok({"op": "drag", "x": 5, "y": 6, "toX": 70, "toY": 80})
+        got = self.ok({"op": "pointer"})
+        self.assertEqual((got["x"], got["y"]), (70, 80))
+
+
+class ModifierTest(XTestCase):
+    """Modifiers held down during a mouse action: pressed before its first
+    button event, which carries them in its state, released after its
+    last."""
+
+    def held_around(self, events, keys, mask):
+        names = key_names(events)
+        self.assertEqual(names[:len(keys)], [("press", k) for k in keys], names)
+        self.assertEqual(names[len(keys):], [("release", k) for k in reversed(keys)], names)
+        buttons = [e for e in events if e.kind in (BUTTON_PRESS, BUTTON_RELEASE)]
+        first_release = next(i for i, e in enumerate(events) if e.kind == KEY_RELEASE)
+        self.assertTrue(buttons)
+        for e in buttons:
+            self.assertEqual(e.state & (SHIFT_MASK | CONTROL_MASK | MOD1_MASK), mask, e)
+            self.assertLess(events.index(e), first_release, "a button event after a modifier's release")
+        return buttons
+
+    def test_click(self):
+        self.ok({"op": "click", "x": 30, "y": 40, "button": 1, "count": 3, "modifiers": ["ctrl", "shift", "ctrl"]})
+        buttons = self.held_around(self.obs.take(), ["Control_L", "Shift_L"], CONTROL_MASK | SHIFT_MASK)
+        self.assertEqual([(e.kind, e.detail, e.x, e.y) for e in buttons],
+                         [(BUTTON_PRESS, 1, 30, 40), (BUTTON_RELEASE, 1, 30, 40)] * 3)
+
+    def test_scroll(self):
+        self.ok({"op": "scroll", "x": 50, "y": 60, "direction": "up", "amount": 2, "modifiers": ["ctrl"]})
+        buttons = self.held_around(self.obs.take(), ["Control_L"], CONTROL_MASK)
+        self.assertEqual([(e.kind, e.detail) for e in buttons], [(BUTTON_PRESS, 4), (BUTTON_RELEASE, 4)] * 2)
+
+    def test_drag(self):
+        self.ok({"op": "drag", "x": 10, "y": 20, "toX": 200, "toY": 120, "modifiers": ["alt"]})
+        events = self.obs.take()
+        self.held_around(events, ["Alt_L"], MOD1_MASK)
+        held = [e for e in events if e.kind == MOTION_NOTIFY and e.state & BUTTON1_MASK]
+        self.assertTrue(held and all(e.state & MOD1_MASK for e in held))
+
+    def test_an_unknown_modifier_does_nothing(self):
+        self.ok({"op": "move", "x": 1, "y": 2})
+        self.obs.take()
+        for op in ("click", "scroll", "drag"):
+            with self.subTest(op):
+                req = {"op": op, "x": 50, "y": 60, "toX": 5, "toY": 6, "direction": "up", "modifiers": ["ctrl", "hyper"]}
+                self.assertEqual(self.call(req)["error"], "unknown modifier 'hyper': use ctrl, shift, alt or super")
+                self.assertEqual(self.obs.take(), [])
+                self.assertEqual(self.obs.pointer(), (1, 2))
+
+
+class DragPathTest(XTestCase):
+    def held_motions(self, events):
+        press = next(i for i, e in enumerate(events) if e.kind == BUTTON_PRESS)
+        release = next(i for i, e in enumerate(events) if e.kind == BUTTON_RELEASE)
+        return events[press], events[release], [e for e in events[press:release] if e.kind == MOTION_NOTIFY]
+
+    def test_passes_through_its_points_in_order(self):
+        path = [[100, 20], [100, 150], [30, 150]]
+        self.ok({"op": "drag", "x": 10, "y": 20, "toX": 30, "toY": 60, "path": path})
+        press, release, moves = self.held_motions(self.obs.take())
+        self.assertEqual((press.x, press.y, release.x, release.y), (10, 20, 30, 60))
+        at = [(e.x, e.y) for e in moves]
+        self.assertEqual(at[-1], (30, 60))
+        where = [at.index(tuple(p)) for p in path]  # each point is reached ...
+        self.assertEqual(where, sorted(where), "... in order")
+        self.assertTrue(all(e.state & BUTTON1_MASK for e in moves))
+
+    def test_takes_its_duration(self):
+        self.ok({"op": "drag", "x": 10, "y": 20, "toX": 210, "toY": 20, "durationMs": 600})
+        press, release, moves = self.held_motions(self.obs.take())
+        # X server times, in milliseconds: the press and release are at
+        # least the duration apart, and the pointer is still on the first
+        # half of the way a third of the way in: the motion is spread over
+        # the duration, not done at once and then waited out.
+        self.assertGreaterEqual(release.time - press.time, 600)
+        halfway = [e for e in moves if e.x <= 110]
+        self.assertGreaterEqual(halfway[-1].time - press.time, 200)
+        self.assertGreaterEqual(len(moves), 20)
+
+    def test_held_in_place_is_a_long_press(self):
+        self.ok({"op": "drag", "x": 40, "y": 50, "toX": 40, "toY": 50, "durationMs": 400})
+        press, release, _ = self.held_motions(self.obs.take())
+        self.assertEqual((press.x, press.y, release.x, release.y), (40, 50, 40, 50))
+        self.assertGreaterEqual(release.time - press.time, 400)
+
+
 class TypeTest(XTestCase):
     def test_types_text_exactly(self):
         cases = [
@@ -230,6 +325,32 @@ class KeyTest(XTestCase):
                 self.assertEqual(self.obs.take(), [])
 
 
+class KeyHoldTest(XTestCase):
+    def test_a_held_key_repeats(self):
+        self.ok({"op": "key", "keys": "a", "holdMs": 1500})
+        events = [e for e in self.obs.take() if e.kind in (KEY_PRESS, KEY_RELEASE)]
+        presses = [e for e in events if e.kind == KEY_PRESS]
+        # The server repeats a key held past its autorepeat delay (660 ms,
+        # then 25 a second): a key pressed once and let go shows one press.
+        self.assertGreater(len(presses), 5, key_names(events))
+        self.assertEqual({n for _, n in key_names(events)}, {"a"})
+        self.assertEqual(events[-1].kind, KEY_RELEASE)
+        self.assertGreaterEqual(events[-1].time - events[0].time, 1500)
+
+    def test_modifiers_stay_down_while_the_key_is_held(self):
+        self.ok({"op": "key", "keys": "ctrl+b", "holdMs": 200})
+        events = self.obs.take()
+        names = key_names(events)
+        self.assertEqual(names[0], ("press", "Control_L"))
+        self.assertEqual(names[-2:], [("release", "b"), ("release", "Control_L")])
+        self.assertTrue(all(e.state & CONTROL_MASK for e in events if e.kind == KEY_PRESS and e.row[0] == ord("b")))
+
+    def test_holds_one_combination_only(self):
+        self.assertEqual(self.call({"op": "key", "keys": "a b", "holdMs": 100})["error"],
+                         "holdMs holds one key combination, not 2")
+        self.assertEqual(self.obs.take(), [])
+
+
 class ScreenshotTest(XTestCase):
     def test_shows_the_screen(self):
         self.obs.fill(10, 20, 30, 40, 0x123456)
@@ -243,6 +364,28 @@ class ScreenshotTest(XTestCase):
         for (x, y), want in cases:
             with self.subTest(x=x, y=y):
                 self.assertEqual(pixel(rows, x, y), want)
+
+
+class ScreenshotRegionTest(XTestCase):
+    def test_shows_the_region_at_full_resolution(self):
+        self.obs.fill(100, 50, 1, 1, 0xFF0000)  # one pixel, and its neighbours black
+        self.obs.fill(119, 69, 1, 1, 0x00FF00)
+        resp = self.ok({"op": "screenshot", "x": 100, "y": 50, "width": 20, "height": 20})
+        w, h, rows = decode_png(base64.b64decode(resp["png"]))
+        self.assertEqual((resp["width"], resp["height"], w, h), (20, 20, 20, 20))
+        cases = [((0, 0), (0xFF, 0, 0)), ((1, 0), (0, 0, 0)), ((0, 1), (0, 0, 0)), ((19, 19), (0, 0xFF, 0)),
+                 ((18, 19), (0, 0, 0))]
+        for (x, y), want in cases:
+            with self.subTest(x=x, y=y):
+                self.assertEqual(pixel(rows, x, y), want)
+
+    def test_a_region_off_the_screen_is_refused(self):
+        cases = [({"x": 310, "y": 190, "width": 20, "height": 20}, "the region 20x20 at 310, 190 is not on the 320x200 screen"),
+                 ({"x": -1, "y": 0, "width": 5, "height": 5}, "the region 5x5 at -1, 0 is not on the 320x200 screen"),
+                 ({"x": 5, "y": 5}, "a screenshot from 5, 5 needs a width and a height")]
+        for req, want in cases:
+            with self.subTest(req=req):
+                self.assertEqual(self.call(dict(req, op="screenshot"))["error"], want)
 
 
 # An xclip that answers like the real one, slower: its -in returns at once and

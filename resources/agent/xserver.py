@@ -177,7 +177,7 @@ X = ctypes.CDLL("libX11.so.6")  # its own handle: the agent's prototypes stay it
 Display = ctypes.c_void_p
 
 KEY_PRESS, KEY_RELEASE, BUTTON_PRESS, BUTTON_RELEASE, MOTION_NOTIFY = 2, 3, 4, 5, 6
-SHIFT_MASK, CONTROL_MASK, BUTTON1_MASK = 1, 4, 0x100
+SHIFT_MASK, CONTROL_MASK, MOD1_MASK, BUTTON1_MASK = 1, 4, 8, 0x100
 EVENT_MASK = 1 | 2 | 4 | 8 | 64  # key press/release, button press/release, pointer motion
 XK_RETURN, XK_TAB = 0xFF0D, 0xFF09
 
@@ -249,8 +249,8 @@ def char_of_keysym(sym):
 # An input event as the observer saw it: kind (KEY_PRESS, ...), detail (the
 # keycode or the button), the key's row of keysyms in the map when the event
 # was read (None for the pointer's), the modifier and button state before it,
-# and where the pointer was on the screen.
-Event = collections.namedtuple("Event", "kind detail row state x y")
+# where the pointer was on the screen, and the server's time in milliseconds.
+Event = collections.namedtuple("Event", "kind detail row state x y time")
 
 
 class Observer:
@@ -282,7 +282,7 @@ class Observer:
                 continue
             e = ev.input
             row = self.row(e.detail) if ev.type in (KEY_PRESS, KEY_RELEASE) else None
-            self.events.append(Event(ev.type, e.detail, row, e.state, e.x_root, e.y_root))
+            self.events.append(Event(ev.type, e.detail, row, e.state, e.x_root, e.y_root, e.time))
 
     def catch_up(self):
         """Reads every event the server sent before now."""

@@ -13,6 +13,7 @@
 /** @typedef {import('./types.js').ExecOptions} ExecOptions */
 /** @typedef {import('./types.js').ExecResult} ExecResult */
 /** @typedef {import('./types.js').Screenshot} Screenshot */
+/** @typedef {import('./types.js').ScreenshotOptions} ScreenshotOptions */
 /** @typedef {import('./types.js').Tool} Tool */
 /** @typedef {import('./types.js').ToolResult} ToolResult */
 /** @typedef {import('./types.js').SandboxEvent} SandboxEvent */
@@ -273,10 +274,21 @@ export class Client {
   }
 
   /**
+   * The whole display at its full size, as a PNG or, with format 'jpeg',
+   * a JPEG (quality 1 to 100, 75 by default).
+   *
    * @param {string} projectPath
+   * @param {ScreenshotOptions} [options]
    * @returns {Promise<Screenshot>}
    */
-  screenshot(projectPath) { return this.request('sandbox/screenshot', { projectPath }); }
+  screenshot(projectPath, options = {}) {
+    const { format, quality } = options;
+    /** @type {Record<string, unknown>} */
+    const params = { projectPath };
+    if (format !== undefined) params.format = format;
+    if (quality !== undefined) params.quality = quality;
+    return this.request('sandbox/screenshot', params);
+  }
 
   /**
    * @param {string} projectPath

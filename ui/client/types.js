@@ -54,8 +54,14 @@
  */
 
 /**
+ * @typedef {object} ScreenshotOptions
+ * @property {'png' | 'jpeg'} [format] png (the default) or jpeg
+ * @property {number} [quality] 1 to 100 (75 by default); jpeg only
+ */
+
+/**
  * @typedef {object} Screenshot
- * @property {'image/png'} mimeType
+ * @property {'image/png' | 'image/jpeg'} mimeType
  * @property {string} data base64
  * @property {number} width
  * @property {number} height
