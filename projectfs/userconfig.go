@@ -80,6 +80,8 @@ type ConfigProblem struct {
 type UserConfigError struct {
 	File     string
 	Problems []ConfigProblem
+	// Unreadable says the file could not be read at all.
+	Unreadable bool
 }
 
 func (e *UserConfigError) Error() string {
@@ -112,7 +114,7 @@ func ReadUserConfig(path string, minIdle time.Duration) (UserConfig, error) {
 		return cfg, nil
 	}
 	if err != nil {
-		return cfg, &UserConfigError{File: path, Problems: []ConfigProblem{{Reason: "cannot be read: " + bare(err).Error()}}}
+		return cfg, &UserConfigError{File: path, Unreadable: true, Problems: []ConfigProblem{{Reason: "cannot be read: " + bare(err).Error()}}}
 	}
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(data, &doc); err != nil || doc == nil {
