@@ -206,10 +206,10 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("read image resources: %w", err)
 	}
 	m := &Manager{
-		docker:  docker,
-		cfg:     cfg,
-		log:     cfg.Logger,
-		build:   build,
+		docker:     docker,
+		cfg:        cfg,
+		log:        cfg.Logger,
+		build:      build,
 		boxes:      map[string]*box{},
 		unready:    make(chan string, 64),
 		policy:     newPolicy(cfg.Policy, cfg.StateDir),
