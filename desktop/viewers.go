@@ -16,11 +16,13 @@ var ViewerCommand = []string{"cat", "/proc/net/tcp", "/proc/net/tcp6"}
 // /proc/net/tcp.
 const tcpEstablished = "01"
 
-// ViewerConnections counts the established connections to the VNC server
-// or to websockify in the output of ViewerCommand: a viewer in a browser
-// holds one to websockify, which holds one to the VNC server; a native
-// VNC viewer holds one to the VNC server. Lines that do not parse are
-// skipped.
+// ViewerConnections counts the VNC sessions in the output of
+// ViewerCommand: the established connections to the VNC server. A viewer
+// in a browser has websockify hold one for it, a native VNC viewer holds
+// one itself. Connections to websockify alone are not viewers: a page
+// load, or an HTTP client's idle keep-alive connection (the readiness
+// probe's lingers for a minute and more), holds one without a session.
+// Lines that do not parse are skipped.
 func ViewerConnections(procNetTCP []byte) int {
 	n := 0
 	sc := bufio.NewScanner(bytes.NewReader(procNetTCP))
@@ -35,7 +37,7 @@ func ViewerConnections(procNetTCP []byte) int {
 			continue
 		}
 		port, err := strconv.ParseUint(hexPort, 16, 16)
-		if err == nil && (port == VNCPort || port == NoVNCPort) {
+		if err == nil && port == VNCPort {
 			n++
 		}
 	}

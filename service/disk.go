@@ -12,8 +12,9 @@ import (
 // driver can (ContainerSpec.DiskBytes), and the policy measures it every
 // round everywhere (the engine walks the layer to answer: DiskUsage). At
 // 90% the user is warned; past the limit the sandbox is stopped, saying
-// why. A sandbox started again past its limit, to free space in it, may
-// grow by a tenth of the limit before it is stopped again.
+// why. A sandbox started again when it was last measured past its limit
+// (to free space in it) may grow by a tenth of the limit beyond that
+// measure before it is stopped again.
 
 // ProblemDisk is the problem of a Warning about a sandbox's disk use: it
 // names no file.
@@ -61,20 +62,23 @@ func (m *Manager) checkDisk(ctx context.Context, b *box, r *run, st State, limit
 
 // noteDisk keeps the measure, and says whether to warn (the first measure
 // of the run at or above 90%, or the first since it went below) and how
-// far the run may grow.
+// far the run may grow: to the limit, or, for a run that started past it,
+// a tenth of the limit beyond where it was.
 func (m *Manager) noteDisk(b *box, r *run, id string, used, limit int64) (warn bool, allowance int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if !r.diskSeen {
+		// Past the limit when an earlier run was last measured (stopped
+		// for it, most likely): started again to free space.
+		r.diskSeen = true
+		r.diskAllowance = limit
+		if before := b.disk.of(id); before > limit {
+			r.diskAllowance = before + limit/10
+		}
+	}
 	b.disk = diskUse{id: id, bytes: used}
 	if b.state != nil && b.state.ContainerID == id {
 		b.state.DiskBytes = used
-	}
-	if !r.diskSeen {
-		r.diskSeen = true
-		r.diskAllowance = limit
-		if used > limit {
-			r.diskAllowance = used + limit/10
-		}
 	}
 	high := used*100 >= limit*diskWarnAt
 	warn = high && !r.diskWarned

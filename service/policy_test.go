@@ -338,6 +338,15 @@ func TestDiskIsWarnedOfThenStopped(t *testing.T) {
 	if got := p.status(t, dir); got.Status != StatusStopped {
 		t.Fatalf("restarted past the limit, grown a tenth: %s, want stopped", got.Status)
 	}
+	// One that grew past the limit before its first measure has no such
+	// allowance.
+	fast := project(t)
+	st = p.start(t, fast)
+	p.docker.setDisk(st.ContainerID, 101<<20)
+	p.round()
+	if got := p.status(t, fast); got.Status != StatusStopped {
+		t.Fatalf("past the limit at its first measure: %s, want stopped", got.Status)
+	}
 }
 
 func TestNoPolicyFileEnforcesNothing(t *testing.T) {
