@@ -78,11 +78,15 @@ func (p *policyHarness) writeConfig(t *testing.T, config string) {
 	os.Chtimes(p.file, at, at)
 }
 
-// procNetTCP is a sandbox's /proc/net/tcp with n viewers on noVNC.
+// procNetTCP is a sandbox's /proc/net/tcp with n viewers: each a
+// connection to noVNC and websockify's to the VNC server, beside an idle
+// connection to noVNC that is no viewer.
 func procNetTCP(n int) string {
-	out := "  sl  local_address rem_address   st\n   0: 00000000:17C0 00000000:0000 0A 0 0 0 1000 0 1 1\n"
+	out := "  sl  local_address rem_address   st\n   0: 00000000:17C0 00000000:0000 0A 0 0 0 1000 0 1 1\n" +
+		"   1: 0200A8C0:17C0 0100A8C0:D2F0 01 0 0 0 1000 0 2 1\n"
 	for range n {
-		out += "   1: 0200A8C0:17C0 0100A8C0:D2F4 01 0 0 0 1000 0 2 1\n"
+		out += "   2: 0200A8C0:17C0 0100A8C0:D2F4 01 0 0 0 1000 0 2 1\n" +
+			"   3: 0100007F:170C 0100007F:9C40 01 0 0 0 1000 0 2 1\n"
 	}
 	return out
 }
@@ -166,7 +170,12 @@ func TestAConnectedViewerKeepsTheSandboxRunning(t *testing.T) {
 	if st := p.status(t, dir); st.Status != StatusRunning || p.docker.count("Exec") != 1 {
 		t.Fatalf("with a viewer: %s after %d looks; want running after 1", st.Status, p.docker.count("Exec"))
 	}
-	// While it is connected, every round looks again.
+	// While it is connected, it looks again every tenth of idleStop.
+	p.clock.advance(100 * time.Millisecond)
+	p.round()
+	if n := p.docker.count("Exec"); n != 1 {
+		t.Fatalf("looked %d times within a tenth of idleStop, want once", n)
+	}
 	p.clock.advance(time.Second)
 	p.round()
 	p.viewers.Store(0)

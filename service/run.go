@@ -25,7 +25,8 @@ type run struct {
 	// use sees it, and sharedAt the last written for other processes
 	// (idle.go).
 	lastActive, sharedAt time.Time
-	viewing              bool // a viewer was connected at the last look
+	viewing              bool      // a viewer was connected at the last look
+	viewersAt            time.Time // the last look
 	// What the disk policy knows of the run (disk.go): whether it was
 	// measured, how far it may grow, and whether its use was warned of.
 	diskSeen      bool
