@@ -6,6 +6,7 @@ require (
 	github.com/adrg/xdg v0.5.3
 	github.com/docker/go-units v0.5.0
 	github.com/fsouza/go-dockerclient v1.13.3
+	github.com/google/jsonschema-go v0.4.3
 	github.com/gorilla/websocket v1.5.3
 	github.com/rs/zerolog v1.35.1
 	github.com/sourcegraph/jsonrpc2 v0.2.3

@@ -3,12 +3,13 @@ package rpc
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"testing"
 
 	"github.com/rs/zerolog"
+
+	"github.com/pilot-sandbox/pilot-sandbox/args"
 )
 
 // BenchmarkServe measures the cost of one request through the whole
@@ -36,10 +37,9 @@ func BenchmarkServe(b *testing.B) {
 // BenchmarkDecodeParams measures strict params decoding alone.
 func BenchmarkDecodeParams(b *testing.B) {
 	raw := []byte(`{"projectPath":"/home/me/project","command":"ls -la","timeoutMs":5000,"workdir":"/tmp"}`)
+	spec := args.For[execParams]()
 	for b.Loop() {
-		msg := json.RawMessage(raw)
-		var p execParams
-		if err := decodeParams(&msg, &p); err != nil {
+		if _, err := spec.Decode(raw); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/pilot-sandbox/pilot-sandbox/args"
 )
 
 // inflightCall is a request being handled, which $/cancelRequest can cancel.
@@ -43,24 +46,14 @@ func (sess *session) cancel(id jsonrpc2.ID) {
 	}
 }
 
-// requestID is the id member of $/cancelRequest: a string or an integer,
-// as in a request.
-type requestID json.RawMessage
-
-func (r *requestID) UnmarshalJSON(data []byte) error {
-	*r = append((*r)[:0], data...)
-	return nil
-}
-
-func (r requestID) MarshalJSON() ([]byte, error) {
-	if len(r) == 0 {
-		return []byte("null"), nil
-	}
-	return r, nil
-}
-
 type cancelParams struct {
-	ID requestID `json:"id"`
+	ID json.RawMessage `json:"id" jsonschema:"The id of the request to cancel."`
+}
+
+// TuneSchema says what an id is: a string or an integer, as in a request.
+func (cancelParams) TuneSchema(s *jsonschema.Schema) {
+	id := s.Properties["id"]
+	id.Types, id.Minimum = []string{"string", "integer"}, jsonschema.Ptr(0.0)
 }
 
 // cancelRequest is LSP's $/cancelRequest, which vscode-jsonrpc sends when a
@@ -68,13 +61,9 @@ type cancelParams struct {
 // answers request_cancelled (unless it finished first). An id that names no
 // running request is ignored, as LSP asks.
 func (s *Server) cancelRequest(_ context.Context, sess *session, p cancelParams) (*struct{}, error) {
-	raw := json.RawMessage(p.ID)
-	if !validID(raw) {
-		return nil, &paramError{field: "id", reason: "must be a string or a non-negative integer"}
-	}
 	var id jsonrpc2.ID
-	if err := json.Unmarshal(raw, &id); err != nil {
-		return nil, &paramError{field: "id", reason: "must be a string or a non-negative integer"}
+	if !validID(p.ID) || json.Unmarshal(p.ID, &id) != nil {
+		return nil, &args.Error{Field: "id", Reason: "must be a string or a non-negative integer"}
 	}
 	sess.cancel(id)
 	return nil, nil

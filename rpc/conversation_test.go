@@ -263,7 +263,6 @@ func (c *conversation) send(data []byte) {
 func (c *conversation) settle() {
 	c.t.Helper()
 	c.waitFor("the server to read what was sent", func() bool { return c.over() || c.conn.consumed(c.written) })
-	c.stream.replies.Wait()
 	c.waitFor("every request read to be answered", func() bool {
 		c.stream.mu.Lock()
 		pending := 0
@@ -273,6 +272,7 @@ func (c *conversation) settle() {
 		c.stream.mu.Unlock()
 		return c.over() || pending == c.fake.heldCalls()
 	})
+	c.stream.out.drain() // and every answer written
 	if c.exited.Load() {
 		// The process would be gone: nothing sent from now on is read.
 		c.waitFor("the server to stop after exit", c.over)

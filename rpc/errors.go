@@ -1,12 +1,14 @@
 package rpc
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/pilot-sandbox/pilot-sandbox/args"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
@@ -33,38 +35,29 @@ const (
 	codeRequestCancelled int64 = -32800
 )
 
-// kinds are the stable strings clients switch on, one per code.
-var kinds = map[int64]string{
-	codeParseError:        "parse_error",
-	codeInvalidRequest:    "invalid_request",
-	codeMethodNotFound:    "method_not_found",
-	codeInvalidParams:     "invalid_params",
-	codeInternal:          "internal",
-	codeDockerUnavailable: "docker_unavailable",
-	codeNotRunning:        "not_running",
-	codeImageBuildFailed:  "image_build_failed",
-	codeStartFailed:       "start_failed",
-	codeToolsDisabled:     "tools_disabled",
-	codeTimeout:           "timeout",
-	codeProjectFile:       "file_error",
-	codeRequestCancelled:  "request_cancelled",
+// errorInfo is what a code means: the stable kind clients switch on,
+// and for rpc.discover, what it says.
+type errorInfo struct {
+	kind    string
+	meaning string
 }
 
-// errorMeanings say what each code means, for rpc.discover.
-var errorMeanings = map[int64]string{
-	codeParseError:        "The frame is not JSON; the connection stays open.",
-	codeInvalidRequest:    "Not a JSON-RPC 2.0 request (or a request after shutdown).",
-	codeMethodNotFound:    "Unknown method.",
-	codeInvalidParams:     "Bad params; data.field names the field.",
-	codeInternal:          "A bug; the log has the detail.",
-	codeDockerUnavailable: "No Docker engine answers; message says what to do.",
-	codeNotRunning:        "The method needs a running sandbox.",
-	codeImageBuildFailed:  "The sandbox image did not build; data.log holds the last lines of the build.",
-	codeStartFailed:       "The container did not become ready; data.log holds its last output.",
-	codeToolsDisabled:     "tools/call on a project whose agent tools are off.",
-	codeTimeout:           "A Docker operation did not finish in time.",
-	codeProjectFile:       "A file of the project's .pilot directory cannot be read or written (corrupt, read-only, disk full); data.file names it, message says what to do. Nothing was changed.",
-	codeRequestCancelled:  "The client cancelled the request with $/cancelRequest.",
+// errorTable is every error of the protocol, by code: one table, so a
+// code cannot have a kind without a meaning.
+var errorTable = map[int64]errorInfo{
+	codeParseError:        {"parse_error", "The frame is not JSON; the connection stays open."},
+	codeInvalidRequest:    {"invalid_request", "Not a JSON-RPC 2.0 request (or a request after shutdown)."},
+	codeMethodNotFound:    {"method_not_found", "Unknown method."},
+	codeInvalidParams:     {"invalid_params", "Bad params; data.field names the field."},
+	codeInternal:          {"internal", "A bug; the log has the detail."},
+	codeDockerUnavailable: {"docker_unavailable", "No Docker engine answers; message says what to do."},
+	codeNotRunning:        {"not_running", "The method needs a running sandbox."},
+	codeImageBuildFailed:  {"image_build_failed", "The sandbox image did not build; data.log holds the last lines of the build."},
+	codeStartFailed:       {"start_failed", "The container did not become ready; data.log holds its last output."},
+	codeToolsDisabled:     {"tools_disabled", "tools/call on a project whose agent tools are off."},
+	codeTimeout:           {"timeout", "A Docker operation did not finish in time."},
+	codeProjectFile:       {"file_error", "A file of the project's .pilot directory cannot be read or written (corrupt, read-only, disk full); data.file names it, message says what to do. Nothing was changed."},
+	codeRequestCancelled:  {"request_cancelled", "The client cancelled the request with $/cancelRequest."},
 }
 
 // errToolsDisabled: tools/call on a project whose agent tools are off.
@@ -84,26 +77,18 @@ func newError(code int64, message string, data *errorData) *jsonrpc2.Error {
 	if data == nil {
 		data = &errorData{}
 	}
-	data.Kind = kinds[code]
+	data.Kind = errorTable[code].kind
 	raw, _ := json.Marshal(data)
 	msg := json.RawMessage(raw)
 	return &jsonrpc2.Error{Code: code, Message: message, Data: &msg}
 }
 
-// paramError is a params member that is missing, mistyped or unknown.
-type paramError struct {
-	field  string
-	reason string
-}
-
-func (e *paramError) Error() string { return e.field + ": " + e.reason }
-
 // toWire decides, in this one place, what every error means to a client.
 func toWire(err error) *jsonrpc2.Error {
 	var (
 		wire     *jsonrpc2.Error
-		param    *paramError
 		project  *projectfs.PathError
+		param    *args.Error
 		argument *service.ArgumentError
 		logged   *service.LogError
 		config   *projectfs.ConfigError
@@ -113,7 +98,8 @@ func toWire(err error) *jsonrpc2.Error {
 	case errors.As(err, &wire):
 		return wire
 	case errors.As(err, &param):
-		return newError(codeInvalidParams, "invalid params: "+param.Error(), &errorData{Field: param.field})
+		field := cmp.Or(param.Field, "params")
+		return newError(codeInvalidParams, "invalid params: "+field+": "+param.Reason, &errorData{Field: field})
 	case errors.As(err, &project):
 		return newError(codeInvalidParams, "invalid params: "+project.Error(), &errorData{Field: "projectPath"})
 	case errors.As(err, &argument):

@@ -12,8 +12,10 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
@@ -357,7 +359,11 @@ func (fakeTools) List() []tools.Tool {
 	return []tools.Tool{{
 		Name:        "echo",
 		Description: "Answers its text.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+		InputSchema: &jsonschema.Schema{
+			Type:       "object",
+			Properties: map[string]*jsonschema.Schema{"text": {Type: "string"}},
+			Required:   []string{"text"},
+		},
 	}}
 }
 

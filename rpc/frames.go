@@ -8,11 +8,23 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
-// MaxFrameBytes bounds one incoming message. A larger one is read past and
-// refused, and the connection goes on.
-const MaxFrameBytes = 32 << 20
+// Limits on what a client sends (docs/protocol.md, Limits).
+const (
+	// MaxFrameBytes bounds one incoming message: an LSP body, an NDJSON
+	// line, a WebSocket message. The largest legitimate request is a
+	// sandbox/files/write of 10 MiB, which base64 makes 13.4 MiB; 16 MiB
+	// leaves room for its other members. A larger message is read past
+	// without being kept, answered -32600, and the connection goes on.
+	MaxFrameBytes = 16 << 20
+	// maxHeaderLineBytes bounds one LSP header line. The headers LSP
+	// defines take under 60 bytes.
+	maxHeaderLineBytes = 4 << 10
+	// maxHeaderLines bounds the lines of one LSP header block.
+	maxHeaderLines = 32
+)
 
 // Framing is how messages are delimited on a byte stream.
 type Framing string
@@ -34,17 +46,24 @@ func ParseFraming(s string) (Framing, error) {
 }
 
 // framer reads and writes whole message frames. ReadFrame returns a
-// frameError for a frame it could read past (the stream goes on), and any
-// other error when the stream is over.
+// frameError for a frame it could not take: one it read past (the stream
+// goes on), or, when fatal, one after which it cannot find the next frame.
+// Any other error means the stream is over.
 type framer interface {
 	ReadFrame() ([]byte, error)
 	WriteFrame(msg []byte) error
 }
 
-// frameError is a bad frame the reader skipped.
+// frameError is a bad frame: skipped, or the end of the framing when fatal.
 type frameError struct {
 	code    int64
 	message string
+	fatal   bool
+}
+
+// lost is a fatal frameError: what the client sent next cannot be found.
+func lost(code int64, format string, a ...any) *frameError {
+	return &frameError{code: code, message: fmt.Sprintf(format, a...) + "; closing the connection", fatal: true}
 }
 
 func (e *frameError) Error() string { return e.message }
@@ -62,52 +81,19 @@ type lspFramer struct {
 	w io.Writer
 }
 
-// ReadFrame reads headers up to the empty line, then Content-Length bytes.
-// Header names are case-insensitive; headers other than Content-Length
-// (Content-Type) are ignored.
+// ReadFrame reads a header block, then Content-Length bytes. A body over
+// MaxFrameBytes is read past and refused. Only Content-Length frames a
+// message, so a header block that does not give one, or that passes the
+// limits before its end, leaves no way to find the next message: that is
+// a fatal frameError, and the connection closes (as gopls does for any
+// header error) rather than reading bodies as headers.
 func (f *lspFramer) ReadFrame() ([]byte, error) {
-	length := -1
-	var bad string
-	for n := 0; ; {
-		line, err := f.r.ReadString('\n')
-		if err != nil {
-			if err == io.EOF && n == 0 && strings.TrimSpace(line) == "" {
-				return nil, io.EOF
-			}
-			return nil, io.ErrUnexpectedEOF
-		}
-		line = strings.TrimRight(line, "\r\n")
-		if line == "" {
-			if n == 0 {
-				continue // tolerate blank lines between messages
-			}
-			break
-		}
-		n++
-		name, value, ok := strings.Cut(line, ":")
-		switch {
-		case !ok:
-			bad = "malformed header line " + strconv.Quote(truncate(line, 60))
-		case strings.EqualFold(strings.TrimSpace(name), "Content-Length"):
-			v, err := strconv.Atoi(strings.TrimSpace(value))
-			if err != nil || v < 0 {
-				bad = "invalid Content-Length " + strconv.Quote(truncate(value, 30))
-			} else {
-				length = v
-			}
-		}
-		if n > 32 {
-			bad = "too many header lines"
-			break
-		}
+	length, err := f.readHeader()
+	if err != nil {
+		return nil, err
 	}
-	switch {
-	case bad != "" && length < 0:
-		return nil, &frameError{code: codeParseError, message: bad}
-	case length < 0:
-		return nil, &frameError{code: codeParseError, message: "missing Content-Length header"}
-	case length > MaxFrameBytes:
-		if _, err := io.CopyN(io.Discard, f.r, int64(length)); err != nil {
+	if length > MaxFrameBytes {
+		if _, err := io.CopyN(io.Discard, f.r, length); err != nil {
 			return nil, io.ErrUnexpectedEOF
 		}
 		return nil, &frameError{code: codeInvalidRequest, message: fmt.Sprintf("message of %d bytes is larger than the limit of %d", length, MaxFrameBytes)}
@@ -117,6 +103,55 @@ func (f *lspFramer) ReadFrame() ([]byte, error) {
 		return nil, io.ErrUnexpectedEOF
 	}
 	return body, nil
+}
+
+// readHeader reads a header block to its empty line and returns its
+// Content-Length. Header names are case-insensitive; other headers
+// (Content-Type), and lines that are not headers, are ignored.
+func (f *lspFramer) readHeader() (int64, error) {
+	length := int64(-1)
+	for n := 0; ; {
+		line, err := f.readHeaderLine(n)
+		switch {
+		case err != nil:
+			return 0, err
+		case line == "" && n == 0:
+			continue // tolerate blank lines between messages
+		case line == "":
+			if length < 0 {
+				return 0, lost(codeParseError, "missing Content-Length header")
+			}
+			return length, nil
+		}
+		if n++; n > maxHeaderLines {
+			return 0, lost(codeInvalidRequest, "the header block is longer than the limit of %d lines", maxHeaderLines)
+		}
+		name, value, ok := strings.Cut(line, ":")
+		if !ok || !strings.EqualFold(strings.TrimSpace(name), "Content-Length") {
+			continue
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+		if err != nil || v < 0 || (length >= 0 && v != length) {
+			return 0, lost(codeParseError, "invalid Content-Length %s", strconv.Quote(truncate(value, 30)))
+		}
+		length = v
+	}
+}
+
+// readHeaderLine reads the next header line, the n-th of its block, without
+// its line end. A line is never held beyond the reader's buffer: a longer
+// one is refused when the buffer fills.
+func (f *lspFramer) readHeaderLine(n int) (string, error) {
+	line, err := f.r.ReadSlice('\n')
+	switch {
+	case len(line) > maxHeaderLineBytes || err == bufio.ErrBufferFull:
+		return "", lost(codeInvalidRequest, "a header line is longer than the limit of %d bytes", maxHeaderLineBytes)
+	case err == io.EOF && n == 0 && len(bytes.TrimSpace(line)) == 0:
+		return "", io.EOF
+	case err != nil:
+		return "", io.ErrUnexpectedEOF
+	}
+	return strings.TrimRight(string(line), "\r\n"), nil
 }
 
 func (f *lspFramer) WriteFrame(msg []byte) error {
@@ -159,7 +194,7 @@ func (f *ndjsonFramer) readLine() ([]byte, error) {
 			}
 			return nil, &frameError{code: codeInvalidRequest, message: fmt.Sprintf("message larger than the limit of %d bytes", MaxFrameBytes)}
 		}
-		line = append(line, chunk...)
+		line = appendChunk(line, chunk)
 		switch {
 		case err == nil:
 			return line, nil
@@ -173,6 +208,18 @@ func (f *ndjsonFramer) readLine() ([]byte, error) {
 	}
 }
 
+// appendChunk appends a line's chunk, doubling the line's capacity (up to
+// MaxFrameBytes) as needed: append's growth of large slices by a quarter
+// would copy a line up to the limit five times over.
+func appendChunk(line, chunk []byte) []byte {
+	if need := len(line) + len(chunk); need > cap(line) {
+		grown := make([]byte, len(line), min(max(2*cap(line), need), MaxFrameBytes))
+		copy(grown, line)
+		line = grown
+	}
+	return append(line, chunk...)
+}
+
 func (f *ndjsonFramer) WriteFrame(msg []byte) error {
 	b := make([]byte, 0, len(msg)+1)
 	b = append(append(b, msg...), '\n')
@@ -180,9 +227,14 @@ func (f *ndjsonFramer) WriteFrame(msg []byte) error {
 	return err
 }
 
+// truncate cuts s to at most n bytes, at a character boundary, and marks
+// the cut.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

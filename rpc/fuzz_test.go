@@ -5,16 +5,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/rs/zerolog"
+
+	"github.com/pilot-sandbox/pilot-sandbox/args/argstest"
 )
 
 // The fuzz tests' seed corpora are in testdata/fuzz/<name>/ (valid and
@@ -60,51 +61,40 @@ func FuzzLSPStream(f *testing.F) {
 	})
 }
 
-// FuzzDecodeParams decodes arbitrary params into every method's params
-// type. A refusal must be a paramError naming the field; an accepted value
-// must have had only known members, and must survive encoding and decoding
+// FuzzDecodeParams decodes arbitrary params with every method's decoder.
+// It must accept what jsonschema-go's validator accepts of the method's
+// params schema, and refuse the rest with an *args.Error naming the field
+// (argstest.Agree); an accepted value must survive encoding and decoding
 // again unchanged.
 func FuzzDecodeParams(f *testing.F) {
 	s := NewServer(newFakeService(), fakeTools{}, Info{}, zerolog.Nop())
+	schemas := map[string]*jsonschema.Resolved{}
+	for _, m := range s.table {
+		schemas[m.name] = argstest.Resolve(f, m.params)
+	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		for _, m := range s.table {
-			checkDecode(t, m.name, m.params, raw)
+			checkDecode(t, m, schemas[m.name], raw)
 		}
 	})
 }
 
-func checkDecode(t *testing.T, method string, typ reflect.Type, raw []byte) {
-	msg := json.RawMessage(raw)
-	v := reflect.New(typ)
-	err := decodeParams(&msg, v.Interface())
-	var pe *paramError
-	switch {
-	case err != nil && (!errors.As(err, &pe) || pe.field == "" || pe.reason == ""):
-		t.Fatalf("%s: %q: error %v is not a paramError naming a field", method, raw, err)
-	case err != nil:
+func checkDecode(t *testing.T, m method, schema *jsonschema.Resolved, raw []byte) {
+	argstest.Agree(t, schema, func(raw []byte) error { _, err := m.decode(raw); return err }, raw)
+	v, err := m.decode(raw)
+	if err != nil {
 		return
 	}
-	var members map[string]json.RawMessage
-	if json.Unmarshal(raw, &members) == nil {
-		known := structFields(typ)
-		for k := range members {
-			if _, ok := known[k]; !ok {
-				t.Fatalf("%s: %q: accepted the unknown member %q", method, raw, k)
-			}
-		}
-	}
-	once, err := json.Marshal(v.Interface())
+	once, err := json.Marshal(v)
 	if err != nil {
-		t.Fatalf("%s: %q: decoded value does not encode: %v", method, raw, err)
+		t.Fatalf("%s: %q: decoded value does not encode: %v", m.name, raw, err)
 	}
-	again := json.RawMessage(once)
-	w := reflect.New(typ)
-	if err := decodeParams(&again, w.Interface()); err != nil {
-		t.Fatalf("%s: %q: its own encoding %s is refused: %v", method, raw, once, err)
+	w, err := m.decode(once)
+	if err != nil {
+		t.Fatalf("%s: %q: its own encoding %s is refused: %v", m.name, raw, once, err)
 	}
-	twice, _ := json.Marshal(w.Interface())
-	if !bytes.Equal(once, twice) {
-		t.Fatalf("%s: %q: %s decodes to %s", method, raw, once, twice)
+	if twice, _ := json.Marshal(w); !bytes.Equal(once, twice) {
+		t.Fatalf("%s: %q: %s decodes to %s", m.name, raw, once, twice)
 	}
 }
 
@@ -232,7 +222,7 @@ func checkOutgoing(t *testing.T, body []byte) string {
 	case m.ID == nil:
 		t.Fatalf("a response without id: %s", body)
 	case m.Error != nil:
-		if kinds[m.Error.Code] == "" || m.Error.Data.Kind != kinds[m.Error.Code] || m.Error.Message == "" {
+		if kind := errorTable[m.Error.Code].kind; kind == "" || m.Error.Data.Kind != kind || m.Error.Message == "" {
 			t.Fatalf("an error without its kind or message: %s", body)
 		}
 	case !strings.Contains(string(body), `"result"`):

@@ -5,8 +5,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/pilot-sandbox/pilot-sandbox/args"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
@@ -15,29 +19,43 @@ import (
 type method struct {
 	name   string
 	doc    string
-	params reflect.Type
+	params *jsonschema.Schema
 	result reflect.Type // nil for notifications
 	errors []int64      // the protocol errors it may answer besides invalid_params and internal
 	inline bool         // takes effect in the read loop (see handler)
-	call   func(ctx context.Context, sess *session, raw rawParams) (any, error)
+	// decode checks raw params against params and returns them typed.
+	decode func(raw []byte) (any, error)
+	run    func(ctx context.Context, sess *session, params any) (any, error)
 }
 
-// typed makes a method from a handler on typed params: strict decoding
-// happens here, once, for every method.
+// typed makes a method from a handler on typed params, whose schema and
+// strict decoding come from their struct (package args), once for every
+// method.
 func typed[P, R any](name, doc string, f func(ctx context.Context, sess *session, p P) (R, error)) method {
+	spec := args.For[P]()
 	return method{
 		name:   name,
 		doc:    doc,
-		params: reflect.TypeFor[P](),
+		params: spec.Schema(),
 		result: reflect.TypeFor[R](),
-		call: func(ctx context.Context, sess *session, raw rawParams) (any, error) {
-			var p P
-			if err := decodeParams(raw, &p); err != nil {
-				return nil, err
-			}
-			return f(ctx, sess, p)
+		decode: func(raw []byte) (any, error) { return spec.Decode(raw) },
+		run: func(ctx context.Context, sess *session, p any) (any, error) {
+			return f(ctx, sess, p.(P))
 		},
 	}
+}
+
+// call decodes a request's params and runs the method on them.
+func (m method) call(ctx context.Context, sess *session, raw rawParams) (any, error) {
+	var data []byte
+	if raw != nil {
+		data = *raw
+	}
+	p, err := m.decode(data)
+	if err != nil {
+		return nil, err
+	}
+	return m.run(ctx, sess, p)
 }
 
 // inline marks a method that changes the session: it runs in the read
@@ -61,14 +79,19 @@ func mayFail(m method, codes ...int64) method {
 	return m
 }
 
-// Params and results of the methods (PROTOCOL.md, Methods).
+// Params and results of the methods (PROTOCOL.md, Methods). A params
+// struct's tags give its schema (package args): json the names, and
+// whether a member may be left out (omitempty, omitzero); jsonschema the
+// description. Paths are args.Path, bounded in bytes.
 type (
-	noParams      struct{}
+	noParams struct{}
+	// projectParams name the project a method acts on; the params of the
+	// other methods that take a project embed them.
 	projectParams struct {
-		ProjectPath string `json:"projectPath"`
+		ProjectPath args.Path `json:"projectPath" jsonschema:"The project's directory: an absolute path to an existing directory."`
 	}
 	initializeParams struct {
-		ClientInfo *Info `json:"clientInfo"`
+		ClientInfo *Info `json:"clientInfo,omitempty" jsonschema:"The client's name and version, for the log."`
 	}
 	initializeResult struct {
 		ServerInfo      Info                 `json:"serverInfo"`
@@ -82,10 +105,10 @@ type (
 		Sandboxes []service.State `json:"sandboxes"`
 	}
 	execParams struct {
-		ProjectPath string `json:"projectPath"`
-		Command     string `json:"command"`
-		TimeoutMs   *int64 `json:"timeoutMs"`
-		Workdir     string `json:"workdir,omitempty"`
+		projectParams
+		Command   string    `json:"command" jsonschema:"The shell command, run under bash -lc."`
+		TimeoutMs int64     `json:"timeoutMs,omitzero" jsonschema:"Milliseconds before the command is killed."`
+		Workdir   args.Path `json:"workdir,omitempty" jsonschema:"The directory in the sandbox to run it in; the sandbox user's home when left out."`
 	}
 	screenshotResult struct {
 		MimeType string `json:"mimeType"`
@@ -94,8 +117,8 @@ type (
 		Height   int    `json:"height"`
 	}
 	setToolsParams struct {
-		ProjectPath string `json:"projectPath"`
-		Enabled     bool   `json:"enabled"`
+		projectParams
+		Enabled bool `json:"enabled" jsonschema:"Whether the project's agent tools are on."`
 	}
 	toolsEnabledResult struct {
 		Enabled bool `json:"enabled"`
@@ -104,12 +127,21 @@ type (
 		Tools []tools.Tool `json:"tools"`
 	}
 	toolsCallParams struct {
-		ProjectPath string `json:"projectPath"`
-		Name        string `json:"name"`
-		// Arguments may be left out for a tool that takes none.
-		Arguments *json.RawMessage `json:"arguments"`
+		projectParams
+		Name      string          `json:"name" jsonschema:"The tool's name, as tools/list gives it."`
+		Arguments json.RawMessage `json:"arguments,omitempty" jsonschema:"The tool's arguments, as its inputSchema describes them; may be left out for a tool that takes none."`
 	}
 )
+
+// TuneSchema states the service's limits: a command is not empty, and
+// timeoutMs has the service's default and maximum.
+func (execParams) TuneSchema(s *jsonschema.Schema) {
+	s.Properties["command"].MinLength = jsonschema.Ptr(1)
+	t := s.Properties["timeoutMs"]
+	t.Minimum = jsonschema.Ptr(1.0)
+	t.Maximum = jsonschema.Ptr(float64(service.MaxExecTimeout.Milliseconds()))
+	t.Default = json.RawMessage(strconv.FormatInt(service.DefaultExecTimeout.Milliseconds(), 10))
+}
 
 // methodTable is every method, in the order rpc.discover lists them.
 func (s *Server) methodTable() []method {
@@ -171,20 +203,20 @@ func (s *Server) dockerStatus(ctx context.Context, _ *session, _ noParams) (serv
 }
 
 func (s *Server) start(ctx context.Context, _ *session, p projectParams) (service.State, error) {
-	return s.svc.Start(ctx, p.ProjectPath)
+	return s.svc.Start(ctx, string(p.ProjectPath))
 }
 
 func (s *Server) stop(ctx context.Context, _ *session, p projectParams) (service.State, error) {
-	return s.svc.Stop(ctx, p.ProjectPath)
+	return s.svc.Stop(ctx, string(p.ProjectPath))
 }
 
 func (s *Server) remove(ctx context.Context, _ *session, p projectParams) (removeResult, error) {
-	removed, err := s.svc.Remove(ctx, p.ProjectPath)
+	removed, err := s.svc.Remove(ctx, string(p.ProjectPath))
 	return removeResult{Removed: removed}, err
 }
 
 func (s *Server) status(ctx context.Context, _ *session, p projectParams) (*service.State, error) {
-	return s.svc.Status(ctx, p.ProjectPath)
+	return s.svc.Status(ctx, string(p.ProjectPath))
 }
 
 func (s *Server) list(ctx context.Context, _ *session, _ noParams) (listResult, error) {
@@ -196,18 +228,15 @@ func (s *Server) list(ctx context.Context, _ *session, _ noParams) (listResult, 
 }
 
 func (s *Server) exec(ctx context.Context, _ *session, p execParams) (service.ExecOutput, error) {
-	req := service.ExecRequest{Command: p.Command, WorkDir: p.Workdir}
-	if p.TimeoutMs != nil {
-		if *p.TimeoutMs <= 0 || *p.TimeoutMs > service.MaxExecTimeout.Milliseconds() {
-			return service.ExecOutput{}, &paramError{field: "timeoutMs", reason: "must be between 1 and 600000"}
-		}
-		req.Timeout = time.Duration(*p.TimeoutMs) * time.Millisecond
-	}
-	return s.svc.Exec(ctx, p.ProjectPath, req)
+	return s.svc.Exec(ctx, string(p.ProjectPath), service.ExecRequest{
+		Command: p.Command,
+		Timeout: time.Duration(p.TimeoutMs) * time.Millisecond,
+		WorkDir: string(p.Workdir),
+	})
 }
 
 func (s *Server) screenshot(ctx context.Context, _ *session, p projectParams) (screenshotResult, error) {
-	shot, err := s.svc.Screenshot(ctx, p.ProjectPath)
+	shot, err := s.svc.Screenshot(ctx, string(p.ProjectPath))
 	if err != nil {
 		return screenshotResult{}, err
 	}
@@ -220,23 +249,23 @@ func (s *Server) screenshot(ctx context.Context, _ *session, p projectParams) (s
 }
 
 func (s *Server) setToolsEnabled(_ context.Context, _ *session, p setToolsParams) (toolsEnabledResult, error) {
-	enabled, err := s.svc.SetToolsEnabled(p.ProjectPath, p.Enabled)
+	enabled, err := s.svc.SetToolsEnabled(string(p.ProjectPath), p.Enabled)
 	return toolsEnabledResult{Enabled: enabled}, err
 }
 
 func (s *Server) getToolsEnabled(_ context.Context, _ *session, p projectParams) (toolsEnabledResult, error) {
-	enabled, err := s.svc.ToolsEnabled(p.ProjectPath)
+	enabled, err := s.svc.ToolsEnabled(string(p.ProjectPath))
 	return toolsEnabledResult{Enabled: enabled}, err
 }
 
 func (s *Server) closeProject(ctx context.Context, _ *session, p projectParams) (*service.State, error) {
-	return s.svc.Close(ctx, p.ProjectPath)
+	return s.svc.Close(ctx, string(p.ProjectPath))
 }
 
 // listTools lists nothing for a project whose agent tools are off: a
 // disabled project costs the agent no tokens.
 func (s *Server) listTools(_ context.Context, _ *session, p projectParams) (toolsListResult, error) {
-	enabled, err := s.svc.ToolsEnabled(p.ProjectPath)
+	enabled, err := s.svc.ToolsEnabled(string(p.ProjectPath))
 	if err != nil || !enabled {
 		return toolsListResult{Tools: []tools.Tool{}}, err
 	}
@@ -244,16 +273,12 @@ func (s *Server) listTools(_ context.Context, _ *session, p projectParams) (tool
 }
 
 func (s *Server) callTool(ctx context.Context, _ *session, p toolsCallParams) (tools.Result, error) {
-	enabled, err := s.svc.ToolsEnabled(p.ProjectPath)
+	enabled, err := s.svc.ToolsEnabled(string(p.ProjectPath))
 	if err != nil {
 		return tools.Result{}, err
 	}
 	if !enabled {
 		return tools.Result{}, errToolsDisabled
 	}
-	args := json.RawMessage("{}")
-	if p.Arguments != nil {
-		args = *p.Arguments
-	}
-	return s.tools.Call(ctx, p.ProjectPath, p.Name, args)
+	return s.tools.Call(ctx, string(p.ProjectPath), p.Name, p.Arguments)
 }

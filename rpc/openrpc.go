@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -62,7 +64,7 @@ func (s *Server) discover(context.Context, *session, noParams) (*openRPCDoc, err
 }
 
 func (s *Server) openRPC() *openRPCDoc {
-	gen := newSchemaGen()
+	gen := newResultSchemas()
 	doc := &openRPCDoc{
 		OpenRPC: OpenRPCVersion,
 		Info: openRPCInfo{
@@ -77,7 +79,7 @@ func (s *Server) openRPC() *openRPCDoc {
 			Name:           m.name,
 			Description:    m.doc,
 			ParamStructure: "by-name",
-			Params:         paramDescriptors(gen, m.params),
+			Params:         paramDescriptors(m.params),
 			Errors:         errorRefs(m),
 		}
 		if m.result != nil {
@@ -94,23 +96,19 @@ func (s *Server) openRPC() *openRPCDoc {
 	return doc
 }
 
-// paramDescriptors lists a params struct's members, as by-name params.
-func paramDescriptors(gen *schemaGen, t reflect.Type) []contentDescriptor {
+// paramDescriptors lists a params schema's members, as by-name params.
+func paramDescriptors(ps *jsonschema.Schema) []contentDescriptor {
 	out := []contentDescriptor{}
-	for _, f := range jsonFields(t) {
-		out = append(out, contentDescriptor{Name: f.name, Required: f.required, Schema: gen.params(f.typ)})
+	for _, name := range ps.PropertyOrder {
+		out = append(out, contentDescriptor{Name: name, Required: slices.Contains(ps.Required, name), Schema: asMap(ps.Properties[name])})
 	}
 	return out
 }
 
-func serverNotification(gen *schemaGen, name, doc string, params reflect.Type) openRPCMethod {
+func serverNotification(gen *resultSchemas, name, doc string, params reflect.Type) openRPCMethod {
 	var ps []contentDescriptor
 	for _, f := range jsonFields(params) {
-		s := gen.result(f.typ)
-		ps = append(ps, contentDescriptor{Name: f.name, Required: true, Schema: s})
-		if f.typ.Kind() != reflect.Pointer {
-			ps[len(ps)-1].Required = f.required
-		}
+		ps = append(ps, contentDescriptor{Name: f.name, Required: f.required, Schema: gen.result(f.typ)})
 	}
 	return openRPCMethod{Name: name, Description: doc, ParamStructure: "by-name", Params: ps}
 }
@@ -119,12 +117,12 @@ func serverNotification(gen *schemaGen, name, doc string, params reflect.Type) o
 // takes params, then its own.
 func errorRefs(m method) []schema {
 	codes := slices.Clone(m.errors)
-	if m.params.NumField() > 0 {
+	if len(m.params.Properties) > 0 {
 		codes = append([]int64{codeInvalidParams}, codes...)
 	}
 	var refs []schema
 	for _, c := range codes {
-		refs = append(refs, schema{"$ref": "#/components/errors/" + kinds[c]})
+		refs = append(refs, schema{"$ref": "#/components/errors/" + errorTable[c].kind})
 	}
 	return refs
 }
@@ -132,9 +130,8 @@ func errorRefs(m method) []schema {
 // errorComponents is every error of the protocol, by kind.
 func errorComponents() map[string]openRPCError {
 	out := map[string]openRPCError{}
-	for code, kind := range kinds {
-		data := schema{"kind": kind}
-		out[kind] = openRPCError{Code: code, Message: errorMeanings[code], Data: data}
+	for code, e := range errorTable {
+		out[e.kind] = openRPCError{Code: code, Message: e.meaning, Data: schema{"kind": e.kind}}
 	}
 	return out
 }

@@ -66,10 +66,10 @@ func TestDiscoverCoversTheProtocol(t *testing.T) {
 			t.Errorf("method %s of docs/protocol.md is not in rpc.discover", name)
 		}
 	}
-	for code, kind := range kinds {
-		e, ok := doc.Components.Errors[kind]
+	for code, info := range errorTable {
+		e, ok := doc.Components.Errors[info.kind]
 		if !ok || e.Code != code || e.Message == "" {
-			t.Errorf("error %d %s: component %+v", code, kind, e)
+			t.Errorf("error %d %s: component %+v", code, info.kind, e)
 		}
 	}
 }

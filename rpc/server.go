@@ -7,6 +7,7 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -103,6 +104,8 @@ type session struct {
 	flushes   chan chan struct{}
 	forwarded chan struct{}
 
+	running *admission // the calls running
+
 	mu       sync.Mutex                    // guards inflight
 	inflight map[jsonrpc2.ID]*inflightCall // requests running, for $/cancelRequest
 }
@@ -117,6 +120,7 @@ func (s *Server) Serve(ctx context.Context, stream jsonrpc2.ObjectStream, opts C
 		opts:      opts,
 		flushes:   make(chan chan struct{}),
 		forwarded: make(chan struct{}),
+		running:   newAdmission(defaultCallLimits),
 		inflight:  map[jsonrpc2.ID]*inflightCall{},
 	}
 	events, unsubscribe := s.svc.Subscribe()
@@ -130,13 +134,30 @@ func (s *Server) Serve(ctx context.Context, stream jsonrpc2.ObjectStream, opts C
 		defer close(sess.forwarded)
 		s.forward(ctx, conn, events, sess.flushes)
 	})
+	ending, _ := stream.(endingStream)
+	var ended <-chan struct{}
+	if ending != nil {
+		ended = ending.ended()
+	}
 	select {
 	case <-conn.DisconnectNotify():
 	case <-ctx.Done():
 		conn.Close()
+	case <-ended:
+		conn.Close()
+	}
+	if ending != nil && ending.endReason() != nil {
+		s.log.Warn().Err(ending.endReason()).Msg("closed the connection")
 	}
 	cancel()
 	wg.Wait()
+}
+
+// endingStream is a stream that can end its connection itself (*Stream
+// does): a client that stopped reading, or framing that was lost.
+type endingStream interface {
+	ended() <-chan struct{}
+	endReason() error
 }
 
 // forward sends the service's events as notifications, in the order they
@@ -204,8 +225,9 @@ func eventNotification(ev service.Event) (string, any) {
 // (shutdown, exit, $/cancelRequest) take effect in the read loop, so in the
 // order the client sent them; everything else runs in its own goroutine,
 // with a context $/cancelRequest can cancel, so a long start does not hold
-// up a status call. Replies are always sent from a goroutine, so
-// that the read loop never waits on a client that is not reading.
+// up a status call. Replies are always sent from a goroutine, so that the
+// read loop waits on a client that is not reading only through the
+// bounds on what a connection holds (a full outbox, the calls running).
 type handler struct {
 	s    *Server
 	sess *session
@@ -219,25 +241,52 @@ func (h handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 		// The connection is closing: a message that was already read
 		// when exit took effect is dropped, not run.
 	case h.sess.shutdown.Load() && req.Method != "exit":
-		go h.reply(ctx, req, nil, newError(codeInvalidRequest, "the server is shut down: only exit is accepted", nil))
+		h.sess.spawn(ctx, req, func() {
+			h.reply(ctx, req, nil, newError(codeInvalidRequest, "the server is shut down: only exit is accepted", nil))
+		})
 	case !ok:
 		if req.Notif {
 			return // unknown notifications are ignored, as LSP and MCP do
 		}
-		go h.reply(ctx, req, nil, newError(codeMethodNotFound, "method not found: "+req.Method, nil))
+		h.sess.spawn(ctx, req, func() { h.reply(ctx, req, nil, newError(codeMethodNotFound, "method not found: "+req.Method, nil)) })
 	case m.inline:
 		started := time.Now()
 		result, err := h.call(ctx, m, req)
-		go h.finish(ctx, req, started, result, err)
+		if req.Notif { // exit, $/cancelRequest: nothing to send, no need to wait for room
+			h.finish(ctx, req, started, result, err)
+			return
+		}
+		h.sess.spawn(ctx, req, func() { h.finish(ctx, req, started, result, err) })
 	default:
-		ctx, done := h.sess.begin(ctx, req)
-		go func() {
+		callCtx, done := h.sess.begin(ctx, req)
+		spawned := h.sess.spawn(ctx, req, func() {
 			defer done()
 			started := time.Now()
-			result, err := h.call(ctx, m, req)
-			h.finish(ctx, req, started, result, err)
-		}()
+			result, err := h.call(callCtx, m, req)
+			h.finish(callCtx, req, started, result, err)
+		})
+		if !spawned {
+			done()
+		}
 	}
+}
+
+// spawn runs f, the handling of req up to its reply, in its own goroutine
+// once the calls running leave room for it (callLimits), unless the connection (ctx) ends first: then f never
+// runs. It is called from the read loop, which it holds up meanwhile.
+func (sess *session) spawn(ctx context.Context, req *jsonrpc2.Request, f func()) bool {
+	var size int64
+	if req.Params != nil {
+		size = int64(len(*req.Params))
+	}
+	if !sess.running.enter(ctx, size) {
+		return false
+	}
+	go func() {
+		defer sess.running.leave(size)
+		f()
+	}()
+	return true
 }
 
 // call runs a method. A panic is a bug: it is logged with its stack and
@@ -260,12 +309,31 @@ func (h handler) finish(ctx context.Context, req *jsonrpc2.Request, started time
 		if wire.Code == codeInternal {
 			ev = h.s.log.Error()
 		}
-		ev.Str("method", req.Method).Int64("code", wire.Code).Err(err).Dur("took", time.Since(started)).Msg("request failed")
+		// The message says what err does, once: err.Error() may build a
+		// long one again.
+		ev.Str("method", req.Method).Int64("code", wire.Code).Str("error", truncate(wire.Message, maxErrorMessageBytes)).
+			Dur("took", time.Since(started)).Msg("request failed")
 		h.reply(ctx, req, nil, wire)
 		return
 	}
 	h.s.log.Debug().Str("method", req.Method).Dur("took", time.Since(started)).Msg("request")
 	h.reply(ctx, req, result, nil)
+}
+
+// maxErrorMessageBytes bounds an error's message in a reply and in the log:
+// one that quotes what the client sent (a 30 MB projectPath made a 63 MB
+// reply, and ten of them a 692 MB log) must not come back, or be logged,
+// whole.
+const maxErrorMessageBytes = 4 << 10
+
+// boundMessage returns wire with its message cut to maxErrorMessageBytes.
+func boundMessage(wire *jsonrpc2.Error) *jsonrpc2.Error {
+	if len(wire.Message) <= maxErrorMessageBytes {
+		return wire
+	}
+	cut := *wire // wire may be the caller's own error
+	cut.Message = truncate(wire.Message, maxErrorMessageBytes)
+	return &cut
 }
 
 func (h handler) reply(ctx context.Context, req *jsonrpc2.Request, result any, wire *jsonrpc2.Error) {
@@ -278,11 +346,11 @@ func (h handler) reply(ctx context.Context, req *jsonrpc2.Request, result any, w
 	conn := h.sess.conn.Load()
 	var err error
 	if wire != nil {
-		err = conn.ReplyWithError(ctx, req.ID, wire)
+		err = conn.ReplyWithError(ctx, req.ID, boundMessage(wire))
 	} else {
 		err = conn.Reply(ctx, req.ID, result)
 	}
-	if err != nil && err != jsonrpc2.ErrClosed {
+	if err != nil && err != jsonrpc2.ErrClosed && !errors.Is(err, errOutboxEnded) {
 		h.s.log.Warn().Err(err).Str("method", req.Method).Msg("could not send the reply")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
 )
@@ -19,17 +20,22 @@ import (
 //
 // It also keeps track of the requests read and not yet answered, so that at
 // the end of input it answers every one of them before reporting EOF.
+//
+// What it writes waits in a bounded outbox for the client to take it. A
+// client that stops reading is not read from either once the outbox is
+// full, and is disconnected when a frame waits too long; so is one whose
+// framing is lost. Serve learns of both through ended and logs why.
 type Stream struct {
 	framer framer
 	closer io.Closer
+	out    *outbox
 
-	writeMu sync.Mutex     // serializes frames on the writer
-	replies sync.WaitGroup // error replies the stream sends itself, in flight
-
-	mu      sync.Mutex // guards pending and closed
+	mu      sync.Mutex // guards pending, closed and reason
 	pending map[string]int
 	closed  bool
-	settled *sync.Cond // signalled when pending shrinks or the stream closes
+	reason  error         // why the stream ended the connection itself
+	gone    chan struct{} // closed when reason is set
+	settled *sync.Cond    // signalled when pending shrinks or the stream ends
 }
 
 var _ jsonrpc2.ObjectStream = (*Stream)(nil)
@@ -37,12 +43,16 @@ var _ jsonrpc2.ObjectStream = (*Stream)(nil)
 // NewStream returns a stream reading frames from r and writing them to w,
 // closing c when it is closed (c may be nil).
 func NewStream(f Framing, r io.Reader, w io.Writer, c io.Closer) *Stream {
-	return newStream(newFramer(f, r, w), c)
+	return newStream(newFramer(f, r, w), c, stallTimeout)
 }
 
-func newStream(f framer, c io.Closer) *Stream {
-	s := &Stream{framer: f, closer: c, pending: map[string]int{}}
+// newStream starts the stream's writer, which runs until the stream is
+// closed or ends the connection.
+func newStream(f framer, c io.Closer, stall time.Duration) *Stream {
+	s := &Stream{framer: f, closer: c, pending: map[string]int{}, gone: make(chan struct{})}
 	s.settled = sync.NewCond(&s.mu)
+	s.out = newOutbox(f.WriteFrame, stall, s.end)
+	go s.out.run()
 	return s
 }
 
@@ -50,15 +60,21 @@ func newStream(f framer, c io.Closer) *Stream {
 // skipping the invalid ones.
 func (s *Stream) ReadObject(v any) error {
 	for {
-		if s.isClosed() {
-			// jsonrpc2 goes on reading after a close; nothing more is read.
-			return io.EOF
+		if err := s.admit(); err != nil {
+			return err
 		}
 		frame, err := s.framer.ReadFrame()
 		var ferr *frameError
 		switch {
 		case errors.As(err, &ferr):
-			s.writeError(nil, ferr.code, ferr.message)
+			if err := s.answer(nil, ferr.code, ferr.message); err != nil {
+				return err
+			}
+			if ferr.fatal {
+				s.waitAnswered()
+				s.end(ferr)
+				return ferr
+			}
 			continue
 		case err != nil:
 			s.waitAnswered()
@@ -66,14 +82,18 @@ func (s *Stream) ReadObject(v any) error {
 		}
 		msg, rerr := checkMessage(frame)
 		if rerr != nil {
-			s.writeError(msg.id, rerr.code, rerr.message)
+			if err := s.answer(msg.id, rerr.code, rerr.message); err != nil {
+				return err
+			}
 			continue
 		}
 		// Decode into a zeroed value: a failed attempt must leave nothing behind.
 		rv := reflect.ValueOf(v).Elem()
 		rv.Set(reflect.Zero(rv.Type()))
 		if err := json.Unmarshal(frame, v); err != nil {
-			s.writeError(msg.id, codeInvalidRequest, "invalid request: "+err.Error())
+			if err := s.answer(msg.id, codeInvalidRequest, "invalid request: "+err.Error()); err != nil {
+				return err
+			}
 			continue
 		}
 		if msg.isRequest && msg.id != nil {
@@ -83,7 +103,17 @@ func (s *Stream) ReadObject(v any) error {
 	}
 }
 
-// WriteObject writes one message as a frame.
+// admit waits, before the next frame is read, while the outbox is full:
+// a client that is not reading its answers is not read from either.
+func (s *Stream) admit() error {
+	if s.isClosed() {
+		// jsonrpc2 goes on reading after a close; nothing more is read.
+		return io.EOF
+	}
+	return eofIfClosed(s.out.waitRoom())
+}
+
+// WriteObject queues one message as a frame.
 func (s *Stream) WriteObject(obj any) error {
 	data, err := json.Marshal(obj)
 	if err != nil {
@@ -94,20 +124,13 @@ func (s *Stream) WriteObject(obj any) error {
 		Method *string         `json:"method"`
 	}
 	if json.Unmarshal(data, &peek) == nil && peek.Method == nil && peek.ID != nil {
-		defer s.track(idKey(peek.ID), -1) // answered, written or not
+		defer s.track(idKey(peek.ID), -1) // answered, queued or not
 	}
-	return s.writeFrame(data)
+	return s.out.put(data)
 }
 
-func (s *Stream) writeFrame(data []byte) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	return s.framer.WriteFrame(data)
-}
-
-// writeError answers a message the connection never sees. It writes from a
-// goroutine so the reader never waits on a client that is not reading.
-func (s *Stream) writeError(id json.RawMessage, code int64, message string) {
+// answer answers a message the connection never sees.
+func (s *Stream) answer(id json.RawMessage, code int64, message string) error {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
@@ -116,7 +139,15 @@ func (s *Stream) writeError(id json.RawMessage, code int64, message string) {
 		ID      json.RawMessage `json:"id"`
 		Error   *jsonrpc2.Error `json:"error"`
 	}{"2.0", id, newError(code, message, nil)})
-	s.replies.Go(func() { s.writeFrame(data) })
+	return eofIfClosed(s.out.put(data))
+}
+
+// eofIfClosed makes the end of a closed stream's outbox the end of input.
+func eofIfClosed(err error) error {
+	if errors.Is(err, errStreamClosed) {
+		return io.EOF
+	}
+	return err
 }
 
 func (s *Stream) track(key string, delta int) {
@@ -129,15 +160,15 @@ func (s *Stream) track(key string, delta int) {
 	s.settled.Broadcast()
 }
 
-// waitAnswered blocks until every request read has been answered, or the
-// stream is closed.
+// waitAnswered blocks until every request read has been answered and the
+// answers written, or the stream is closed or has ended the connection.
 func (s *Stream) waitAnswered() {
-	s.replies.Wait()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	for len(s.pending) > 0 && !s.closed {
+	for len(s.pending) > 0 && !s.closed && s.reason == nil {
 		s.settled.Wait()
 	}
+	s.mu.Unlock()
+	s.out.drain()
 }
 
 func (s *Stream) isClosed() bool {
@@ -146,12 +177,38 @@ func (s *Stream) isClosed() bool {
 	return s.closed
 }
 
-// Close closes the underlying connection.
+// end ends the connection from the stream's side, for reason: the first
+// reason counts. What is still queued is dropped.
+func (s *Stream) end(reason error) {
+	s.mu.Lock()
+	if s.reason != nil || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.reason = reason
+	close(s.gone)
+	s.settled.Broadcast()
+	s.mu.Unlock()
+	s.out.end(reason)
+}
+
+// ended is closed when the stream has ended the connection itself, for
+// endReason.
+func (s *Stream) ended() <-chan struct{} { return s.gone }
+
+func (s *Stream) endReason() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reason
+}
+
+// Close closes the underlying connection; frames not yet written are dropped.
 func (s *Stream) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.settled.Broadcast()
 	s.mu.Unlock()
+	s.out.end(errStreamClosed)
 	if s.closer != nil {
 		return s.closer.Close()
 	}

@@ -66,7 +66,7 @@ func (h *wsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader has answered the client
 	}
 	h.s.log.Info().Str("remote", r.RemoteAddr).Msg("WebSocket client connected")
-	h.s.Serve(r.Context(), newStream(&wsFramer{conn: conn}, wsCloser{conn}), ConnOptions{})
+	h.s.Serve(r.Context(), newStream(&wsFramer{conn: conn}, wsCloser{conn}, stallTimeout), ConnOptions{})
 	h.s.log.Info().Str("remote", r.RemoteAddr).Msg("WebSocket client disconnected")
 }
 

@@ -32,7 +32,7 @@ func serveWebSocket(t *testing.T, ctx context.Context, s *Server, rec *recorder,
 		}
 		defer close(done)
 		wf.set(&wsFramer{conn: conn})
-		stream := newStream(wf, wsCloser{conn})
+		stream := newStream(wf, wsCloser{conn}, stallTimeout)
 		streams <- stream
 		s.Serve(ctx, stream, opts)
 	}))
@@ -211,29 +211,29 @@ func TestWebSocketMessages(t *testing.T) {
 	a, b := dial(), dial()
 	defer a.Close()
 	defer b.Close()
-	expect := func(conn *websocket.Conn, code float64) {
+	expect := func(conn *websocket.Conn, code float64, says string) {
 		t.Helper()
 		var m map[string]any
 		if err := conn.ReadJSON(&m); err != nil {
 			t.Fatal(err)
 		}
 		code2, _, _ := errorOf(m)
-		if code2 != code {
-			t.Fatalf("got %v, want code %v", m, code)
+		if msg, _ := m["error"].(map[string]any); code2 != code || says != "" && !strings.Contains(msg["message"].(string), says) {
+			t.Fatalf("got %v, want code %v saying %q", m, code, says)
 		}
 	}
 	a.WriteMessage(websocket.BinaryMessage, []byte(`{"jsonrpc":"2.0","id":1,"method":"docker/status"}`))
-	expect(a, -32600)
+	expect(a, -32600, "binary message")
 	a.WriteMessage(websocket.TextMessage, []byte(strings.Repeat(" ", MaxFrameBytes+1)))
-	expect(a, -32600)
+	expect(a, -32600, "limit of 16777216 bytes")
 	a.WriteMessage(websocket.TextMessage, []byte(`{"jsonrpc":"2.0","id":2,"method":"docker/status"}`))
-	expect(a, 0)
+	expect(a, 0, "")
 	a.WriteMessage(websocket.TextMessage, []byte(`{"jsonrpc":"2.0","method":"exit"}`))
 	if _, _, err := a.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
 		t.Errorf("after exit: %v, want a normal close", err)
 	}
 	b.WriteMessage(websocket.TextMessage, []byte(`{"jsonrpc":"2.0","id":3,"method":"docker/status"}`))
-	expect(b, 0)
+	expect(b, 0, "")
 }
 
 func errorOf(m map[string]any) (code float64, kind, field string) {

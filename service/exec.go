@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/jsonsize"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
@@ -17,7 +18,7 @@ import (
 const (
 	DefaultExecTimeout = 120 * time.Second
 	MaxExecTimeout     = 600 * time.Second
-	MaxExecOutput      = 10 << 20
+	MaxExecOutput      = 10 << 20 // each of stdout and stderr, as read and as JSON encodes it
 	// execGrace is how long after the in-container timeout the sidecar stops
 	// waiting for the stream on its own (a child may still hold stdout).
 	execGrace = 3 * time.Second
@@ -73,12 +74,16 @@ func (m *Manager) Exec(ctx context.Context, path string, req ExecRequest) (ExecO
 	// timeout(1) exits 124 when it had to stop the command, 137 when it
 	// had to kill it.
 	expired := (res.ExitCode == 124 || res.ExitCode == 137) && time.Since(started) >= timeout
+	// The cap holds for the reply too, whose JSON escapes a NUL byte in 6
+	// bytes: 10 MiB of them made a 126 MB reply.
+	stdout, cutOut := jsonsize.Cut(string(bytes.ToValidUTF8(res.Stdout, []byte("\uFFFD"))), MaxExecOutput)
+	stderr, cutErr := jsonsize.Cut(string(bytes.ToValidUTF8(res.Stderr, []byte("\uFFFD"))), MaxExecOutput)
 	return ExecOutput{
 		ExitCode:  res.ExitCode,
-		Stdout:    string(bytes.ToValidUTF8(res.Stdout, []byte("\uFFFD"))),
-		Stderr:    string(bytes.ToValidUTF8(res.Stderr, []byte("\uFFFD"))),
+		Stdout:    stdout,
+		Stderr:    stderr,
 		TimedOut:  res.TimedOut || expired,
-		Truncated: res.Truncated,
+		Truncated: res.Truncated || cutOut || cutErr,
 	}, nil
 }
 

@@ -9,6 +9,8 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"golang.org/x/image/draw"
+
+	"github.com/pilot-sandbox/pilot-sandbox/args"
 )
 
 // MaxScreenshotEdge is the longest edge of a screenshot a model is sent:
@@ -42,10 +44,10 @@ func (s scale) scaled() bool { return s.factor != 1 }
 // names the argument and gives the valid range.
 func (s scale) point(xName string, x int, yName string, y int) (int, int, error) {
 	if x < 0 || x >= s.shot.Width {
-		return 0, 0, &argError{name: xName, msg: fmt.Sprintf("is %d, off the screen: it must be from 0 to %d (the screenshot is %dx%d pixels)", x, s.shot.Width-1, s.shot.Width, s.shot.Height)}
+		return 0, 0, &args.Error{Field: xName, Reason: fmt.Sprintf("is %d, off the screen: it must be from 0 to %d (the screenshot is %dx%d pixels)", x, s.shot.Width-1, s.shot.Width, s.shot.Height)}
 	}
 	if y < 0 || y >= s.shot.Height {
-		return 0, 0, &argError{name: yName, msg: fmt.Sprintf("is %d, off the screen: it must be from 0 to %d (the screenshot is %dx%d pixels)", y, s.shot.Height-1, s.shot.Width, s.shot.Height)}
+		return 0, 0, &args.Error{Field: yName, Reason: fmt.Sprintf("is %d, off the screen: it must be from 0 to %d (the screenshot is %dx%d pixels)", y, s.shot.Height-1, s.shot.Width, s.shot.Height)}
 	}
 	if !s.scaled() {
 		return x, y, nil

@@ -12,9 +12,9 @@ import (
 var ErrUnknownTool = errors.New("unknown tool")
 
 // tool is one registered tool: its description, and what it does.
-type tool struct {
-	info Tool
-	call func(ctx context.Context, project string, args json.RawMessage) Result
+type tool interface {
+	info() Tool
+	call(ctx context.Context, project string, args json.RawMessage) Result
 }
 
 // Set is the agent tools of a sidecar.
@@ -26,7 +26,7 @@ type Set struct {
 func newSet(list []tool) *Set {
 	s := &Set{tools: list, byName: map[string]tool{}}
 	for _, t := range list {
-		s.byName[t.info.Name] = t
+		s.byName[t.info().Name] = t
 	}
 	return s
 }
@@ -35,7 +35,7 @@ func newSet(list []tool) *Set {
 func (s *Set) List() []Tool {
 	out := make([]Tool, 0, len(s.tools))
 	for _, t := range s.tools {
-		out = append(out, t.info)
+		out = append(out, t.info())
 	}
 	return out
 }
@@ -46,7 +46,7 @@ func (s *Set) Call(ctx context.Context, project, name string, args json.RawMessa
 	if !ok {
 		names := make([]string, 0, len(s.tools))
 		for _, t := range s.tools {
-			names = append(names, t.info.Name)
+			names = append(names, t.info().Name)
 		}
 		slices.Sort(names)
 		return Result{}, fmt.Errorf("%w %q; the tools are %v", ErrUnknownTool, name, names)

@@ -108,14 +108,14 @@ func TestBadArgumentsAreErrorsNamingTheArgument(t *testing.T) {
 	for _, tc := range []struct {
 		tool, args, want string
 	}{
-		{"sandbox_click", `{"x": -1, "y": 5}`, `"x" must be from 0`},
+		{"sandbox_click", `{"x": -1, "y": 5}`, `"x" must be at least 0; got -1`},
 		{"sandbox_click", `{"x": 1280, "y": 5}`, `"x" is 1280, off the screen: it must be from 0 to 1279`},
 		{"sandbox_click", `{"x": 5, "y": 800}`, `"y" is 800, off the screen: it must be from 0 to 799`},
-		{"sandbox_click", `{"x": "10", "y": 5}`, `"x" must be a whole number, got "10"`},
-		{"sandbox_click", `{"x": 1.5, "y": 5}`, `"x" must be a whole number`},
+		{"sandbox_click", `{"x": "10", "y": 5}`, `"x" must be an integer; got "10"`},
+		{"sandbox_click", `{"x": 1.5, "y": 5}`, `"x" must be an integer; got 1.5`},
 		{"sandbox_click", `{"y": 5}`, `"x" is required`},
-		{"sandbox_click", `{"x": 1, "y": 5, "button": 2}`, `"button" is not an argument of this tool, which takes the arguments x, y`},
-		{"sandbox_click", `[1, 2]`, `"arguments" must be a JSON object`},
+		{"sandbox_click", `{"x": 1, "y": 5, "button": 2}`, `"button" is not a known field; the fields are x, y`},
+		{"sandbox_click", `[1, 2]`, `"arguments" must be an object`},
 		{"sandbox_drag", `{"startX": 1, "startY": 1, "endX": 99999, "endY": 1}`, `"endX" is 99999, off the screen`},
 		{"sandbox_scroll", `{"x": 1, "y": 1, "direction": "sideways"}`, `"direction" must be one of up, down, left, right; got "sideways"`},
 		{"sandbox_scroll", `{"x": 1, "y": 1, "direction": "up", "amount": 0}`, `"amount" must be from 1 to 100`},
@@ -132,10 +132,10 @@ func TestBadArgumentsAreErrorsNamingTheArgument(t *testing.T) {
 		{"sandbox_wait", `{"seconds": 31}`, `"seconds" must be from 0 to 30; got 31`},
 		{"sandbox_wait", `{"seconds": -1}`, `"seconds" must be from 0 to 30`},
 		{"sandbox_wait", `{"seconds": "5"}`, `"seconds" must be a number`},
-		{"sandbox_wait", `{}`, `"seconds" is required`},
+		{"sandbox_wait", `{}`, `"seconds" is required: Seconds to wait, 0 to 30.`},
 		{"sandbox_exec", `{"command": ""}`, `"command" must not be empty`},
 		{"sandbox_exec", `{"command": "ls", "timeoutSeconds": 601}`, `"timeoutSeconds" must be from 1 to 600`},
-		{"sandbox_screenshot", `{"x": 1}`, `"x" is not an argument of this tool, which takes no arguments`},
+		{"sandbox_screenshot", `{"x": 1}`, `"x" is not a known field; there are none`},
 	} {
 		sb := &fakeSandbox{display: desktop.DefaultDisplay}
 		res := call(t, sb, tc.tool, tc.args)
@@ -247,8 +247,9 @@ func TestEveryToolIsDescribed(t *testing.T) {
 			Required             []string                  `json:"required"`
 			AdditionalProperties *bool                     `json:"additionalProperties"`
 		}
-		if err := json.Unmarshal(tool.InputSchema, &s); err != nil || s.Type != "object" || s.AdditionalProperties == nil || *s.AdditionalProperties {
-			t.Errorf("%s: schema %s", tool.Name, tool.InputSchema)
+		raw, _ := json.Marshal(tool.InputSchema)
+		if err := json.Unmarshal(raw, &s); err != nil || s.Type != "object" || s.AdditionalProperties == nil || *s.AdditionalProperties {
+			t.Errorf("%s: schema %s", tool.Name, raw)
 		}
 		for name, p := range s.Properties {
 			if p["description"] == "" || p["type"] == nil {
@@ -262,5 +263,22 @@ func TestEveryToolIsDescribed(t *testing.T) {
 	}
 	if _, err := newSet(nil).Call(context.Background(), "/p", "nope", nil); err == nil {
 		t.Error("an unknown tool is not an error")
+	}
+}
+
+// TestOneSidedBoundsSayOneSide: an argument bounded on one side only (a
+// coordinate, at least 0) is refused as "at least 0", never "from 0 to
+// NaN" (issue 13).
+func TestOneSidedBoundsSayOneSide(t *testing.T) {
+	for _, tc := range []struct{ tool, args, want string }{
+		{"sandbox_click", `{"x": -1, "y": 0}`, `Invalid arguments: argument "x" must be at least 0; got -1.`},
+		{"sandbox_hover", `{"x": 0, "y": -5}`, `Invalid arguments: argument "y" must be at least 0; got -5.`},
+		{"sandbox_drag", `{"startX": 0, "startY": 0, "endX": -2, "endY": 0}`, `Invalid arguments: argument "endX" must be at least 0; got -2.`},
+		{"sandbox_scroll", `{"x": -1, "y": 0, "direction": "up"}`, `Invalid arguments: argument "x" must be at least 0; got -1.`},
+	} {
+		res := call(t, &fakeSandbox{display: desktop.DefaultDisplay}, tc.tool, tc.args)
+		if got := textOf(res); !res.IsError || got != tc.want {
+			t.Errorf("%s %s:\n  got  %q\n  want %q", tc.tool, tc.args, got, tc.want)
+		}
 	}
 }

@@ -3,13 +3,15 @@
 // Result), so the same tools can be served to MCP clients.
 package tools
 
-import "encoding/json"
+import "github.com/google/jsonschema-go/jsonschema"
 
-// Tool describes one agent tool to a model.
+// Tool describes one agent tool to a model. InputSchema is the schema of
+// the tool's arguments struct (package args), as the MCP Go SDK takes it;
+// it is shared, and must not be changed.
 type Tool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
+	Name        string             `json:"name"`
+	Description string             `json:"description"`
+	InputSchema *jsonschema.Schema `json:"inputSchema"`
 }
 
 // Content is one part of a tool's result: text, or an image.

@@ -262,7 +262,7 @@ func runExec(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stderr, "pilot-sandbox exec: timed out after %s\n", timeout)
 	}
 	if out.Truncated {
-		fmt.Fprintln(e.stderr, "pilot-sandbox exec: output truncated at 10 MiB")
+		fmt.Fprintf(e.stderr, "pilot-sandbox exec: output truncated at %d MiB\n", service.MaxExecOutput>>20)
 	}
 	if out.ExitCode != 0 {
 		return exitError{code: min(max(out.ExitCode, 1), 255)}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,6 +74,22 @@ func TestServeExec(t *testing.T) {
 		out, _ = exec(t, `head -c 1048576 /dev/zero | tr '\0' a`, 0)
 		if len(out["stdout"].(string)) != 1<<20 || out["truncated"] != false {
 			t.Errorf("1 MiB: %d bytes, truncated %v", len(out["stdout"].(string)), out["truncated"])
+		}
+	})
+	t.Run("output that JSON escapes is capped as the reply encodes it", func(t *testing.T) {
+		// 10 MiB of NUL bytes made a 126 MB reply: JSON writes each as \u0000.
+		out, _ := exec(t, `head -c 10485760 /dev/zero; head -c 10485760 /dev/zero | tr '\0' '<' >&2`, 0)
+		reply, _ := json.Marshal(out)
+		t.Logf("10 MiB of NUL bytes on stdout and of '<' on stderr: a reply of %d bytes; the sidecar's peak RSS %s", len(reply), s.peakRSS())
+		stdout, stderr := out["stdout"].(string), out["stderr"].(string)
+		for _, o := range []struct{ name, text, char string }{{"stdout", stdout, "\x00"}, {"stderr", stderr, "<"}} {
+			encoded, _ := json.Marshal(o.text)
+			if len(encoded)-2 > 10<<20 || len(encoded)-2 < 10<<20-6 || strings.Trim(o.text, o.char) != "" {
+				t.Errorf("%s: %d bytes, %d encoded; want all %q, encoded in at most 10 MiB", o.name, len(o.text), len(encoded)-2, o.char)
+			}
+		}
+		if out["truncated"] != true || len(reply) > 21<<20 {
+			t.Errorf("truncated %v, a reply of %d bytes", out["truncated"], len(reply))
 		}
 	})
 	t.Run("a background program with redirected output keeps running", func(t *testing.T) {

@@ -138,6 +138,21 @@ func (s *sidecar) readFrames(stdout io.Reader) error {
 	}
 }
 
+// peakRSS is the sidecar's peak resident memory so far, as the kernel
+// counts it (VmHWM), or why it cannot be read.
+func (s *sidecar) peakRSS() string {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return err.Error()
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
 func (s *sidecar) write(msg map[string]any) {
 	s.t.Helper()
 	msg["jsonrpc"] = "2.0"

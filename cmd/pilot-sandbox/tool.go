@@ -96,7 +96,11 @@ func listTools(e *env, args []string) error {
 	fmt.Fprintln(e.stdout, "Usage: pilot-sandbox tool NAME [--project DIR] ['{JSON arguments}']")
 	fmt.Fprintln(e.stdout)
 	for _, t := range list {
-		fmt.Fprintf(e.stdout, "%s\n    %s\n    arguments: %s\n\n", t.Name, t.Description, t.InputSchema)
+		schema, err := json.Marshal(t.InputSchema)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "%s\n    %s\n    arguments: %s\n\n", t.Name, t.Description, schema)
 	}
 	return nil
 }

@@ -26,53 +26,26 @@ import (
 // signal. The first line of stdout is the panel's address with its token
 // (PROTOCOL.md, Transports); nothing else goes to stdout.
 func runUI(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("ui", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	projectFlag := fs.String("project", ".", "the project directory")
-	listen := fs.String("listen", "127.0.0.1:0", "the address to serve on: a port of 127.0.0.1 (0 picks a free one)")
-	noOpen := fs.Bool("no-open", false, "do not open the panel in a browser")
-	verbose := fs.Bool("v", false, "log debug messages to stderr too")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(e.stderr, "pilot-sandbox ui: unexpected argument %q\n", fs.Arg(0))
-		return errUsage
-	}
-	addr, err := loopbackAddr(*listen)
+	opts, err := parseUIFlags(e, args)
 	if err != nil {
 		return err
 	}
-	abs, err := absProject(*projectFlag)
-	if err != nil {
-		return err
-	}
-	project, err := projectfs.Canonical(abs)
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", opts.addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	defer ln.Close()
-
-	level := zerolog.InfoLevel
-	if *verbose {
-		level = zerolog.DebugLevel
-	}
-	a, err := openApp(e.stderr, level)
+	a, err := openApp(e.stderr, opts.level)
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	log, m, docker := a.log, a.m, a.docker
 	token, err := newToken()
 	if err != nil {
 		return err
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	handler, err := panelHandler(m, log, project, port, token)
+	handler, err := panelHandler(a.m, a.log, opts.project, port, token)
 	if err != nil {
 		return err
 	}
@@ -81,15 +54,53 @@ func runUI(ctx context.Context, e *env, args []string) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Go(func() { m.Run(ctx) })
+	wg.Go(func() { a.m.Run(ctx) })
 
 	address := fmt.Sprintf("http://127.0.0.1:%d/#token=%s", port, token)
 	fmt.Fprintln(e.stdout, address)
-	log.Info().Str("project", project).Str("docker", docker.Endpoint()).Int("port", port).Msg("serving the sandbox panel")
-	if !*noOpen {
-		wg.Go(func() { openPanel(ctx, log, address) })
+	a.log.Info().Str("project", opts.project).Str("docker", a.docker.Endpoint()).Int("port", port).Msg("serving the sandbox panel")
+	if opts.open {
+		wg.Go(func() { openPanel(ctx, a.log, address) })
 	}
 	return serveUntilDone(ctx, ln, handler)
+}
+
+// uiOptions are the ui command's flags, checked.
+type uiOptions struct {
+	addr    string // a 127.0.0.1 address to listen on
+	project string // canonical
+	level   zerolog.Level
+	open    bool
+}
+
+func parseUIFlags(e *env, args []string) (uiOptions, error) {
+	fs := flag.NewFlagSet("ui", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	projectFlag := fs.String("project", ".", "the project directory")
+	listen := fs.String("listen", "127.0.0.1:0", "the address to serve on: a port of 127.0.0.1 (0 picks a free one)")
+	noOpen := fs.Bool("no-open", false, "do not open the panel in a browser")
+	verbose := fs.Bool("v", false, "log debug messages to stderr too")
+	if err := fs.Parse(args); err != nil {
+		return uiOptions{}, errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "pilot-sandbox ui: unexpected argument %q\n", fs.Arg(0))
+		return uiOptions{}, errUsage
+	}
+	opts := uiOptions{level: zerolog.InfoLevel, open: !*noOpen}
+	if *verbose {
+		opts.level = zerolog.DebugLevel
+	}
+	var err error
+	if opts.addr, err = loopbackAddr(*listen); err != nil {
+		return opts, err
+	}
+	abs, err := absProject(*projectFlag)
+	if err != nil {
+		return opts, err
+	}
+	opts.project, err = projectfs.Canonical(abs)
+	return opts, err
 }
 
 // panelHandler joins the panel's files and the JSON-RPC WebSocket, which

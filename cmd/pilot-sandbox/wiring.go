@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/adrg/xdg"
@@ -93,8 +92,8 @@ func newManager(log zerolog.Logger) (*service.Manager, *engine.Client, error) {
 	return m, docker, nil
 }
 
-// maxLogBytes is the size at which the log file is rotated (one old copy
-// is kept as pilot-sandbox.log.1).
+// maxLogBytes is the size at which the log file is rotated, at start-up
+// and while the process runs (one old copy is kept as pilot-sandbox.log.1).
 const maxLogBytes = 10 << 20
 
 // openLog returns a logger writing JSON lines to the log file under the
@@ -105,47 +104,17 @@ func openLog(stderr io.Writer, consoleLevel zerolog.Level) (zerolog.Logger, func
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return zerolog.Nop(), func() {}, fmt.Errorf("create state directory: %w", err)
 	}
-	path := filepath.Join(dir, "pilot-sandbox.log")
-	if info, err := os.Stat(path); err == nil && info.Size() > maxLogBytes {
-		os.Rename(path, path+".1")
-	}
-	file, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	file, err := openLogFile(filepath.Join(dir, "pilot-sandbox.log"), maxLogBytes)
 	if err != nil {
 		return zerolog.Nop(), func() {}, fmt.Errorf("open log file: %w", err)
 	}
 	console := zerolog.ConsoleWriter{Out: stderr, NoColor: !isTerminal(stderr), TimeFormat: "15:04:05"}
-	logFile := &closableFile{f: file}
 	out := zerolog.MultiLevelWriter(
-		levelWriter{logFile, zerolog.DebugLevel},
+		levelWriter{file, zerolog.DebugLevel},
 		levelWriter{console, consoleLevel},
 	)
 	log := zerolog.New(out).Level(zerolog.DebugLevel).With().Timestamp().Int("pid", os.Getpid()).Logger()
-	return log, logFile.close, nil
-}
-
-// closableFile drops writes after close: goroutines that end after the
-// command (a reply still being logged) must not fail on a closed file.
-type closableFile struct {
-	mu sync.Mutex // guards f
-	f  *os.File
-}
-
-func (c *closableFile) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.f == nil {
-		return len(p), nil
-	}
-	return c.f.Write(p)
-}
-
-func (c *closableFile) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.f != nil {
-		c.f.Close()
-		c.f = nil
-	}
+	return log, file.close, nil
 }
 
 // levelWriter passes on only events at or above its level.

@@ -5,14 +5,27 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
 
-// schema is a JSON Schema object. Maps marshal with sorted keys, so a
-// document built from them is the same bytes every time.
+// schema is a JSON Schema object in the OpenRPC document. Maps marshal
+// with sorted keys, so a document built from them is the same bytes every
+// time.
 type schema = map[string]any
+
+// asMap is a params schema (package args) as a part of the document.
+func asMap(s *jsonschema.Schema) schema {
+	data, err := json.Marshal(s)
+	var m schema
+	if err != nil || json.Unmarshal(data, &m) != nil {
+		return schema{} // jsonschema-go writes the empty schema as true
+	}
+	return m
+}
 
 // schemaNames gives the protocol's shared result types the names
 // PROTOCOL.md uses; they go into components.schemas and are referenced.
@@ -29,55 +42,50 @@ var schemaNames = map[reflect.Type]string{
 }
 
 // schemaOverrides are types whose JSON form reflection cannot see: enums
-// declared as constants, raw JSON, and ids.
+// declared as constants, and a tool's input schema, itself a schema.
 var schemaOverrides = map[reflect.Type]schema{
 	reflect.TypeFor[service.Status](): {"type": "string", "enum": []string{
 		string(service.StatusStarting), string(service.StatusRunning), string(service.StatusStopping),
 		string(service.StatusStopped), string(service.StatusError),
 	}},
-	reflect.TypeFor[json.RawMessage](): {},
-	reflect.TypeFor[requestID]():       {"type": []string{"string", "integer"}, "minimum": 0},
+	reflect.TypeFor[jsonschema.Schema](): {},
 }
 
-// schemaGen reflects JSON Schemas from the Go types of params and results,
-// by the rules decodeParams and encoding/json apply: a member is required
-// unless its field is a pointer or omitempty; a top-level pointer result
-// may be null.
-type schemaGen struct {
+// resultSchemas reflects the JSON Schemas of results and of the server's
+// notifications from their Go types, by the rules encoding/json writes
+// them with: a member is required unless omitempty, and a top-level
+// pointer result may be null. (Params are the args package's.)
+type resultSchemas struct {
 	defs map[string]schema // components.schemas, by name
 }
 
-func newSchemaGen() *schemaGen { return &schemaGen{defs: map[string]schema{}} }
-
-// params is the schema of a params type: every object is closed, since
-// decodeParams refuses unknown members, and nothing is shared by reference.
-func (g *schemaGen) params(t reflect.Type) schema { return g.of(t, true) }
+func newResultSchemas() *resultSchemas { return &resultSchemas{defs: map[string]schema{}} }
 
 // result is the schema of a result type. A pointer result may be null.
-func (g *schemaGen) result(t reflect.Type) schema {
+func (g *resultSchemas) result(t reflect.Type) schema {
 	if t.Kind() == reflect.Pointer {
 		if t.Elem() == reflect.TypeFor[struct{}]() {
 			return schema{"type": "null"}
 		}
-		return schema{"oneOf": []schema{g.of(t.Elem(), false), {"type": "null"}}}
+		return schema{"oneOf": []schema{g.of(t.Elem()), {"type": "null"}}}
 	}
-	return g.of(t, false)
+	return g.of(t)
 }
 
-func (g *schemaGen) of(t reflect.Type, strict bool) schema {
+func (g *resultSchemas) of(t reflect.Type) schema {
 	if s, ok := schemaOverrides[t]; ok {
 		return s
 	}
-	if name, ok := schemaNames[t]; ok && !strict {
+	if name, ok := schemaNames[t]; ok {
 		if _, done := g.defs[name]; !done {
 			g.defs[name] = schema{} // a placeholder stops recursion
-			g.defs[name] = g.object(t, false)
+			g.defs[name] = g.object(t)
 		}
 		return schema{"$ref": "#/components/schemas/" + name}
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
-		return g.of(t.Elem(), strict)
+		return g.of(t.Elem())
 	case reflect.String:
 		return schema{"type": "string"}
 	case reflect.Bool:
@@ -89,20 +97,20 @@ func (g *schemaGen) of(t reflect.Type, strict bool) schema {
 	case reflect.Float32, reflect.Float64:
 		return schema{"type": "number"}
 	case reflect.Slice, reflect.Array:
-		return schema{"type": "array", "items": g.of(t.Elem(), strict)}
+		return schema{"type": "array", "items": g.of(t.Elem())}
 	case reflect.Map:
-		return schema{"type": "object", "additionalProperties": g.of(t.Elem(), strict)}
+		return schema{"type": "object", "additionalProperties": g.of(t.Elem())}
 	case reflect.Struct:
-		return g.object(t, strict)
+		return g.object(t)
 	}
 	return schema{}
 }
 
-func (g *schemaGen) object(t reflect.Type, strict bool) schema {
+func (g *resultSchemas) object(t reflect.Type) schema {
 	props := schema{}
 	required := []string{}
 	for _, f := range jsonFields(t) {
-		props[f.name] = g.of(f.typ, strict)
+		props[f.name] = g.of(f.typ)
 		if f.required {
 			required = append(required, f.name)
 		}
@@ -111,23 +119,18 @@ func (g *schemaGen) object(t reflect.Type, strict bool) schema {
 	if len(required) > 0 {
 		s["required"] = required
 	}
-	if strict {
-		s["additionalProperties"] = false
-	}
 	return s
 }
 
-// jsonField is a struct field as JSON sees it.
+// jsonField is a struct field as encoding/json writes it.
 type jsonField struct {
 	name     string
 	typ      reflect.Type
-	index    int
-	required bool
+	required bool // always written: not omitempty or omitzero
 }
 
 // jsonFields lists a struct's members in declaration order, named by their
-// json tags. A member is required unless its field is a pointer or
-// omitempty: the rule decodeParams applies to params.
+// json tags.
 func jsonFields(t reflect.Type) []jsonField {
 	var out []jsonField
 	for i := range t.NumField() {
@@ -140,8 +143,8 @@ func jsonFields(t reflect.Type) []jsonField {
 		if name == "" {
 			name = f.Name
 		}
-		optional := f.Type.Kind() == reflect.Pointer || strings.Contains(opts, "omitempty")
-		out = append(out, jsonField{name: name, typ: f.Type, index: i, required: !optional})
+		optional := strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")
+		out = append(out, jsonField{name: name, typ: f.Type, required: !optional})
 	}
 	return out
 }

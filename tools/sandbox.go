@@ -1,0 +1,117 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// Bounds of sandbox_exec's timeoutSeconds: the service's, in seconds.
+const (
+	maxExecSeconds     = int(service.MaxExecTimeout / time.Second)
+	defaultExecSeconds = int(service.DefaultExecTimeout / time.Second)
+)
+
+// execOutputCap is the service's cap on each of stdout and stderr, as a
+// reader says it.
+var execOutputCap = fmt.Sprintf("%d MiB", service.MaxExecOutput>>20)
+
+func jsonInt(n int) json.RawMessage { return json.RawMessage(strconv.Itoa(n)) }
+
+func startTool(sb Sandbox) tool {
+	desc := "Start the project's sandbox, a Linux desktop in a container, if it is not running (the first " +
+		"start can take a minute). Returns its state; then take a screenshot to see the screen."
+	return define("sandbox_start", desc, func(ctx context.Context, project string, _ noArgs) (Result, error) {
+		st, err := sb.Start(ctx, project)
+		if err != nil {
+			return Result{}, err
+		}
+		return Text(fmt.Sprintf("The sandbox is running: a %dx%d Linux desktop (fluxbox, with xterm). "+
+			"The user can watch it. Take a screenshot to see the screen.", st.Display.Width, st.Display.Height)), nil
+	})
+}
+
+func stopTool(sb Sandbox) tool {
+	desc := "Stop the project's sandbox. Its files and installed programs are kept for the next start."
+	return define("sandbox_stop", desc, func(ctx context.Context, project string, _ noArgs) (Result, error) {
+		if _, err := sb.Stop(ctx, project); err != nil && !errors.Is(err, service.ErrNoSandbox) {
+			return Result{}, err
+		}
+		return Text("The sandbox is stopped; its files are kept for the next start."), nil
+	})
+}
+
+type waitArgs struct {
+	Seconds float64 `json:"seconds" jsonschema:"Seconds to wait."`
+}
+
+func (waitArgs) TuneSchema(s *jsonschema.Schema) { bound(s.Properties["seconds"], 0, MaxWait) }
+
+func waitTool() tool {
+	desc := fmt.Sprintf("Wait a number of seconds, 0 to %d, for something in the sandbox to happen (a page to load, a "+
+		"program to start). Then take a screenshot to check.", MaxWait)
+	return define("sandbox_wait", desc, func(ctx context.Context, project string, a waitArgs) (Result, error) {
+		t := time.NewTimer(time.Duration(a.Seconds * float64(time.Second)))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return Text(fmt.Sprintf("Waited %s seconds.", strconv.FormatFloat(a.Seconds, 'f', -1, 64))), nil
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		}
+	})
+}
+
+type execArgs struct {
+	Command        string `json:"command" jsonschema:"The shell command."`
+	TimeoutSeconds int    `json:"timeoutSeconds,omitzero" jsonschema:"Seconds before the command is killed."`
+}
+
+func (execArgs) TuneSchema(s *jsonschema.Schema) {
+	textBounds(s, "command", 1, MaxTextLength)
+	bound(s.Properties["timeoutSeconds"], 1, float64(maxExecSeconds))
+	s.Properties["timeoutSeconds"].Default = jsonInt(defaultExecSeconds)
+}
+
+func execTool(sb Sandbox) tool {
+	desc := fmt.Sprintf("Run a shell command in the sandbox (bash -lc, as its unprivileged user, with DISPLAY set so GUI "+
+		"programs open on its screen). Returns the exit code, stdout and stderr (each cut at %s). To start a "+
+		"GUI program that keeps running, redirect its output and background it: firefox >/dev/null 2>&1 & "+
+		"timeoutSeconds: 1 to %d (default %d); the command is killed when it runs out.",
+		execOutputCap, maxExecSeconds, defaultExecSeconds)
+	return define("sandbox_exec", desc, func(ctx context.Context, project string, a execArgs) (Result, error) {
+		out, err := sb.Exec(ctx, project, service.ExecRequest{
+			Command: a.Command,
+			Timeout: time.Duration(a.TimeoutSeconds) * time.Second,
+		})
+		if err != nil {
+			return Result{}, err
+		}
+		return Text(execReport(out, a.TimeoutSeconds)), nil
+	})
+}
+
+func execReport(out service.ExecOutput, timeout int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Exit code %d.", out.ExitCode)
+	if out.TimedOut {
+		fmt.Fprintf(&b, " The command was killed after %d seconds.", timeout)
+	}
+	if out.Truncated {
+		fmt.Fprintf(&b, " Output was cut at %s.", execOutputCap)
+	}
+	for _, s := range []struct{ name, text string }{{"stdout", out.Stdout}, {"stderr", out.Stderr}} {
+		if s.text != "" {
+			fmt.Fprintf(&b, "\n\n%s:\n%s", s.name, s.text)
+		}
+	}
+	return b.String()
+}
