@@ -31,8 +31,11 @@ func (e *TooManyError) Error() string {
 	for i, r := range e.Running {
 		projects[i] = r.ProjectPath
 	}
-	return fmt.Sprintf("%d sandboxes already run, the most maxRunning in config.json allows (%d): stop one first (%s)",
-		len(e.Running), e.Max, strings.Join(projects, ", "))
+	running := fmt.Sprintf("%d sandboxes already run", len(e.Running))
+	if len(e.Running) == 1 {
+		running = "1 sandbox already runs"
+	}
+	return fmt.Sprintf("%s, as many as maxRunning in config.json allows: stop one first (%s)", running, strings.Join(projects, ", "))
 }
 
 func (e *TooManyError) Unwrap() error { return ErrTooManySandboxes }

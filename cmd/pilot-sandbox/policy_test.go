@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 )
@@ -134,5 +135,69 @@ func TestConfirmTakesOnlyYes(t *testing.T) {
 		if got := confirm(strings.NewReader(answer), &out, "Remove? [y/N] "); got != want || out.String() != "Remove? [y/N] " {
 			t.Errorf("answer %q: %v (asked %q), want %v", answer, got, out.String(), want)
 		}
+	}
+}
+
+// TestStatusRightAfterInitializeKnowsTheRunningSandbox: a client that asks
+// while the sidecar's first look at Docker is under way gets the sandbox
+// that runs, not null. Measured before the fix: a status sent 30 to 300 ms
+// after initialize answered null (the look held the project), one sent at
+// once or later did not; so statuses go out every 20 ms over the first
+// half second, and every one must say running.
+func TestStatusRightAfterInitializeKnowsTheRunningSandbox(t *testing.T) {
+	docker := dockertest.Engine(t)
+	project := dockertest.Project(t, docker)
+	if out, errOut, code := cliRun(t, []string{"XDG_STATE_HOME=" + t.TempDir()}, "", "start", "--project", project); code != 0 {
+		t.Fatalf("start: %d %s %s", code, out, errOut)
+	}
+	for _, framing := range []string{"ndjson", "lsp"} {
+		t.Run(framing, func(t *testing.T) {
+			s := startSidecar(t, framing)
+			s.write(map[string]any{"id": 0, "method": "initialize", "params": map[string]any{}})
+			const asks = 25
+			for id := 1; id <= asks; id++ {
+				s.write(map[string]any{"id": id, "method": "sandbox/status", "params": map[string]any{"projectPath": project}})
+				time.Sleep(20 * time.Millisecond) // spread over the startup, not a wait for anything
+			}
+			deadline := time.After(time.Minute)
+			for answered := 0; answered <= asks; {
+				var msg map[string]any
+				select {
+				case msg = <-s.msgs:
+				case <-deadline:
+					t.Fatalf("%d of %d requests answered within a minute", answered, asks+1)
+				}
+				id, isReply := msg["id"].(float64)
+				if !isReply {
+					continue // a notification
+				}
+				if answered++; id == 0 {
+					continue // initialize
+				}
+				if st, _ := msg["result"].(map[string]any); st == nil || st["status"] != "running" {
+					t.Errorf("status %v sent %d ms after initialize: %v, want running", id, int(id-1)*20, msg["result"])
+				}
+			}
+		})
+	}
+}
+
+func TestServeRefusesAStartPastMaxRunning(t *testing.T) {
+	docker := dockertest.Engine(t)
+	first, second := dockertest.Project(t, docker), dockertest.Project(t, docker)
+	config := writeConfig(t.TempDir(), "max-one", `{"maxRunning": 1}`)
+	// A scope of its own: maxRunning counts every running sandbox of one.
+	s := startSidecar(t, "ndjson", "XDG_CONFIG_HOME="+config, "PILOT_SCOPE="+dockertest.TestScope+"-maxrunning")
+	result(t, s.call("initialize", map[string]any{}, 10*time.Second))
+	started := result(t, s.call("sandbox/start", map[string]any{"projectPath": first}, 5*time.Minute))
+	msg := s.call("sandbox/start", map[string]any{"projectPath": second}, time.Minute)
+	e, _ := msg["error"].(map[string]any)
+	data, _ := e["data"].(map[string]any)
+	running, _ := data["running"].([]any)
+	if e == nil || e["code"] != -32008.0 || data["kind"] != "too_many_sandboxes" || len(running) != 1 {
+		t.Fatalf("second start: %v", msg)
+	}
+	if r := running[0].(map[string]any); r["projectPath"] != first || r["containerId"] != started["containerId"] {
+		t.Errorf("data.running = %v, want %s", running, first)
 	}
 }
