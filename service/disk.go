@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"time"
 
 	units "github.com/docker/go-units"
 )
@@ -41,7 +42,12 @@ func (d diskUse) of(id string) int64 {
 // checkDisk measures the sandbox's files, warns at 90% of limit and stops
 // it past its allowance (when stops allows). It says whether it stopped.
 func (m *Manager) checkDisk(ctx context.Context, b *box, r *run, st State, limit int64, stops bool) bool {
+	if !m.diskDue(b, r) {
+		return false
+	}
+	started := m.cfg.Now()
 	used, err := m.docker.DiskUsage(ctx, st.ContainerID)
+	m.spaceDisk(b, r, started)
 	if err != nil {
 		m.log.Debug().Err(err).Str("project", b.project).Msg("could not measure the sandbox's files")
 		return false
@@ -58,6 +64,31 @@ func (m *Manager) checkDisk(ctx context.Context, b *box, r *run, st State, limit
 	m.policyStop(ctx, b, st.ContainerID, why, func() bool { return true })
 	now := b.snapshot()
 	return now != nil && now.Status == StatusStopped
+}
+
+// diskCost bounds what measuring a layer costs: the engine walks the
+// layer, which took 0.7 ms for a fresh sandbox and 73 ms for one holding
+// 20,000 files (BenchmarkDiskUsage), and grows with the files. A layer
+// whose measure takes longer than a hundredth of a round is measured
+// only every diskCost times as long as it took, so that measuring costs
+// the engine about 1% of a CPU per sandbox at most.
+const diskCost = 100
+
+// diskDue says whether the run's layer is to be measured this round.
+func (m *Manager) diskDue(b *box, r *run) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !m.cfg.Now().Before(r.diskNextAt)
+}
+
+// spaceDisk puts off the next measure of a layer that was slow to measure.
+func (m *Manager) spaceDisk(b *box, r *run, started time.Time) {
+	now := m.cfg.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if spacing := diskCost * now.Sub(started); spacing > m.policy.interval {
+		r.diskNextAt = started.Add(spacing)
+	}
 }
 
 // noteDisk keeps the measure, and says whether to warn (the first measure

@@ -48,6 +48,8 @@ type fakeDocker struct {
 	// containers' creation specs.
 	disk  map[string]int64
 	specs map[string]ContainerSpec
+	// onDiskUsage, if set, runs in each DiskUsage, outside the lock.
+	onDiskUsage func()
 	// heldNames are names held by no container, as while Docker undoes a
 	// create whose client went away: the next creates with the name fail
 	// with a conflict, this many times.
@@ -404,6 +406,12 @@ func (s *fakeSession) Close() error                { s.in.Close(); s.out.Close()
 func (s *fakeSession) Stderr() string              { return "Traceback: fake agent died" }
 
 func (f *fakeDocker) DiskUsage(ctx context.Context, id string) (int64, error) {
+	f.mu.Lock()
+	hook := f.onDiskUsage
+	f.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
 	defer f.mu.Unlock()
 	if err := f.enter("DiskUsage"); err != nil {
 		return 0, err

@@ -4,8 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -78,48 +76,18 @@ func BenchmarkPolicyRound(b *testing.B) {
 // measure runs f b.N times and reports the CPU it cost this process and
 // the engine, per run.
 func measure(b *testing.B, f func()) {
-	self, engine := cpuSelf(), cpuEngine()
+	self, engine := cpuSelf(), dockertest.EngineCPU()
 	for b.Loop() {
 		f()
 	}
 	b.StopTimer()
 	n := float64(b.N)
 	b.ReportMetric(float64(cpuSelf()-self)/n/1e6, "cpu-ms/op")
-	b.ReportMetric(float64(cpuEngine()-engine)/n/1e6, "engine-cpu-ms/op")
+	b.ReportMetric(float64(dockertest.EngineCPU()-engine)/n/1e6, "engine-cpu-ms/op")
 }
 
 func cpuSelf() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// cpuEngine is the CPU time of the engine's processes, their reaped
-// children (runc) included, read from /proc.
-func cpuEngine() time.Duration {
-	entries, _ := os.ReadDir("/proc")
-	var ticks int64
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		open, close := strings.IndexByte(string(data), '('), strings.LastIndexByte(string(data), ')')
-		if open < 0 || close < 0 {
-			continue
-		}
-		name := string(data[open+1 : close])
-		if name != "dockerd" && name != "containerd" && !strings.HasPrefix(name, "containerd-shim") {
-			continue
-		}
-		fields := strings.Fields(string(data[close+2:]))
-		for _, i := range []int{11, 12, 13, 14} { // utime, stime, cutime, cstime
-			v, _ := strconv.ParseInt(fields[i], 10, 64)
-			ticks += v
-		}
-	}
-	return time.Duration(ticks) * time.Second / 100 // USER_HZ
 }

@@ -358,6 +358,31 @@ func TestDiskIsWarnedOfThenStopped(t *testing.T) {
 	}
 }
 
+func TestASlowLayerIsMeasuredLessOften(t *testing.T) {
+	p := newPolicyHarness(t, `{"disk": "100m", "idleStop": "0"}`, nil)
+	p.start(t, project(t))
+	p.docker.onDiskUsage = func() { p.clock.advance(time.Second) } // the engine walks a big layer
+	p.round()
+	p.clock.advance(30 * time.Second) // a round later
+	p.round()
+	if n := p.docker.count("DiskUsage"); n != 1 {
+		t.Fatalf("a measure that took 1s was made again after 30s: %d measures", n)
+	}
+	p.clock.advance(70 * time.Second) // 100 times what it took
+	p.round()
+	if n := p.docker.count("DiskUsage"); n != 2 {
+		t.Fatalf("%d measures after 100 times what one took, want 2", n)
+	}
+	p.docker.onDiskUsage = nil // quick again: every round
+	p.clock.advance(100 * time.Second)
+	p.round()
+	p.clock.advance(time.Millisecond)
+	p.round()
+	if n := p.docker.count("DiskUsage"); n != 4 {
+		t.Fatalf("quick measures: %d in all, want 4", n)
+	}
+}
+
 func TestNoPolicyFileEnforcesNothing(t *testing.T) {
 	h := newHarness(t, nil)
 	for range 6 {

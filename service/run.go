@@ -32,6 +32,7 @@ type run struct {
 	diskSeen      bool
 	diskAllowance int64
 	diskWarned    bool
+	diskNextAt    time.Time // a slow layer is measured no sooner
 
 	agentMu sync.Mutex     // guards agent; one agent starts at a time
 	agent   *desktop.Agent // the desktop agent, once started
