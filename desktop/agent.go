@@ -2,6 +2,7 @@ package desktop
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,9 +20,17 @@ import (
 // stream, where every docker exec costs tens of milliseconds before the
 // command even runs.
 
-// maxAgentLine bounds one answer of the agent (a screenshot of a large
-// display is the largest).
-const maxAgentLine = 256 << 20
+// What the agent writes is read no further than the answer the sidecar
+// waits for can be: whatever runs in the sandbox can write into the agent's
+// output too (/proc/<pid>/fd/1 of a process of the same user).
+const (
+	// maxAnswer bounds a line while no request is waiting, and the answer
+	// to every request but the two below: a few numbers, or an error's words.
+	maxAnswer = 1 << 20
+	// maxClipboardAnswer bounds the answer to clipboard_get: its text,
+	// JSON-escaped (up to 12 bytes for a character), is the largest part.
+	maxClipboardAnswer = 16 << 20
+)
 
 // ErrAgent marks a request the desktop agent refused or failed; the message
 // says why in words a model can act on (an unknown key name, say).
@@ -29,6 +39,14 @@ var ErrAgent = errors.New("desktop agent")
 // ErrGone: the agent's process ended (its container stopped, or it
 // crashed); the next request needs a new one.
 var ErrGone = errors.New("the desktop agent exited")
+
+// ErrTooLong: the agent's output held a line longer than any answer to
+// the request could be. The agent is closed unread: something in the
+// sandbox may be writing into its output.
+var ErrTooLong = errors.New("the desktop agent wrote a line longer than any answer")
+
+// ErrBadScreenshot: the agent's screenshot is not a PNG of the display.
+var ErrBadScreenshot = errors.New("the desktop agent's screenshot is not of the display")
 
 // ErrTimeout: the agent did not answer in time. The agent is closed, as its
 // state is unknown.
@@ -63,6 +81,9 @@ type request struct {
 	Amount    int    `json:"amount,omitempty"`
 	Text      string `json:"text"`
 	Keys      string `json:"keys,omitempty"`
+
+	// maxAnswer bounds the answer's line; 0 means the package's maxAnswer.
+	maxAnswer int `json:"-"`
 }
 
 type response struct {
@@ -78,10 +99,13 @@ type response struct {
 
 // Agent is a running desktop agent.
 type Agent struct {
-	session Session
-	lines   chan []byte   // answers, in order
-	done    chan struct{} // closed when the agent's output ends
-	stop    chan struct{} // closed by Close: read gives up a line no one waits for
+	session      Session
+	closeSession func()        // closes session once, from Close or from read
+	lines        chan []byte   // answers, in order
+	done         chan struct{} // closed when the agent's output ends
+	stop         chan struct{} // closed by Close: read gives up a line no one waits for
+	limit        atomic.Int64  // the longest line read takes now
+	readErr      error         // why read ended early; written before done is closed
 
 	mu     sync.Mutex // serializes requests; guards next
 	next   int64
@@ -92,6 +116,8 @@ type Agent struct {
 // session is closed when the agent does not answer.
 func Dial(ctx context.Context, session Session) (*Agent, error) {
 	a := &Agent{session: session, lines: make(chan []byte), done: make(chan struct{}), stop: make(chan struct{})}
+	a.closeSession = sync.OnceFunc(func() { session.Close() })
+	a.limit.Store(maxAnswer)
 	go a.read()
 	if _, err := a.call(ctx, request{Op: "hello"}, 30*time.Second); err != nil {
 		a.Close()
@@ -101,16 +127,23 @@ func Dial(ctx context.Context, session Session) (*Agent, error) {
 }
 
 // read passes each line of the agent's output on until it ends, which
-// Close brings about by closing the session.
+// Close brings about by closing the session. A line longer than the answer
+// awaited ends it too, and closes the session rather than read on.
 func (a *Agent) read() {
 	defer close(a.done)
-	sc := bufio.NewScanner(a.session)
-	sc.Buffer(make([]byte, 64<<10), maxAgentLine)
-	for sc.Scan() {
-		line := append([]byte(nil), sc.Bytes()...)
+	r := bufio.NewReaderSize(a.session, 64<<10)
+	for {
+		line, err := readLine(r, &a.limit)
+		if err != nil {
+			if errors.Is(err, ErrTooLong) {
+				a.readErr = err
+				a.closeSession()
+			}
+			return
+		}
 		select {
 		case a.lines <- line:
-		case <-a.stop: // closed: the session's end ends the scan next
+		case <-a.stop: // closed: the session's end ends the reading next
 		}
 	}
 }
@@ -130,9 +163,11 @@ func (a *Agent) call(ctx context.Context, req request, timeout time.Duration) (r
 	if err != nil {
 		return response{}, err
 	}
+	a.limit.Store(int64(cmp.Or(req.maxAnswer, maxAnswer)))
+	defer a.limit.Store(maxAnswer)
 	if _, err := a.session.Write(append(data, '\n')); err != nil {
 		a.closeLocked()
-		return response{}, fmt.Errorf("%w: %v", ErrGone, err)
+		return response{}, a.goneErr(req, err)
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
@@ -145,7 +180,7 @@ func (a *Agent) call(ctx context.Context, req request, timeout time.Duration) (r
 				return resp, fmt.Errorf("desktop agent answered %q: %v", truncateString(string(line), 200), err)
 			}
 			if resp.ID != req.ID {
-				continue // the answer to an earlier request: cannot happen, but harmless
+				continue // an earlier request's late answer, or a line the sandbox wrote
 			}
 			if resp.Error != "" {
 				return resp, fmt.Errorf("%w: %s", ErrAgent, resp.Error)
@@ -153,7 +188,7 @@ func (a *Agent) call(ctx context.Context, req request, timeout time.Duration) (r
 			return resp, nil
 		case <-a.done:
 			a.closeLocked()
-			return response{}, fmt.Errorf("%w: %s", ErrGone, strings.TrimSpace(a.session.Stderr()))
+			return response{}, a.goneErr(req, nil)
 		case <-timer.C:
 			a.closeLocked()
 			return response{}, fmt.Errorf("%w: it did not answer %s within %s", ErrTimeout, req.Op, timeout)
@@ -162,6 +197,22 @@ func (a *Agent) call(ctx context.Context, req request, timeout time.Duration) (r
 			return response{}, ctx.Err()
 		}
 	}
+}
+
+// goneErr says why the agent cannot answer req: the line that was too long,
+// or its end (writeErr: the request could not be sent).
+func (a *Agent) goneErr(req request, writeErr error) error {
+	select {
+	case <-a.done:
+		if a.readErr != nil {
+			return fmt.Errorf("%w (waiting for the answer to %s); closed it, as something in the sandbox may be writing into its output", a.readErr, req.Op)
+		}
+	default:
+	}
+	if writeErr != nil {
+		return fmt.Errorf("%w: %v", ErrGone, writeErr)
+	}
+	return fmt.Errorf("%w: %s", ErrGone, strings.TrimSpace(a.session.Stderr()))
 }
 
 // Close ends the agent. It is safe to call more than once.
@@ -175,7 +226,7 @@ func (a *Agent) closeLocked() {
 	if !a.closed {
 		a.closed = true
 		close(a.stop)
-		a.session.Close()
+		a.closeSession()
 	}
 }
 

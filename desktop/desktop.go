@@ -3,6 +3,7 @@ package desktop
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"image/png"
 	"time"
@@ -91,23 +92,39 @@ type Screenshot struct {
 	Height int
 }
 
-// Screenshot captures the whole display as a PNG.
+// Screenshot captures the whole display as a PNG. The PNG's header must
+// give the display's size: a PNG is only ever decoded by its size, and one
+// the sandbox forged may claim any.
 func (d *Desktop) Screenshot(ctx context.Context) (Screenshot, error) {
-	resp, err := d.call(ctx, request{Op: "screenshot"}, requestTimeout)
+	resp, err := d.call(ctx, request{Op: "screenshot", maxAnswer: screenshotAnswerBound(d.display)}, requestTimeout)
 	if err != nil {
 		return Screenshot{}, err
 	}
 	cfg, err := png.DecodeConfig(bytes.NewReader(resp.PNG))
 	if err != nil {
-		return Screenshot{}, fmt.Errorf("screenshot: %w", err)
+		return Screenshot{}, fmt.Errorf("%w: %v", ErrBadScreenshot, err)
+	}
+	if cfg.Width != d.display.Width || cfg.Height != d.display.Height {
+		return Screenshot{}, fmt.Errorf("%w: it is %dx%d, the display %dx%d",
+			ErrBadScreenshot, cfg.Width, cfg.Height, d.display.Width, d.display.Height)
 	}
 	return Screenshot{PNG: resp.PNG, Width: cfg.Width, Height: cfg.Height}, nil
+}
+
+// screenshotAnswerBound is the longest answer a screenshot of the display
+// can be: its pixels stored uncompressed at 4 bytes each (the agent sends
+// 3) with a filter byte a row, deflate's and PNG's framing (well under one
+// part in 64), in base64, and the JSON around it.
+func screenshotAnswerBound(d Display) int {
+	raw := d.Height * (1 + 4*d.Width)
+	pngMax := raw + raw/64 + 4<<10
+	return base64.StdEncoding.EncodedLen(pngMax) + 4<<10
 }
 
 // Clipboard returns the clipboard's text; empty reports that nothing is
 // on the clipboard.
 func (d *Desktop) Clipboard(ctx context.Context) (text string, empty bool, err error) {
-	resp, err := d.call(ctx, request{Op: "clipboard_get"}, requestTimeout)
+	resp, err := d.call(ctx, request{Op: "clipboard_get", maxAnswer: maxClipboardAnswer}, requestTimeout)
 	return resp.Text, resp.Empty, err
 }
 

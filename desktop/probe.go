@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -16,32 +17,93 @@ import (
 // rfbBanner is how every RFB 3.x server greets a client: "RFB 003.008\n".
 var rfbBanner = []byte("RFB 003.00")
 
+// Whatever answers on the sandbox's port may be a program of the sandbox's
+// own, so the probe bounds everything it reads and goes nowhere else.
+const (
+	// maxPageRead is how much of noVNC's page is read (and thrown away).
+	maxPageRead = 1 << 20
+	// maxProbeHeaders bounds the response headers of the page and of the
+	// WebSocket handshake; real ones are a few hundred bytes.
+	maxProbeHeaders = 16 << 10
+	// maxBannerMessage bounds one WebSocket message while the banner (12
+	// bytes, in one message or a few) is read.
+	maxBannerMessage = 4 << 10
+	// maxWebSocketRead bounds all a probe reads on its WebSocket: the
+	// handshake's headers and the banner's messages.
+	maxWebSocketRead = maxProbeHeaders + 4*maxBannerMessage
+)
+
+// probeBound bounds a probe that brings no deadline of its own (a
+// variable for the test of it).
+var probeBound = 10 * time.Second
+
+// errRedirect: the page answered with a redirect, which the probe does not
+// follow: the sandbox must not make the sidecar request anything else.
+var errRedirect = errors.New("redirect refused")
+
+// probeClient asks for the page only: no redirects, no proxy, no
+// connections kept, and bounds on time and headers.
+func probeClient() *http.Client {
+	return &http.Client{
+		Timeout: probeBound,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+		Transport: &http.Transport{
+			Proxy:                  nil,
+			DisableKeepAlives:      true,
+			ResponseHeaderTimeout:  probeBound,
+			MaxResponseHeaderBytes: maxProbeHeaders,
+		},
+	}
+}
+
 // Probe checks that a client can really use the sandbox's desktop at
 // host:wsPort: noVNC's page answers 200, and a WebSocket through websockify
 // yields the VNC server's RFB banner. Published ports accept TCP connections
 // well before either is true, so connecting is not enough.
 func Probe(ctx context.Context, host string, wsPort int) error {
-	base := host + ":" + strconv.Itoa(wsPort)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+base+"/vnc.html", nil)
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, probeBound)
+		defer cancel()
+	}
+	base := net.JoinHostPort(host, strconv.Itoa(wsPort))
+	if err := getPage(ctx, "http://"+base+"/vnc.html"); err != nil {
+		return fmt.Errorf("noVNC page: %w", err)
+	}
+	return readBanner(ctx, "ws://"+base+"/websockify")
+}
+
+// getPage asks for noVNC's page and reads at most maxPageRead of it.
+func getPage(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := probeClient().Do(req)
 	if err != nil {
-		return fmt.Errorf("noVNC page: %w", err)
+		return err
 	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("noVNC page: %s", resp.Status)
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, maxPageRead))
+	switch {
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		return fmt.Errorf("%w: %s to %q", errRedirect, resp.Status, resp.Header.Get("Location"))
+	case resp.StatusCode != http.StatusOK:
+		return errors.New(resp.Status)
 	}
-	return readBanner(ctx, "ws://"+base+"/websockify")
+	return nil
 }
 
 // readBanner opens a WebSocket to websockify and reads the first bytes the
 // VNC server sends through it.
 func readBanner(ctx context.Context, url string) error {
-	dialer := websocket.Dialer{Subprotocols: []string{"binary"}, HandshakeTimeout: 5 * time.Second}
+	dialer := websocket.Dialer{
+		Subprotocols:     []string{"binary"},
+		HandshakeTimeout: 5 * time.Second,
+		NetDialContext:   boundedDial(maxWebSocketRead),
+	}
 	conn, resp, err := dialer.DialContext(ctx, url, nil)
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()
@@ -50,11 +112,10 @@ func readBanner(ctx context.Context, url string) error {
 		return fmt.Errorf("websocket: %w", err)
 	}
 	defer conn.Close()
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(5 * time.Second)
-	}
+	deadline, _ := ctx.Deadline() // Probe gives every ctx one
 	conn.SetReadDeadline(deadline)
+	// A frame that declares more is refused at its header, unread.
+	conn.SetReadLimit(maxBannerMessage)
 	var got []byte
 	for len(got) < len(rfbBanner) {
 		_, msg, err := conn.ReadMessage()
@@ -67,4 +128,38 @@ func readBanner(ctx context.Context, url string) error {
 		return errors.New("unexpected greeting from the VNC server: " + strconv.Quote(string(got)))
 	}
 	return nil
+}
+
+// boundedDial dials connections that read at most limit bytes in all: the
+// WebSocket library bounds neither the handshake's headers nor the number
+// of messages.
+func boundedDial(limit int64) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &boundedConn{Conn: conn, left: limit}, nil
+	}
+}
+
+// errReadBound: a connection of the probe was sent more than it reads.
+var errReadBound = errors.New("the sandbox sent more than a desktop's greeting")
+
+// boundedConn is a connection that fails a read past its bound.
+type boundedConn struct {
+	net.Conn
+	left int64 // bytes it may still read; one goroutine reads
+}
+
+func (c *boundedConn) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errReadBound
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.Conn.Read(p)
+	c.left -= int64(n)
+	return n, err
 }

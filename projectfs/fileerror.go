@@ -12,6 +12,12 @@ import (
 // written. See FileError.
 var ErrFile = errors.New("project file unusable")
 
+// ErrRefused: a file of .pilot, or .pilot itself, is not used because it
+// is not a regular file (or directory) inside the project of at most
+// MaxFileSize: a link, a device, a pipe, or too large. Reading treats it
+// as absent; writing refuses. Every such FileError is an ErrRefused.
+var ErrRefused = errors.New("not a regular file of the project")
+
 // errCorrupt marks a file that exists but cannot be used as it is.
 var errCorrupt = errors.New("corrupt file")
 
@@ -34,6 +40,10 @@ const (
 	// FileUnwritable: the file cannot be written (a read-only or full
 	// file system, permissions). What was there is unchanged.
 	FileUnwritable FileProblem = "unwritable"
+	// FileRefused: the file, or .pilot, is a symbolic link, a device, a
+	// pipe or larger than MaxFileSize. It is neither read (it counts as
+	// absent) nor written through, nor set aside.
+	FileRefused FileProblem = "refused"
 )
 
 // FileError is a file of the project's .pilot directory that cannot be
@@ -62,6 +72,8 @@ func (e *FileError) describe() string {
 		return fmt.Sprintf("%s was %s (%v): kept it as %s and started a new one", e.Path, e.Problem, e.Err, e.KeptAs)
 	case e.Problem == FileCorrupt:
 		return fmt.Sprintf("%s is not valid (%v): fix it, or move it away to start afresh", e.Path, e.Err)
+	case e.Problem == FileRefused:
+		return fmt.Sprintf("refused %s: %v; the sidecar uses only regular files of at most %s in the project's own .pilot directory (remove or replace it)", e.Path, e.Err, sizeOf(MaxFileSize))
 	case e.Problem == FileUnreadable:
 		return fmt.Sprintf("cannot read %s: %v", e.Path, e.Err)
 	case errors.Is(e.Err, syscall.ENOSPC):
@@ -75,7 +87,12 @@ func (e *FileError) describe() string {
 	}
 }
 
-func (e *FileError) Unwrap() []error { return []error{ErrFile, e.Err} }
+func (e *FileError) Unwrap() []error {
+	if e.Problem == FileRefused {
+		return []error{ErrFile, ErrRefused, e.Err}
+	}
+	return []error{ErrFile, e.Err}
+}
 
 // bare strips the path (often a temporary file's) from an operating
 // system error, which a FileError names itself: "no space left on device".

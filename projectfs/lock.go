@@ -70,8 +70,12 @@ func (l Locks) TryLock(project string) (*Lock, error) {
 	return &Lock{f: f}, nil
 }
 
+// maxHolder bounds what Holder reads: "pid N, PATH" with a path of at
+// most a few KiB.
+const maxHolder = 64 << 10
+
 // Holder says which process holds the project's lock, as the holder wrote it.
 func (l Locks) Holder(project string) string {
-	holder, _ := os.ReadFile(l.path(project))
+	holder, _ := readBounded(l.path(project), maxHolder)
 	return strings.TrimSpace(string(holder))
 }

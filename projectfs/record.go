@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 )
@@ -26,61 +24,81 @@ type Record struct {
 	UpdatedAt  int64  `json:"updatedAt"`
 }
 
+// recordName is the record's file in .pilot.
+const recordName = "sandbox.json"
+
 // SandboxFile is the project's .pilot/sandbox.json.
 func SandboxFile(project string) string {
-	return filepath.Join(project, Dir, "sandbox.json")
+	return filepath.Join(project, Dir, recordName)
 }
 
 // WriteRecord saves the record atomically, creating .pilot/ if needed. A
 // corrupt or unreadable file in its place is set aside first, never
-// overwritten: the returned FileError says where it went. A failure to
-// write is a FileError (FileUnwritable) and leaves the old file as it was.
+// overwritten: the returned FileError says where it went. A file that is
+// refused (a link, a device, too large) is left as it is, and so is the
+// record: that is a FileError (FileRefused). A failure to write is a
+// FileError (FileUnwritable) and leaves the old file as it was.
 func WriteRecord(project string, rec Record, now time.Time) (aside *FileError, err error) {
 	path := SandboxFile(project)
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return nil, err
 	}
-	if err := makePilotDir(project); err != nil {
-		return nil, &FileError{Path: path, Problem: FileUnwritable, Err: bare(err)}
+	pilot, err := openPilot(project, true)
+	if err != nil {
+		return nil, fileErrorOf(path, err, FileUnwritable)
 	}
-	removeStaleTemps(path, now)
-	if _, err := ReadRecord(project); err != nil {
-		if aside, err = setAsideBad(path, err, now); err != nil {
+	defer pilot.Close()
+	removeStaleTemps(pilot.root, recordName, now)
+	if _, err := readRecordIn(pilot); err != nil {
+		if aside, err = setAsideBad(pilot, recordName, err, now); err != nil {
 			return nil, err
 		}
 	}
-	if err := writeFileAtomic(path, append(data, '\n'), 0o644); err != nil {
+	if err := writeFileAtomic(pilot.root, recordName, append(data, '\n'), 0o644); err != nil {
 		return aside, &FileError{Path: path, Problem: FileUnwritable, Err: bare(err)}
 	}
 	return aside, nil
 }
 
 // setAsideBad moves a file that readErr says is corrupt or unreadable out
-// of the way and returns what it did, as a FileError with KeptAs.
-func setAsideBad(path string, readErr error, now time.Time) (*FileError, error) {
+// of the way and returns what it did, as a FileError with KeptAs. A file
+// that is refused is not touched: readErr is returned as it is.
+func setAsideBad(pilot *pilotDir, name string, readErr error, now time.Time) (*FileError, error) {
 	var fe *FileError
-	if !errors.As(readErr, &fe) {
+	if !errors.As(readErr, &fe) || fe.Problem == FileRefused {
 		return nil, readErr
 	}
-	kept, err := setAside(path, now)
+	kept, err := setAside(pilot.root, name, now)
 	if err != nil {
-		return nil, &FileError{Path: path, Problem: FileUnwritable, Err: fmt.Errorf("it is %s and cannot be moved aside: %w", fe.Problem, err)}
+		return nil, &FileError{Path: fe.Path, Problem: FileUnwritable, Err: fmt.Errorf("it is %s and cannot be moved aside: %w", fe.Problem, bare(err))}
 	}
-	fe.KeptAs = kept
+	fe.KeptAs = pilot.path(kept)
 	return fe, nil
 }
 
 // ReadRecord loads the record. A missing file is (nil, nil); one that
-// cannot be read, or is not a sandbox record, is a FileError.
+// cannot be read, is refused, or is not a sandbox record, is a FileError.
 func ReadRecord(project string) (*Record, error) {
-	path := SandboxFile(project)
-	data, err := os.ReadFile(path)
-	if missing(err) {
-		return nil, nil
-	}
+	pilot, err := openPilot(project, false)
 	if err != nil {
-		return nil, &FileError{Path: path, Problem: FileUnreadable, Err: bare(err)}
+		if err = fileErrorOf(SandboxFile(project), err, FileUnreadable); missing(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer pilot.Close()
+	return readRecordIn(pilot)
+}
+
+func readRecordIn(pilot *pilotDir) (*Record, error) {
+	path := pilot.path(recordName)
+	data, err := pilot.read(recordName)
+	if err != nil {
+		if err = fileErrorOf(path, err, FileUnreadable); missing(err) {
+			return nil, nil
+		}
+		return nil, err
 	}
 	var rec Record
 	if err := json.Unmarshal(data, &rec); err != nil {
@@ -93,22 +111,20 @@ func ReadRecord(project string) (*Record, error) {
 	return &rec, nil
 }
 
-// makePilotDir creates the project's .pilot directory if it is missing,
-// but never the project directory itself: a project deleted while its
-// sandbox lives on must stay deleted.
-func makePilotDir(project string) error {
-	err := os.Mkdir(filepath.Join(project, Dir), 0o755)
-	if errors.Is(err, fs.ErrExist) {
-		return nil
-	}
-	return err
-}
-
-// RemoveRecord deletes the record; a missing file is not an error.
+// RemoveRecord deletes the record; a missing file is not an error, a
+// refused one (a link, say) is left as it is and is a FileError.
 func RemoveRecord(project string) error {
-	err := os.Remove(SandboxFile(project))
+	path := SandboxFile(project)
+	pilot, err := openPilot(project, false)
+	if err == nil {
+		defer pilot.Close()
+		_, err = pilot.lstat(recordName)
+		if err == nil {
+			err = pilot.root.Remove(recordName)
+		}
+	}
 	if err != nil && !missing(err) {
-		return &FileError{Path: SandboxFile(project), Problem: FileUnwritable, Err: bare(err)}
+		return fileErrorOf(path, err, FileUnwritable)
 	}
 	return nil
 }
@@ -120,8 +136,14 @@ func SameRecord(a, b Record) bool {
 	return a == b
 }
 
-// RecordExists says whether the project has a .pilot/sandbox.json.
+// RecordExists says whether the project has a .pilot/sandbox.json, of
+// whatever kind, in a .pilot that is the project's own.
 func RecordExists(project string) bool {
-	_, err := os.Stat(SandboxFile(project))
+	pilot, err := openPilot(project, false)
+	if err != nil {
+		return false
+	}
+	defer pilot.Close()
+	_, err = pilot.root.Lstat(recordName)
 	return err == nil
 }

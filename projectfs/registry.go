@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -32,12 +33,12 @@ func OpenRegistry(stateDir string) (*Registry, error) {
 	return r, err
 }
 
-// read loads the file; a missing one is an empty list.
 // Path is the registry's file.
 func (r *Registry) Path() string { return r.path }
 
+// read loads the file; a missing one is an empty list.
 func (r *Registry) read() ([]string, error) {
-	data, err := os.ReadFile(r.path)
+	data, err := readBounded(r.path, MaxFileSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -114,7 +115,27 @@ func (r *Registry) save() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(r.path, append(data, '\n'), 0o600)
+	dir, err := openStateDir(filepath.Dir(r.path))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return writeFileAtomic(dir, filepath.Base(r.path), append(data, '\n'), 0o600)
+}
+
+// readBounded reads a file of the user's own state, which is at most max
+// bytes: a larger one is an error, and is not read past max.
+func readBounded(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(data)) > max {
+		return nil, fmt.Errorf("%s is larger than %s: not read", path, sizeOf(max))
+	}
+	return data, err
 }
 
 // lockWithin takes the lock file at path, waiting up to wait for another

@@ -17,9 +17,12 @@ import (
 // written back byte for byte, in its place.
 const ToolsKey = "dockerToolsEnabled"
 
+// settingsName is the settings' file in .pilot.
+const settingsName = "settings.json"
+
 // SettingsFile is the project's .pilot/settings.json.
 func SettingsFile(project string) string {
-	return filepath.Join(project, Dir, "settings.json")
+	return filepath.Join(project, Dir, settingsName)
 }
 
 // Settings is a JSON object together with where each top-level value sits
@@ -110,15 +113,36 @@ func (d *Settings) with(key string, value []byte) []byte {
 }
 
 // ReadSettings loads .pilot/settings.json. A missing file is an empty
-// document; one that cannot be read, or is not a JSON object, a FileError.
+// document; so is a refused one (a link, a device, too large), which comes
+// with a FileError (FileRefused) to report. One that cannot be read, or is
+// not a JSON object, is a FileError and no document.
 func ReadSettings(project string) (*Settings, error) {
-	path := SettingsFile(project)
-	data, err := os.ReadFile(path)
-	if missing(err) {
-		return emptySettings(), nil
-	}
+	pilot, err := openPilot(project, false)
 	if err != nil {
-		return nil, &FileError{Path: path, Problem: FileUnreadable, Err: bare(err)}
+		return settingsOf(SettingsFile(project), nil, fileErrorOf(SettingsFile(project), err, FileUnreadable))
+	}
+	defer pilot.Close()
+	return readSettingsIn(pilot)
+}
+
+func readSettingsIn(pilot *pilotDir) (*Settings, error) {
+	path := pilot.path(settingsName)
+	data, err := pilot.read(settingsName)
+	if err != nil {
+		err = fileErrorOf(path, err, FileUnreadable)
+	}
+	return settingsOf(path, data, err)
+}
+
+// settingsOf is the document a read of path gave.
+func settingsOf(path string, data []byte, readErr error) (*Settings, error) {
+	switch {
+	case missing(readErr):
+		return emptySettings(), nil
+	case errors.Is(readErr, ErrRefused):
+		return emptySettings(), readErr
+	case readErr != nil:
+		return nil, readErr
 	}
 	doc, err := parseSettings(data)
 	if err != nil {
@@ -130,30 +154,34 @@ func ReadSettings(project string) (*Settings, error) {
 // WriteSettingsBool sets one boolean key and writes the file atomically,
 // keeping every other key. A corrupt or unreadable file is set aside (kept
 // next to the new one) rather than overwritten: the returned FileError
-// says where it went. A failure to write is a FileError (FileUnwritable)
-// and leaves the file as it was.
+// says where it went. A refused file (a link, a device, too large) is
+// neither read nor replaced: that is a FileError (FileRefused), as is a
+// failure to write (FileUnwritable); either leaves the file as it was.
 func WriteSettingsBool(project, key string, value bool, now time.Time) (aside *FileError, err error) {
 	path := SettingsFile(project)
-	doc, err := ReadSettings(project)
+	pilot, err := openPilot(project, true)
 	if err != nil {
-		if aside, err = setAsideBad(path, err, now); err != nil {
+		return nil, fileErrorOf(path, err, FileUnwritable)
+	}
+	defer pilot.Close()
+	perm := settingsPerm(pilot)
+	doc, err := readSettingsIn(pilot)
+	if err != nil {
+		if aside, err = setAsideBad(pilot, settingsName, err, now); err != nil {
 			return nil, err
 		}
 		doc = emptySettings()
 	}
 	data := doc.with(key, []byte(strconv.FormatBool(value)))
-	if err := makePilotDir(project); err != nil {
-		return aside, &FileError{Path: path, Problem: FileUnwritable, Err: bare(err)}
-	}
-	if err := writeFileAtomic(path, data, settingsPerm(project)); err != nil {
+	if err := writeFileAtomic(pilot.root, settingsName, data, perm); err != nil {
 		return aside, &FileError{Path: path, Problem: FileUnwritable, Err: bare(err)}
 	}
 	return aside, nil
 }
 
 // settingsPerm keeps the mode the app gave the file, or 0644 for a new one.
-func settingsPerm(project string) os.FileMode {
-	if info, err := os.Stat(SettingsFile(project)); err == nil {
+func settingsPerm(pilot *pilotDir) os.FileMode {
+	if info, err := pilot.root.Lstat(settingsName); err == nil && info.Mode().IsRegular() {
 		return info.Mode().Perm()
 	}
 	return 0o644

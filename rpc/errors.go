@@ -58,7 +58,7 @@ var errorTable = map[int64]errorInfo{
 	codeStartFailed:       {"start_failed", "The container did not become ready; data.log holds its last output."},
 	codeToolsDisabled:     {"tools_disabled", "tools/call on a project whose agent tools are off."},
 	codeTimeout:           {"timeout", "A Docker operation did not finish in time."},
-	codeProjectFile:       {"file_error", "A file of the project's .pilot directory cannot be read or written (corrupt, read-only, disk full); data.file names it, message says what to do. Nothing was changed."},
+	codeProjectFile:       {"file_error", "A file of the project's .pilot directory cannot be read or written (corrupt, refused because it is a link, a device or over 1 MiB, read-only, disk full); data.file names it, message says what to do. Nothing was changed."},
 	codeTooManySandboxes:  {"too_many_sandboxes", "As many sandboxes run as maxRunning in the user's config.json allows; data.running lists them ({projectPath, containerId, containerName}), so that one can be stopped."},
 	codeRequestCancelled:  {"request_cancelled", "The client cancelled the request with $/cancelRequest."},
 }

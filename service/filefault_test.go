@@ -123,3 +123,47 @@ func TestUnreadableSettingsTurnToolsOffAndAreReported(t *testing.T) {
 		t.Error("tools not on after the write")
 	}
 }
+
+// A repository's settings.json that is a link (here to a file outside the
+// project asking for the machine) is neither obeyed nor written through: a
+// start makes the sandbox with the default settings and says why, the
+// tools switch reads as off, and setting it is refused naming the file,
+// with the file linked to unchanged (issue 16).
+func TestALinkedSettingsFileCountsAsAbsent(t *testing.T) {
+	h := newHarness(t, nil)
+	dir := project(t)
+	ctx := context.Background()
+	outside := filepath.Join(t.TempDir(), "elsewhere.json")
+	wanted := `{"dockerToolsEnabled": true, "sandbox": {"memory": "4g", "processes": 300, "display": {"width": 1024, "height": 768}}}`
+	os.WriteFile(outside, []byte(wanted), 0o600)
+	os.MkdirAll(filepath.Join(dir, projectfs.Dir), 0o755)
+	os.Symlink(outside, projectfs.SettingsFile(dir))
+
+	st, err := h.m.Start(ctx, dir)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	c, _ := h.docker.InspectContainer(ctx, st.ContainerID)
+	if c.Limits != DefaultLimits || st.Display != desktop.DefaultDisplay {
+		t.Errorf("made with %+v and %+v, want the defaults", c.Limits, st.Display)
+	}
+	w := h.warnings()
+	if len(w) != 1 || w[0].Problem != projectfs.FileRefused || w[0].File != projectfs.SettingsFile(dir) ||
+		!strings.Contains(w[0].Message, "symbolic link") || !strings.Contains(w[0].Message, "default settings") {
+		t.Errorf("warnings = %+v", w)
+	}
+	if on, err := h.m.ToolsEnabled(dir); on || err != nil {
+		t.Errorf("tools enabled through a link: %v, %v", on, err)
+	}
+	_, err = h.m.SetToolsEnabled(dir, false)
+	var fe *projectfs.FileError
+	if !errors.As(err, &fe) || fe.Problem != projectfs.FileRefused || !errors.Is(err, ErrProjectFile) || fe.Path != projectfs.SettingsFile(dir) {
+		t.Errorf("set through a link: %v", err)
+	}
+	if data, _ := os.ReadFile(outside); string(data) != wanted {
+		t.Errorf("the file linked to changed: %q", data)
+	}
+	if info, err := os.Lstat(projectfs.SettingsFile(dir)); err != nil || info.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v, %v", info, err)
+	}
+}

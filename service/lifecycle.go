@@ -63,7 +63,7 @@ func (m *Manager) find(ctx context.Context, b *box) (Container, error) {
 // create makes the project's container, building the image first if needed.
 func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 	name := ContainerName(b.project)
-	pc, limits, err := m.projectLimits(ctx, b.project)
+	pc, limits, err := m.projectLimits(ctx, b)
 	if err != nil {
 		return Container{}, err
 	}

@@ -13,8 +13,17 @@ import (
 
 // projectLimits reads the project's sandbox settings and the engine's
 // capacity, and returns the settings with the container limits they make.
-func (m *Manager) projectLimits(ctx context.Context, project string) (projectfs.Config, Limits, error) {
+// A settings file that is refused (a link, say) counts as absent, and is
+// reported.
+func (m *Manager) projectLimits(ctx context.Context, b *box) (projectfs.Config, Limits, error) {
+	project := b.project
 	pc, err := projectfs.ReadConfig(project)
+	var fe *projectfs.FileError
+	if errors.Is(err, projectfs.ErrRefused) && errors.As(err, &fe) {
+		fe.Effect = "the sandbox gets the default settings"
+		m.warn(b, fe.Path, fe)
+		err = nil
+	}
 	if err != nil {
 		return pc, Limits{}, err
 	}
@@ -32,7 +41,7 @@ func (m *Manager) projectLimits(ctx context.Context, project string) (projectfs.
 // container as it is (and is reported); a setting that is wrong fails the
 // start, as it would a creation.
 func (m *Manager) applyLimits(ctx context.Context, b *box, c Container) error {
-	pc, want, err := m.projectLimits(ctx, b.project)
+	pc, want, err := m.projectLimits(ctx, b)
 	var fe *projectfs.FileError
 	switch {
 	case errors.As(err, &fe):

@@ -22,7 +22,7 @@ func TestBadProjectFilesAreKeptAndReported(t *testing.T) {
 	docker := dockertest.Engine(t)
 	truncated, unreadable := dockertest.Project(t, docker), dockertest.Project(t, docker)
 	stateHome := "XDG_STATE_HOME=" + t.TempDir()
-	first := startSidecar(t, "ndjson", stateHome)
+	first := startSidecar(t, "ndjson", stateHome, ownScope(t))
 	states := map[string]map[string]any{}
 	for _, p := range []string{truncated, unreadable} {
 		states[p] = result(t, first.call("sandbox/start", map[string]any{"projectPath": p}, 5*time.Minute))
@@ -40,7 +40,7 @@ func TestBadProjectFilesAreKeptAndReported(t *testing.T) {
 	badSettings := []byte(`{"theme": "dark", "dockerToolsEn`)
 	os.WriteFile(pilot(truncated, "settings.json"), badSettings, 0o644)
 
-	s := startSidecar(t, "ndjson", stateHome)
+	s := startSidecar(t, "ndjson", stateHome, ownScope(t))
 	result(t, s.call("initialize", map[string]any{}, 20*time.Second))
 	for _, c := range []struct{ project, problem string }{{truncated, "corrupt"}, {unreadable, "unreadable"}} {
 		w := s.waitNotification("sandbox/warning", func(w map[string]any) bool {
