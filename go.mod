@@ -12,6 +12,7 @@ require (
 	github.com/sourcegraph/jsonrpc2 v0.2.3
 	golang.org/x/image v0.47.0
 	golang.org/x/sys v0.49.0
+	golang.org/x/term v0.45.0
 )
 
 require (

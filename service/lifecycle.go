@@ -29,6 +29,13 @@ func (m *Manager) Start(ctx context.Context, path string) (State, error) {
 	}
 	defer m.unlockProject(b)
 	c, err := m.find(ctx, b)
+	if (err == nil && !c.Running) || errors.Is(err, ErrContainerNotFound) {
+		release, err := m.admit(ctx, b)
+		if err != nil {
+			return State{}, err
+		}
+		defer release()
+	}
 	if errors.Is(err, ErrContainerNotFound) {
 		c, err = m.create(ctx, b)
 	}
@@ -72,14 +79,16 @@ func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 		return Container{}, err
 	}
 	m.progress(b.project, StageCreate, "Creating the sandbox container "+name, 0, 0)
+	policy, _ := m.currentPolicy()
 	spec := ContainerSpec{
-		Name:   name,
-		Image:  m.cfg.Image,
-		Labels: projectLabels(m.cfg.Scope, b.project),
-		Env:    []string{fmt.Sprintf("%s=%dx%dx24", desktop.ResolutionEnv, display.Width, display.Height)},
-		Ports:  []int{desktop.VNCPort, desktop.NoVNCPort},
-		HostIP: "127.0.0.1",
-		Limits: limits,
+		Name:      name,
+		Image:     m.cfg.Image,
+		Labels:    projectLabels(m.cfg.Scope, b.project),
+		Env:       []string{fmt.Sprintf("%s=%dx%dx24", desktop.ResolutionEnv, display.Width, display.Height)},
+		Ports:     []int{desktop.VNCPort, desktop.NoVNCPort},
+		HostIP:    "127.0.0.1",
+		Limits:    limits,
+		DiskBytes: policy.DiskBytes,
 	}
 	for attempt := 1; ; attempt++ {
 		id, err := m.docker.CreateContainer(ctx, spec)
@@ -163,6 +172,8 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 	}
 	st := stateOf(b.project, ready, secret, display, false)
 	m.clearFailure(b)
+	m.setStopReason(b, "", "")
+	m.touch(b) // a start is a use
 	m.commit(b, &st)
 	m.progress(b.project, StageReady, fmt.Sprintf("The desktop is ready on 127.0.0.1:%d", st.WSPort), 0, 0)
 	m.log.Info().Str("project", b.project).Int("wsPort", st.WSPort).Int("vncPort", st.VNCPort).Msg("sandbox running")

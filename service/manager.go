@@ -54,6 +54,8 @@ type Config struct {
 	// ResyncInterval is how often Run checks every sandbox against Docker,
 	// in case an event was lost (10 s).
 	ResyncInterval time.Duration
+	// Policy is where the user's lifecycle policy comes from (policy.go).
+	Policy PolicyConfig
 	// Probe checks a started desktop; nil means the real check
 	// (desktop.Probe). Unit tests replace it.
 	Probe func(ctx context.Context, wsPort int) error
@@ -113,6 +115,10 @@ type Manager struct {
 	registry *projectfs.Registry
 	locks    projectfs.Locks
 	events   broker
+	policy   *policy // the user's lifecycle policy (policy.go)
+
+	reconciled     chan struct{} // closed once Run first looked at Docker
+	reconciledOnce sync.Once
 
 	imageMu sync.Mutex // serializes image checks and builds
 
@@ -153,6 +159,10 @@ type box struct {
 		at time.Time
 	}
 	reported map[string]string // file -> the problem last reported with it
+	// stopReason says why the policy stopped a container (idle.go), and
+	// disk what its layer measured last (disk.go).
+	stopReason stopReason
+	disk       diskUse
 }
 
 func (b *box) lock(ctx context.Context) error {
@@ -196,12 +206,14 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("read image resources: %w", err)
 	}
 	m := &Manager{
-		docker:  docker,
-		cfg:     cfg,
-		log:     cfg.Logger,
-		build:   build,
-		boxes:   map[string]*box{},
-		unready: make(chan string, 64),
+		docker:     docker,
+		cfg:        cfg,
+		log:        cfg.Logger,
+		build:      build,
+		boxes:      map[string]*box{},
+		unready:    make(chan string, 64),
+		policy:     newPolicy(cfg.Policy, cfg.StateDir),
+		reconciled: make(chan struct{}),
 	}
 	m.locks = projectfs.NewLocks(cfg.StateDir)
 	m.registry, err = projectfs.OpenRegistry(cfg.StateDir)
@@ -259,6 +271,7 @@ func (m *Manager) commit(b *box, st *State) {
 	b.mu.Lock()
 	prev := b.state
 	if st != nil {
+		st.DiskBytes = b.disk.of(st.ContainerID)
 		cp := *st
 		b.state = &cp
 	} else {
@@ -307,6 +320,9 @@ func (m *Manager) persist(b *box, prev, st *State) {
 // saveRecord writes the state to .pilot/sandbox.json, reporting what was
 // wrong with the file there, if anything.
 func (m *Manager) saveRecord(b *box, st State) {
+	if projectfs.Gone(b.project) {
+		return // an orphan (see Orphans): its project stays deleted
+	}
 	now := m.cfg.Now()
 	aside, err := projectfs.WriteRecord(b.project, recordOf(st, now), now)
 	if aside != nil {
@@ -328,6 +344,7 @@ func recordOf(st State, now time.Time) projectfs.Record {
 		VNCPort:       st.VNCPort,
 		Status:        string(st.Status),
 		Display:       projectfs.Display(st.Display),
+		StopReason:    st.StopReason,
 		CreatedAt:     st.CreatedAt,
 		UpdatedAt:     now.UnixMilli(),
 	}

@@ -21,6 +21,18 @@ type run struct {
 	secret     desktop.Secret // zero until known
 	ready      bool           // its desktop answered
 	unreadyWhy string         // why it never did within ReadyTimeout
+	// lastActive is its last use seen here, zero until the policy or a
+	// use sees it, and sharedAt the last written for other processes
+	// (idle.go).
+	lastActive, sharedAt time.Time
+	viewing              bool      // a viewer was connected at the last look
+	viewersAt            time.Time // the last look
+	// What the disk policy knows of the run (disk.go): whether it was
+	// measured, how far it may grow, and whether its use was warned of.
+	diskSeen      bool
+	diskAllowance int64
+	diskWarned    bool
+	diskNextAt    time.Time // a slow layer is measured no sooner
 
 	agentMu sync.Mutex     // guards agent; one agent starts at a time
 	agent   *desktop.Agent // the desktop agent, once started

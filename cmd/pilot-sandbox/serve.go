@@ -53,6 +53,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		// Reconciliation starts once the client gets events, so that what
 		// it finds (a sandbox that died, a corrupt state file) reaches it.
 		OnSubscribed: func() { wg.Go(func() { m.Run(ctx) }) },
+		// Until Run's first look at Docker, a status would miss the
+		// sandboxes found running.
+		Reconciled: m.Reconciled(),
 	})
 	cancel()
 	wg.Wait()

@@ -5,11 +5,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/adrg/xdg"
 	"github.com/rs/zerolog"
 
 	"github.com/pilot-sandbox/pilot-sandbox/engine"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/resources"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
@@ -30,7 +32,20 @@ const (
 	// process makes and sees (default "true"): the tests set their own, so
 	// they never touch a user's real sandboxes or projects.
 	envScope = "PILOT_SCOPE"
+	// envTestPolicy, set to 1, lets config.json's idleStop be as short as
+	// a second and makes the policy look every second, for tests.
+	envTestPolicy = "PILOT_TEST_POLICY"
 )
+
+// policyConfig is where the user's lifecycle policy comes from:
+// pilot-sandbox/config.json under the XDG config directory.
+func policyConfig() service.PolicyConfig {
+	cfg := service.PolicyConfig{File: projectfs.UserConfigFile(xdg.ConfigHome)}
+	if os.Getenv(envTestPolicy) == "1" {
+		cfg.MinIdleStop, cfg.Interval = time.Second, time.Second
+	}
+	return cfg
+}
 
 // app is what a command works with: its logger, and the manager on the
 // engine; close closes the log file.
@@ -64,6 +79,7 @@ func newManager(log zerolog.Logger) (*service.Manager, *engine.Client, error) {
 		Agent:     resources.DesktopAgent(),
 		StateDir:  stateDir(),
 		Scope:     os.Getenv(envScope),
+		Policy:    policyConfig(),
 		Logger:    log,
 	}
 	if base := os.Getenv(envBaseImage); base != "" {
