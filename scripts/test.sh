@@ -34,6 +34,11 @@ export PILOT_SCOPE=test
 
 go vet ./...
 go test -count=1 -timeout 40m "$@" ./...
+# The race detector over the packages with concurrency, on their fakes
+# (-short runs no sandbox, so this takes seconds, not the suite again).
+if [ "$#" -eq 0 ]; then
+  go test -count=1 -race -short ./service/... ./rpc/... ./desktop/... ./projectfs/... ./engine/... ./tools/...
+fi
 
 # The desktop agent's Python tests: go test ran them all in the sandbox image
 # (resources/agent_test.go); here the ones that need no X server run on this

@@ -2,7 +2,8 @@
 // sandboxes. A test that needs Docker calls Engine (or Manager) first: the
 // test is skipped when no engine answers, and fails instead when
 // PILOT_REQUIRE_DOCKER=1, as in CI, so a missing engine cannot pass for a
-// green run.
+// green run. With -short it is skipped whatever the engine: the fast loop
+// runs no sandbox.
 package dockertest
 
 import (
@@ -29,6 +30,10 @@ const RequireEnv = "PILOT_REQUIRE_DOCKER"
 // Engine returns a client for the engine the sidecar would use.
 func Engine(t testing.TB) *engine.Client {
 	t.Helper()
+	if testing.Short() {
+		// -short is the fast loop: no sandbox, engine or not.
+		t.Skip("-short: this test needs a real sandbox")
+	}
 	c := engine.New("")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
