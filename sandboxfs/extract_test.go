@@ -20,10 +20,14 @@ type ent struct {
 	mode             int64
 }
 
-func dirE(name string) ent          { return ent{name: name, typ: tar.TypeDir, mode: 0o755} }
-func fileE(name, body string) ent   { return ent{name: name, body: body, typ: tar.TypeReg, mode: 0o644} }
-func linkE(name, target string) ent { return ent{name: name, link: target, typ: tar.TypeSymlink, mode: 0o777} }
-func hardE(name, target string) ent { return ent{name: name, link: target, typ: tar.TypeLink, mode: 0o644} }
+func dirE(name string) ent        { return ent{name: name, typ: tar.TypeDir, mode: 0o755} }
+func fileE(name, body string) ent { return ent{name: name, body: body, typ: tar.TypeReg, mode: 0o644} }
+func linkE(name, target string) ent {
+	return ent{name: name, link: target, typ: tar.TypeSymlink, mode: 0o777}
+}
+func hardE(name, target string) ent {
+	return ent{name: name, link: target, typ: tar.TypeLink, mode: 0o644}
+}
 
 func archive(t *testing.T, entries ...ent) *bytes.Buffer {
 	t.Helper()
@@ -93,7 +97,7 @@ func TestExtractRefusesHostileArchives(t *testing.T) {
 		{"hard link to a directory", []ent{dirE("site/"), dirE("site/d/"), hardE("site/h", "site/d")}, "not a file of the archive"},
 		{"character device", []ent{dirE("site/"), {name: "site/null", typ: tar.TypeChar}}, "character device"},
 		{"named pipe", []ent{dirE("site/"), {name: "site/p", typ: tar.TypeFifo}}, "named pipe"},
-		{"name too long", []ent{dirE("site/"), fileE("site/" + long, "x")}, "more than 4096"},
+		{"name too long", []ent{dirE("site/"), fileE("site/"+long, "x")}, "more than 4096"},
 		{"file twice", []ent{dirE("site/"), fileE("site/f", "a"), fileE("site/f", "b")}, "comes twice"},
 		{"link at the root", []ent{linkE("site", "/")}, "link at the archive's root"},
 		{"empty archive", nil, "empty archive"},
