@@ -19,8 +19,8 @@ import (
 // of its own, so out of order, drops events when a listener is slow, closes
 // listeners when the connection drops and cannot be cancelled), and a
 // container update with NanoCpus and PidsLimit (its UpdateContainerOptions
-// has neither). It is the engine package's only request outside the
-// library's calls.
+// has neither). It and the archive calls (archive.go) are the engine
+// package's only requests outside the library's calls.
 //
 // It goes through the library's own HTTP client, whose transport dials the
 // unix socket, or the TCP endpoint with the TLS settings the library read
@@ -29,6 +29,33 @@ import (
 // returned for the caller to read and close; any other is read and turned
 // into the library's *docker.Error, classified like the rest.
 func (e *Client) send(ctx context.Context, api *docker.Client, method, path string, query url.Values, body any) (*http.Response, error) {
+	var content io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		content = bytes.NewReader(data)
+	}
+	contentType := ""
+	if body != nil {
+		contentType = "application/json"
+	}
+	resp, err := e.do(ctx, api, method, path, query, content, contentType)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		return nil, e.classify(apiErrorOf(resp))
+	}
+	return resp, nil
+}
+
+// do makes the request of send and returns the answer whatever its
+// status, for the caller to read and close: the archive calls tell a
+// missing path from a missing container by more than the status.
+func (e *Client) do(ctx context.Context, api *docker.Client, method, path string, query url.Values, content io.Reader, contentType string) (*http.Response, error) {
 	base, err := endpointBase(api.Endpoint(), api.TLSConfig != nil)
 	if err != nil {
 		return nil, err
@@ -40,28 +67,16 @@ func (e *Client) send(ctx context.Context, api *docker.Client, method, path stri
 	if len(query) > 0 {
 		target += "?" + query.Encode()
 	}
-	var content io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		content = bytes.NewReader(data)
-	}
 	req, err := http.NewRequestWithContext(ctx, method, target, content)
 	if err != nil {
 		return nil, err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := api.HTTPClient.Do(req)
 	if err != nil {
 		return nil, e.classify(err)
-	}
-	if resp.StatusCode/100 != 2 {
-		defer resp.Body.Close()
-		return nil, e.classify(apiErrorOf(resp))
 	}
 	return resp, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/args"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/sandboxfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
@@ -32,6 +33,8 @@ const (
 	codeProjectFile int64 = -32007
 	// codeTooManySandboxes: a start past the user's maxRunning.
 	codeTooManySandboxes int64 = -32008
+	// codeNotFound: no such file or directory in the sandbox.
+	codeNotFound int64 = -32010
 	// codeRequestCancelled is LSP's answer to a request the client
 	// cancelled with $/cancelRequest (an addition to PROTOCOL.md).
 	codeRequestCancelled int64 = -32800
@@ -60,6 +63,7 @@ var errorTable = map[int64]errorInfo{
 	codeTimeout:           {"timeout", "A Docker operation did not finish in time."},
 	codeProjectFile:       {"file_error", "A file of the project's .pilot directory cannot be read or written (corrupt, refused because it is a link, a device or over 1 MiB, read-only, disk full); data.file names it, message says what to do. Nothing was changed."},
 	codeTooManySandboxes:  {"too_many_sandboxes", "As many sandboxes run as maxRunning in the user's config.json allows; data.running lists them ({projectPath, containerId, containerName}), so that one can be stopped."},
+	codeNotFound:          {"not_found", "No such file or directory in the sandbox (sandbox/files/*); message names the path."},
 	codeRequestCancelled:  {"request_cancelled", "The client cancelled the request with $/cancelRequest."},
 }
 
@@ -100,6 +104,7 @@ func toWire(err error) *jsonrpc2.Error {
 		config   *projectfs.ConfigError
 		file     *projectfs.FileError
 		tooMany  *service.TooManyError
+		refused  *sandboxfs.FieldError
 	)
 	switch {
 	case errors.As(err, &wire):
@@ -111,6 +116,10 @@ func toWire(err error) *jsonrpc2.Error {
 		return newError(codeInvalidParams, "invalid params: "+project.Error(), &errorData{Field: "projectPath"})
 	case errors.As(err, &argument):
 		return newError(codeInvalidParams, "invalid params: "+argument.Error(), &errorData{Field: argument.Name})
+	case errors.As(err, &refused):
+		return newError(codeInvalidParams, "invalid params: "+refused.Error(), &errorData{Field: refused.Field})
+	case errors.Is(err, service.ErrNotFound):
+		return newError(codeNotFound, err.Error(), nil)
 	case errors.Is(err, service.ErrDockerUnavailable):
 		return newError(codeDockerUnavailable, err.Error(), nil)
 	case errors.Is(err, service.ErrNotRunning):

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"time"
 
@@ -161,7 +162,7 @@ func (screenshotParams) TuneSchema(s *jsonschema.Schema) {
 func (s *Server) methodTable() []method {
 	docker := []int64{codeDockerUnavailable, codeTimeout}
 	needsRunning := append([]int64{codeNotRunning}, docker...)
-	return []method{
+	return slices.Concat([]method{
 		typed("initialize", "Opens the session: names the server and says whether Docker answers, and if not, what to do.", s.initialize),
 		inline(typed("shutdown", "Ends the session: afterwards every request but exit is refused. Sandboxes keep running.", s.shutdown)),
 		notification(inline(typed("exit", "Notification: the server exits (0 after shutdown, 1 otherwise).", s.exit))),
@@ -174,6 +175,7 @@ func (s *Server) methodTable() []method {
 		s.afterReconcile(mayFail(typed("sandbox/list", "Every sandbox on the engine.", s.list), docker...)),
 		s.afterReconcile(mayFail(typed("sandbox/exec", "Runs a shell command under bash -lc in the running sandbox as its user, with DISPLAY set. A non-zero exit is a result.", s.exec), needsRunning...)),
 		s.afterReconcile(mayFail(typed("sandbox/screenshot", "An image of the sandbox's whole display, at its full size: PNG, or JPEG if asked.", s.screenshot), needsRunning...)),
+	}, s.fileMethods(docker), []method{
 		mayFail(typed("sandbox/setToolsEnabled", "Switches the project's agent tools on or off (dockerToolsEnabled in .pilot/settings.json).", s.setToolsEnabled), codeProjectFile),
 		typed("sandbox/getToolsEnabled", "Whether the project's agent tools are on (default false).", s.getToolsEnabled),
 		s.afterReconcile(mayFail(typed("project/close", "The app closed the project: its sandbox is stopped and kept.", s.closeProject), docker...)),
@@ -181,7 +183,7 @@ func (s *Server) methodTable() []method {
 		s.afterReconcile(mayFail(typed("tools/call", "Runs an agent tool for the project. Failures the model can correct are results with isError.", s.callTool), codeToolsDisabled)),
 		typed("rpc.discover", "This document: every method, notification and error of the protocol, as OpenRPC.", s.discover),
 		notification(inline(typed("$/cancelRequest", "Notification: cancels the request with this id, which then answers request_cancelled.", s.cancelRequest))),
-	}
+	})
 }
 
 func (s *Server) initialize(ctx context.Context, _ *session, p initializeParams) (initializeResult, error) {

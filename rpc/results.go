@@ -8,6 +8,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 
+	"github.com/pilot-sandbox/pilot-sandbox/sandboxfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
@@ -39,6 +40,7 @@ var schemaNames = map[reflect.Type]string{
 	reflect.TypeFor[tools.Content]():        "Content",
 	reflect.TypeFor[tools.Result]():         "ToolResult",
 	reflect.TypeFor[Info]():                 "Info",
+	reflect.TypeFor[sandboxfs.Entry]():      "FileEntry",
 }
 
 // schemaOverrides are types whose JSON form reflection cannot see: enums

@@ -18,6 +18,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/sandboxfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
@@ -40,6 +41,8 @@ type Service interface {
 	ToolsEnabled(project string) (bool, error)
 	SetToolsEnabled(project string, enabled bool) (bool, error)
 	Subscribe() (<-chan service.Event, func())
+	// Files is the project's sandbox's files, running or stopped.
+	Files(ctx context.Context, project string) (*sandboxfs.FS, error)
 	// Touch records a use of the project's sandbox (a tool call), for
 	// the idle policy.
 	Touch(project string)

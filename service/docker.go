@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"time"
+
+	"github.com/pilot-sandbox/pilot-sandbox/sandboxfs"
 )
 
 // Docker is the part of a Docker engine the manager uses. The engine package
@@ -58,6 +60,9 @@ type Docker interface {
 	DiskUsage(ctx context.Context, id string) (int64, error)
 	// Logs returns the last lines of the container's output.
 	Logs(ctx context.Context, id string, lines int) ([]string, error)
+	// Archive is the archive API, for the sandbox's files (package
+	// sandboxfs).
+	sandboxfs.Archive
 	// Events streams lifecycle events of the containers that carry every one
 	// of the labels. The channel is closed when ctx ends or the stream
 	// breaks; events may be lost, so a closed channel calls for a resync.

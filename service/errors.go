@@ -7,6 +7,7 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/sandboxfs"
 )
 
 // The sentinel errors of the sandbox domain. Adapters (the JSON-RPC server, the
@@ -45,6 +46,9 @@ var (
 	// ErrAgent: the desktop agent refused or failed a request, for a reason
 	// a model can act on (an unknown key name, say).
 	ErrAgent = desktop.ErrAgent
+	// ErrNotFound: no such file or directory in the sandbox. See
+	// sandboxfs.NotFoundError.
+	ErrNotFound = sandboxfs.ErrNotFound
 	// ErrPortInUse is returned by a Docker implementation when the engine
 	// could not publish a port because something else holds it.
 	ErrPortInUse = errors.New("host port in use")
