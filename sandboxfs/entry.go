@@ -17,7 +17,8 @@ const (
 
 // Entry is a file in the sandbox as list and stat describe it. Size is a
 // file's length, a link's target's length, and 0 for a directory; Mode
-// has the Unix permission bits (with setuid, setgid and sticky).
+// has the Unix permission bits (with setuid, setgid and sticky);
+// ModifiedAt is in milliseconds, to the second.
 type Entry struct {
 	Name       string `json:"name"`
 	Type       string `json:"type"`
@@ -76,9 +77,12 @@ func unixPerm(m fs.FileMode) int {
 	return p
 }
 
+// millis is a modification time to the second: the archive of a stopped
+// sandbox's directory has no finer times, and a listing must not change
+// with the sandbox's state.
 func millis(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}
-	return t.UnixMilli()
+	return t.Truncate(time.Second).UnixMilli()
 }

@@ -90,7 +90,7 @@ func parseFind(rec string) (Entry, error) {
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return Entry{}, fmt.Errorf("find printed %q: %w", rec, err)
 	}
-	e := Entry{Name: fields[4], Size: size, Mode: int(mode), ModifiedAt: int64(secs * 1000)}
+	e := Entry{Name: fields[4], Size: size, Mode: int(mode), ModifiedAt: int64(secs) * 1000}
 	switch fields[0] {
 	case "f":
 		e.Type = TypeFile
