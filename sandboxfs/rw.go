@@ -28,6 +28,16 @@ func (f *FS) Stat(ctx context.Context, p string) (*Entry, error) {
 	return &e, nil
 }
 
+// IsDir says whether p is a directory, or a link to one.
+func (f *FS) IsDir(ctx context.Context, p string) (bool, error) {
+	p, err := Resolve("path", p)
+	if err != nil {
+		return false, err
+	}
+	_, st, ok, err := f.follow(ctx, p)
+	return ok && st.Mode.IsDir(), err
+}
+
 // ReadResult is a piece of a file: Size is the whole file's, EOF says
 // the piece reaches its end.
 type ReadResult struct {

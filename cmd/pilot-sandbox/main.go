@@ -42,6 +42,7 @@ func commands() []command {
 		{"list", "list every sandbox", runList},
 		{"prune", "remove the sandboxes whose project directory is gone", runPrune},
 		{"exec", "run a shell command in the project's sandbox", runExec},
+		{"cp", "copy files into or out of the project's sandbox (sandbox:PATH), running or stopped", runCp},
 		{"screenshot", "save a PNG of the project's sandbox display", runScreenshot},
 		{"tool", "run one of the agent tools, or list them", runTool},
 		{"build", "build the sandbox image now (start builds it when needed)", runBuild},
