@@ -74,6 +74,11 @@ func (e *Client) do(ctx context.Context, api *docker.Client, method, path string
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
+	// Go's transport asks for gzip unless told otherwise, and the engine
+	// then compresses an archive it sends: measured, that made a 100 MB
+	// download five times slower than docker cp, for a socket on the
+	// same machine.
+	req.Header.Set("Accept-Encoding", "identity")
 	resp, err := api.HTTPClient.Do(req)
 	if err != nil {
 		return nil, e.classify(err)

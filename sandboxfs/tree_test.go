@@ -64,6 +64,9 @@ func fillRandom(rng *rand.Rand, b []byte) {
 }
 
 func writeBig(t testing.TB, file string, n int64, rng *rand.Rand) {
+	if rng == nil {
+		rng = rand.New(rand.NewPCG(7, 7))
+	}
 	t.Helper()
 	f, err := os.Create(file)
 	if err != nil {
