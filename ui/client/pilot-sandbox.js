@@ -18,6 +18,10 @@
 /** @typedef {import('./types.js').ToolResult} ToolResult */
 /** @typedef {import('./types.js').SandboxEvent} SandboxEvent */
 /** @typedef {import('./types.js').SandboxProgress} SandboxProgress */
+/** @typedef {import('./types.js').WriteFileOptions} WriteFileOptions */
+/** @typedef {import('./types.js').ReadFileResult} ReadFileResult */
+/** @typedef {import('./types.js').FileEntry} FileEntry */
+/** @typedef {import('./types.js').Copied} Copied */
 
 /** The protocol version this client speaks. */
 export const PROTOCOL_VERSION = 1;
@@ -300,6 +304,97 @@ export class Client {
   }
 
   /**
+   * Writes a whole file (at most 10 MiB) in the sandbox, running or
+   * stopped; a string is written as UTF-8 text, bytes as they are.
+   * Paths are absolute or relative to /home/sandbox.
+   *
+   * @param {string} projectPath
+   * @param {string} path
+   * @param {string | Uint8Array} content
+   * @param {WriteFileOptions} [options]
+   * @returns {Promise<{path: string, size: number}>}
+   */
+  writeFile(projectPath, path, content, options = {}) {
+    /** @type {Record<string, unknown>} */
+    const params = { projectPath, path, ...options };
+    if (typeof content === 'string') params.text = content;
+    else params.data = bytesToBase64(content);
+    return this.request('sandbox/files/write', params);
+  }
+
+  /**
+   * Reads at most length bytes (10 MiB by default and at most) of a file
+   * from offset on.
+   *
+   * @param {string} projectPath
+   * @param {string} path
+   * @param {{offset?: number, length?: number}} [range]
+   * @returns {Promise<ReadFileResult>}
+   */
+  readFile(projectPath, path, range = {}) { return this.request('sandbox/files/read', { projectPath, path, ...range }); }
+
+  /**
+   * @param {string} projectPath
+   * @param {string} path
+   * @returns {Promise<{entries: FileEntry[], truncated: boolean}>}
+   */
+  listFiles(projectPath, path) { return this.request('sandbox/files/list', { projectPath, path }); }
+
+  /**
+   * @param {string} projectPath
+   * @param {string} path
+   * @returns {Promise<FileEntry | null>} null when nothing is there
+   */
+  statFile(projectPath, path) { return this.request('sandbox/files/stat', { projectPath, path }); }
+
+  /**
+   * @param {string} projectPath
+   * @param {string} path
+   * @returns {Promise<{path: string}>}
+   */
+  mkdir(projectPath, path) { return this.request('sandbox/files/mkdir', { projectPath, path }); }
+
+  /**
+   * Needs a running sandbox.
+   *
+   * @param {string} projectPath
+   * @param {string} path
+   * @param {{recursive?: boolean}} [options]
+   * @returns {Promise<{removed: boolean}>}
+   */
+  removeFile(projectPath, path, options = {}) { return this.request('sandbox/files/remove', { projectPath, path, ...options }); }
+
+  /**
+   * Copies a host file or tree into the sandbox, to be path.
+   *
+   * @param {string} projectPath
+   * @param {string} hostPath absolute
+   * @param {string} path
+   * @param {RequestOptions} [options]
+   * @returns {Promise<Copied>}
+   */
+  upload(projectPath, hostPath, path, options = {}) {
+    return this.request('sandbox/files/upload', { projectPath, hostPath, path }, options);
+  }
+
+  /**
+   * Copies a file or tree of the sandbox to be hostPath; never outside it.
+   *
+   * @param {string} projectPath
+   * @param {string} path
+   * @param {string} hostPath absolute; its directory must exist
+   * @param {{overwrite?: boolean, signal?: AbortSignal}} [options]
+   * @returns {Promise<Copied>}
+   */
+  download(projectPath, path, hostPath, options = {}) {
+    const { signal, overwrite } = options;
+    /** @type {Record<string, unknown>} */
+    const params = { projectPath, path, hostPath };
+    if (overwrite !== undefined) params.overwrite = overwrite;
+    return this.request('sandbox/files/download', params, { signal });
+  }
+
+  /**
    * @param {string} projectPath
    * @param {boolean} enabled
    * @returns {Promise<{enabled: boolean}>}
@@ -343,4 +438,18 @@ export class Client {
    * @returns {Promise<Record<string, any>>}
    */
   discover() { return this.request('rpc.discover'); }
+}
+
+/**
+ * Base64 of bytes, in Node and in browsers alike.
+ *
+ * @param {Uint8Array} bytes
+ * @returns {string}
+ */
+function bytesToBase64(bytes) {
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  return btoa(binary);
 }

@@ -95,10 +95,38 @@
 /**
  * @typedef {object} SandboxProgress params of sandbox/progress
  * @property {string} projectPath
- * @property {'image' | 'create' | 'start' | 'ready'} stage
+ * @property {'image' | 'create' | 'start' | 'ready' | 'copy'} stage copy: an upload or download, current and total in bytes
  * @property {string} message
  * @property {number} [current]
  * @property {number} [total]
+ */
+
+/**
+ * @typedef {object} WriteFileOptions
+ * @property {number} [mode] permission bits, e.g. 0o644; an existing file keeps its own when left out
+ * @property {boolean} [createParents] make the missing directories on the way
+ */
+
+/**
+ * @typedef {object} ReadFileResult
+ * @property {string} data base64, at most 10 MiB
+ * @property {number} size the whole file's size
+ * @property {boolean} eof the data reaches the end of the file
+ */
+
+/**
+ * @typedef {object} FileEntry
+ * @property {string} name
+ * @property {'file' | 'dir' | 'symlink' | 'other'} type
+ * @property {number} size a file's length, a link's target's, 0 for a directory
+ * @property {number} mode Unix permission bits
+ * @property {number} modifiedAt milliseconds since the epoch, to the second
+ */
+
+/**
+ * @typedef {object} Copied
+ * @property {number} files files and links copied
+ * @property {number} bytes bytes of the files
  */
 
 /**

@@ -61,3 +61,51 @@ test('a sandbox from start to remove', { skip, timeout: 300_000 }, async () => {
     assert.equal(await stop(), 0);
   }
 });
+
+test('files in and out of a sandbox, running and stopped', { skip, timeout: 300_000 }, async () => {
+  const { client, stop } = spawnServe();
+  const project = tempDir('pilot-ui-project-');
+  const check = await resultChecker(await client.discover());
+  /** @type {import('../client/types.js').SandboxProgress[]} */
+  const progress = [];
+  client.onProgress((p) => { if (p.projectPath === project && p.stage === 'copy') progress.push(p); });
+  const fs = await import('node:fs');
+  const path = await import('node:path');
+  try {
+    await client.start(project);
+    check('sandbox/files/write', await client.writeFile(project, 'notes/a.txt', 'héllo', { createParents: true }));
+    const bytes = new Uint8Array([0, 1, 2, 255]);
+    assert.deepEqual(await client.writeFile(project, '/home/sandbox/notes/b.bin', bytes, { mode: 0o600 }), { path: '/home/sandbox/notes/b.bin', size: 4 });
+    const piece = await client.readFile(project, 'notes/a.txt', { offset: 1, length: 2 });
+    check('sandbox/files/read', piece);
+    assert.deepEqual(piece, { data: Buffer.from('é').toString('base64'), size: 6, eof: false });
+    const listed = await client.listFiles(project, 'notes');
+    check('sandbox/files/list', listed);
+    assert.deepEqual(listed.entries.map((e) => [e.name, e.type, e.size, e.mode]).sort(), [['a.txt', 'file', 6, 0o644], ['b.bin', 'file', 4, 0o600]]);
+    check('sandbox/files/stat', await client.statFile(project, 'notes'));
+    check('sandbox/files/stat', await client.statFile(project, 'nothing'));
+    check('sandbox/files/mkdir', await client.mkdir(project, 'made/deep'));
+    await assert.rejects(client.readFile(project, 'nothing'), { name: 'RpcError', kind: 'not_found', code: -32010 });
+    await assert.rejects(client.readFile(project, 'notes'), { name: 'RpcError', kind: 'invalid_params', field: 'path' });
+
+    const out = tempDir('pilot-ui-files-');
+    const copied = await client.download(project, 'notes', path.join(out, 'notes'));
+    check('sandbox/files/download', copied);
+    assert.deepEqual(copied, { files: 2, bytes: 10 });
+    assert.equal(fs.readFileSync(path.join(out, 'notes', 'a.txt'), 'utf8'), 'héllo');
+    assert.equal(fs.statSync(path.join(out, 'notes', 'b.bin')).mode & 0o777, 0o600);
+    await assert.rejects(client.download(project, 'notes/a.txt', path.join(out, 'notes', 'a.txt')), { kind: 'invalid_params', field: 'hostPath' });
+    assert.ok(progress.length > 0 && progress.every((p) => { check('sandbox/progress', p); return true; }));
+
+    await client.stop(project);
+    check('sandbox/files/upload', await client.upload(project, path.join(out, 'notes'), 'copy'));
+    assert.equal(Buffer.from((await client.readFile(project, 'copy/b.bin')).data, 'base64').toString('hex'), '000102ff');
+    await assert.rejects(client.removeFile(project, 'copy', { recursive: true }), { kind: 'not_running' });
+    await client.start(project);
+    check('sandbox/files/remove', await client.removeFile(project, 'copy', { recursive: true }));
+    assert.equal(await client.statFile(project, 'copy'), null);
+  } finally {
+    await client.remove(project).catch(() => {});
+    assert.equal(await stop(), 0);
+  }
+});
