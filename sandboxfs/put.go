@@ -48,10 +48,10 @@ func (f *FS) put(ctx context.Context, target string, makeParents bool, body func
 var errUploadEnded = errors.New("the upload ended")
 
 // writeWithParents writes the archive: the missing directories, then body.
-// The archive goes out in pieces of streamBuffer: unbuffered, each
-// header and each small file became a chunk of its own on the engine's
-// connection, flushed alone (a tree of 3000 small files took twice as long
-// as docker cp, which buffers too).
+// The archive goes out in pieces of streamBuffer: Go's transport sends
+// each read of a request body as an HTTP chunk and flushes it, so,
+// unbuffered, each header and each small file would be a write to the
+// engine's socket of its own (docker cp buffers its archive too).
 func writeWithParents(w io.Writer, missing []string, name string, body func(tw *tar.Writer, name string) error) error {
 	bw := bufio.NewWriterSize(w, streamBuffer)
 	tw := tar.NewWriter(bw)
