@@ -11,12 +11,15 @@
 # This is how the image leaves out what a package drags in for features the
 # desktop never uses (imlib2's HEIF, SVG and PostScript loaders, websockify's
 # numpy), while dpkg's database still says exactly what is installed: a later
-# layer that needs what was dropped gets it from apt as usual. A package
-# another one depends on at an exact version cannot be trimmed this way (the
-# new version no longer matches).
+# layer that needs a dependency that was dropped gets it from apt as usual,
+# and one that wants the whole package back installs Debian's version by
+# name (apt-get install PACKAGE=VERSION). A package another one depends on
+# at an exact version cannot be trimmed this way (the new version no longer
+# matches).
 #
-# Fails, and builds nothing, if a named dependency or file is not there: a
-# new Debian release of the package must be looked at again, not half-trimmed.
+# A named dependency or file the package does not have is reported on stderr
+# and otherwise ignored: the image must still build from another Debian
+# release (PILOT_BASE_IMAGE), where names differ, only larger.
 set -eu
 
 if [ "$#" -lt 2 ] || [ "$#" -gt 3 ]; then
@@ -35,20 +38,26 @@ apt-get download -q "$package" >/dev/null
 dpkg-deb -R "$package"_*.deb root
 
 # Globs expand against the package's root; one that matches nothing stays
-# as written and fails the rm.
+# as written, and is not there.
 cd root
+removed=
 for pattern in $drop_files; do
   for file in $pattern; do
-    rm -- "$file" || {
-      echo "pilot-trim-deb: $package has no $pattern" >&2
-      exit 1
-    }
+    if [ -e "$file" ]; then
+      rm -- "$file"
+      removed="$removed /$file"
+    else
+      echo "pilot-trim-deb: warning: $package has no $pattern" >&2
+    fi
   done
 done
 find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z | xargs -0r md5sum >DEBIAN/md5sums
 cd ..
 
-awk -v drop=" $drop_deps " -v files="$drop_files" '
+# Two passes over the control file: the first finds the dependencies to
+# drop, the second writes the file without them, noting in the description
+# what was dropped.
+awk -v package="$package" -v drop=" $drop_deps " -v files="$removed" '
   # Depends is one line in a binary package: "a (>= 1), b | c, d".
   /^Depends:/ {
     n = split(substr($0, 9), items, ",")
@@ -58,12 +67,17 @@ awk -v drop=" $drop_deps " -v files="$drop_files" '
       sub(/^ +/, "", item)
       name = item
       sub(/[ :(].*/, "", name)
-      if (index(drop, " " name " ")) { found[name] = 1; continue }
-      kept = kept (kept == "" ? "" : ", ") item
+      if (!index(drop, " " name " ")) {
+        kept = kept (kept == "" ? "" : ", ") item
+      } else if (NR == FNR) {
+        found[name] = 1
+        deps = deps " " name
+      }
     }
-    if (kept != "") print "Depends: " kept
+    if (NR != FNR && kept != "") print "Depends: " kept
     next
   }
+  NR == FNR { next }
   /^Version:/ { print $0 "+pilot1"; next }
   # The long description is the continuation lines after Description.
   in_desc && !/^ / { note(); in_desc = 0 }
@@ -74,18 +88,16 @@ awk -v drop=" $drop_deps " -v files="$drop_files" '
     split(drop, wanted, " ")
     for (i in wanted) {
       if (!(wanted[i] in found)) {
-        print "pilot-trim-deb: no dependency on " wanted[i] > "/dev/stderr"
-        bad = 1
+        print "pilot-trim-deb: warning: " package " does not depend on " wanted[i] > "/dev/stderr"
       }
     }
-    exit bad
   }
   function note() {
     print " ."
-    print " Rebuilt for pilot-sandbox without the dependencies:" drop
-    if (files != "") print " and without the files: " files
+    print " Rebuilt for pilot-sandbox without the dependencies" (deps == "" ? " (none)" : ":" deps)
+    if (files != "") print " and without the files:" files
   }
-' root/DEBIAN/control >control
+' root/DEBIAN/control root/DEBIAN/control >control
 mv control root/DEBIAN/control
 
 mkdir -p "$out"
