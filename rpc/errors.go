@@ -32,6 +32,8 @@ const (
 	codeProjectFile int64 = -32007
 	// codeTooManySandboxes: a start past the user's maxRunning.
 	codeTooManySandboxes int64 = -32008
+	// codeNoBrowser: sandbox/browser on a sandbox without a browser.
+	codeNoBrowser int64 = -32009
 	// codeRequestCancelled is LSP's answer to a request the client
 	// cancelled with $/cancelRequest (an addition to PROTOCOL.md).
 	codeRequestCancelled int64 = -32800
@@ -60,6 +62,7 @@ var errorTable = map[int64]errorInfo{
 	codeTimeout:           {"timeout", "A Docker operation did not finish in time."},
 	codeProjectFile:       {"file_error", "A file of the project's .pilot directory cannot be read or written (corrupt, refused because it is a link, a device or over 1 MiB, read-only, disk full); data.file names it, message says what to do. Nothing was changed."},
 	codeTooManySandboxes:  {"too_many_sandboxes", "As many sandboxes run as maxRunning in the user's config.json allows; data.running lists them ({projectPath, containerId, containerName}), so that one can be stopped."},
+	codeNoBrowser:         {"no_browser", "sandbox/browser on a sandbox whose image has no browser (sandbox.image \"desktop\")."},
 	codeRequestCancelled:  {"request_cancelled", "The client cancelled the request with $/cancelRequest."},
 }
 
@@ -125,6 +128,8 @@ func toWire(err error) *jsonrpc2.Error {
 		return newError(codeProjectFile, file.Error(), &errorData{File: file.Path})
 	case errors.As(err, &tooMany):
 		return newError(codeTooManySandboxes, err.Error(), &errorData{Running: tooMany.Running})
+	case errors.Is(err, service.ErrNoBrowser):
+		return newError(codeNoBrowser, err.Error(), nil)
 	case errors.Is(err, service.ErrNameConflict):
 		return newError(codeStartFailed, err.Error(), nil)
 	case errors.Is(err, tools.ErrUnknownTool):

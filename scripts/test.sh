@@ -31,6 +31,10 @@ fi
 # tests run sees only those: a user's real sandboxes and projects are left
 # alone, whatever runs beside the tests.
 export PILOT_SCOPE=test
+# Projects that name no sandbox.image get the desktop image in tests (the
+# product's default is the browser image, 480 MB more): only the browser
+# tests, which ask for it in their settings, build and run Chromium.
+export PILOT_DEFAULT_IMAGE="${PILOT_DEFAULT_IMAGE:-desktop}"
 
 go vet ./...
 go test -count=1 -timeout 40m "$@" ./...

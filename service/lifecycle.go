@@ -71,24 +71,34 @@ func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 	if pc.Display != nil {
 		display = desktop.Display(*pc.Display)
 	}
+	variant := m.cfg.DefaultVariant
+	if v := pc.ImageVariant(); v != "" {
+		variant = v
+	}
+	image := m.tagFor(variant)
 	m.commit(b, &State{
-		ProjectPath: b.project, ContainerName: name, Image: m.cfg.Image,
+		ProjectPath: b.project, ContainerName: name, Image: image,
 		Status: StatusStarting, Display: display, CreatedAt: m.cfg.Now().UnixMilli(),
 	})
-	if err := m.EnsureImage(ctx, b.project); err != nil {
+	if err := m.ensureVariant(ctx, b.project, variant); err != nil {
 		return Container{}, err
 	}
 	m.progress(b.project, StageCreate, "Creating the sandbox container "+name, 0, 0)
 	policy, _ := m.currentPolicy()
 	spec := ContainerSpec{
 		Name:      name,
-		Image:     m.cfg.Image,
+		Image:     image,
 		Labels:    projectLabels(m.cfg.Scope, b.project),
 		Env:       []string{fmt.Sprintf("%s=%dx%dx24", desktop.ResolutionEnv, display.Width, display.Height)},
 		Ports:     []int{desktop.VNCPort, desktop.NoVNCPort},
 		HostIP:    "127.0.0.1",
 		Limits:    limits,
 		DiskBytes: policy.DiskBytes,
+	}
+	if variant == VariantBrowser {
+		// Chromium's own sandbox needs user namespaces (README, "The
+		// browser's sandbox"); desktop sandboxes keep Docker's profile.
+		spec.Seccomp = m.cfg.Seccomp
 	}
 	for attempt := 1; ; attempt++ {
 		id, err := m.docker.CreateContainer(ctx, spec)

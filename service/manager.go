@@ -28,10 +28,21 @@ import (
 
 // Config is how a Manager runs sandboxes. Zero fields take the defaults.
 type Config struct {
-	// Image is the tag of the sandbox image (DefaultImage).
+	// Image is the tag of the desktop image (DefaultImage).
 	Image string
-	// Resources is the image's build context (the embedded resources).
+	// Resources is the desktop image's build context (the embedded resources).
 	Resources fs.FS
+	// BrowserImage is the tag of the browser image (BrowserTag(Image)).
+	BrowserImage string
+	// BrowserResources is the browser image's build context, a layer on
+	// the desktop image; nil means the sidecar has no browser variant.
+	BrowserResources fs.FS
+	// Seccomp is the seccomp profile (JSON) of browser sandboxes: Docker's
+	// default plus what Chromium's own sandbox needs. "" leaves Docker's.
+	Seccomp string
+	// DefaultVariant is the image variant of a project that names none
+	// (VariantBrowser, or VariantDesktop without BrowserResources).
+	DefaultVariant string
 	// Agent is the desktop agent's Python source (resources.DesktopAgent).
 	Agent []byte
 	// BuildArgs are passed to the image build, e.g. BASE_IMAGE.
@@ -79,6 +90,15 @@ func (c Config) withDefaults() Config {
 	if c.Image == "" {
 		c.Image = DefaultImage
 	}
+	if c.BrowserImage == "" {
+		c.BrowserImage = BrowserTag(c.Image)
+	}
+	if c.DefaultVariant == "" {
+		c.DefaultVariant = VariantDesktop
+		if c.BrowserResources != nil {
+			c.DefaultVariant = VariantBrowser
+		}
+	}
 	if c.Scope == "" {
 		c.Scope = DefaultScope
 	}
@@ -112,6 +132,9 @@ type Manager struct {
 	cfg      Config
 	log      zerolog.Logger
 	build    imagebuild.Context
+	// browserBuild is the browser image's context, hashed on the desktop's.
+	browserBuild imagebuild.Context
+	relays       relays // sandbox/browser's DevTools relays (browser.go)
 	registry *projectfs.Registry
 	locks    projectfs.Locks
 	events   broker
@@ -205,11 +228,21 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read image resources: %w", err)
 	}
+	var browserBuild imagebuild.Context
+	if cfg.BrowserResources != nil {
+		browserBuild, err = imagebuild.NewContext(cfg.BrowserResources, map[string]string{"DESKTOP": cfg.Image})
+		if err != nil {
+			return nil, fmt.Errorf("read browser image resources: %w", err)
+		}
+		browserBuild = browserBuild.On(build.Hash)
+	}
 	m := &Manager{
 		docker:     docker,
 		cfg:        cfg,
 		log:        cfg.Logger,
 		build:      build,
+		browserBuild: browserBuild,
+		relays:     relays{byProject: map[string]*relay{}},
 		boxes:      map[string]*box{},
 		unready:    make(chan string, 64),
 		policy:     newPolicy(cfg.Policy, cfg.StateDir),
@@ -224,11 +257,15 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 	return m, nil
 }
 
-// ImageHash is the build hash the sandbox image of this binary carries.
-func (m *Manager) ImageHash() string { return m.build.Hash }
+// ImageHash is the build hash the default variant's image of this binary
+// carries.
+func (m *Manager) ImageHash() string {
+	images := m.imagesFor(m.cfg.DefaultVariant)
+	return images[len(images)-1].build.Hash
+}
 
-// Image is the sandbox image's tag.
-func (m *Manager) Image() string { return m.cfg.Image }
+// Image is the default variant's image tag.
+func (m *Manager) Image() string { return m.tagFor(m.cfg.DefaultVariant) }
 
 // Subscribe returns the manager's events and the function that ends the
 // subscription. The channel is closed when the subscription ends.
