@@ -128,17 +128,17 @@ func (c Config) withDefaults() Config {
 
 // Manager runs the sandboxes of every project. It is safe for concurrent use.
 type Manager struct {
-	docker   Docker
-	cfg      Config
-	log      zerolog.Logger
-	build    imagebuild.Context
+	docker Docker
+	cfg    Config
+	log    zerolog.Logger
+	build  imagebuild.Context
 	// browserBuild is the browser image's context, hashed on the desktop's.
 	browserBuild imagebuild.Context
 	relays       relays // sandbox/browser's DevTools relays (browser.go)
-	registry *projectfs.Registry
-	locks    projectfs.Locks
-	events   broker
-	policy   *policy // the user's lifecycle policy (policy.go)
+	registry     *projectfs.Registry
+	locks        projectfs.Locks
+	events       broker
+	policy       *policy // the user's lifecycle policy (policy.go)
 
 	reconciled     chan struct{} // closed once Run first looked at Docker
 	reconciledOnce sync.Once
@@ -237,16 +237,16 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 		browserBuild = browserBuild.On(build.Hash)
 	}
 	m := &Manager{
-		docker:     docker,
-		cfg:        cfg,
-		log:        cfg.Logger,
-		build:      build,
+		docker:       docker,
+		cfg:          cfg,
+		log:          cfg.Logger,
+		build:        build,
 		browserBuild: browserBuild,
-		relays:     relays{byProject: map[string]*relay{}},
-		boxes:      map[string]*box{},
-		unready:    make(chan string, 64),
-		policy:     newPolicy(cfg.Policy, cfg.StateDir),
-		reconciled: make(chan struct{}),
+		relays:       relays{byProject: map[string]*relay{}},
+		boxes:        map[string]*box{},
+		unready:      make(chan string, 64),
+		policy:       newPolicy(cfg.Policy, cfg.StateDir),
+		reconciled:   make(chan struct{}),
 	}
 	m.locks = projectfs.NewLocks(cfg.StateDir)
 	m.registry, err = projectfs.OpenRegistry(cfg.StateDir)
