@@ -36,6 +36,12 @@ export PILOT_SCOPE=test
 # tests, which ask for it in their settings, build and run Chromium.
 export PILOT_DEFAULT_IMAGE="${PILOT_DEFAULT_IMAGE:-desktop}"
 
+# ui/'s packages first: the browser image's test drives the sandbox's
+# Chromium with ui/'s playwright-core.
+if command -v npm >/dev/null; then
+  (cd ui && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
 go vet ./...
 go test -count=1 -timeout 40m "$@" ./...
 # The race detector over the packages with concurrency, on their fakes
@@ -78,6 +84,5 @@ bin="$(mktemp -d)"
 trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/pilot-sandbox" ./cmd/pilot-sandbox
 cd ui
-npm ci --no-audit --no-fund --loglevel=error
 npx tsc --noEmit -p .
 PILOT_SANDBOX_BIN="$bin/pilot-sandbox" npm test

@@ -62,10 +62,24 @@ func (m *Manager) find(ctx context.Context, b *box) (Container, error) {
 
 // create makes the project's container, building the image first if needed.
 func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
+	spec, variant, err := m.containerSpec(ctx, b)
+	if err != nil {
+		return Container{}, err
+	}
+	if err := m.ensureVariant(ctx, b.project, variant); err != nil {
+		return Container{}, err
+	}
+	m.progress(b.project, StageCreate, "Creating the sandbox container "+spec.Name, 0, 0)
+	return m.createNamed(ctx, b, spec)
+}
+
+// containerSpec is the project's new container as its settings and the
+// policy make it. It announces the sandbox as starting.
+func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, string, error) {
 	name := ContainerName(b.project)
 	pc, limits, err := m.projectLimits(ctx, b)
 	if err != nil {
-		return Container{}, err
+		return ContainerSpec{}, "", err
 	}
 	display := m.cfg.Display
 	if pc.Display != nil {
@@ -80,10 +94,6 @@ func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 		ProjectPath: b.project, ContainerName: name, Image: image,
 		Status: StatusStarting, Display: display, CreatedAt: m.cfg.Now().UnixMilli(),
 	})
-	if err := m.ensureVariant(ctx, b.project, variant); err != nil {
-		return Container{}, err
-	}
-	m.progress(b.project, StageCreate, "Creating the sandbox container "+name, 0, 0)
 	policy, _ := m.currentPolicy()
 	spec := ContainerSpec{
 		Name:      name,
@@ -100,6 +110,12 @@ func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 		// browser's sandbox"); desktop sandboxes keep Docker's profile.
 		spec.Seccomp = m.cfg.Seccomp
 	}
+	return spec, variant, nil
+}
+
+// createNamed creates the container, or finds the one another sidecar
+// created under its name a moment ago.
+func (m *Manager) createNamed(ctx context.Context, b *box, spec ContainerSpec) (Container, error) {
 	for attempt := 1; ; attempt++ {
 		id, err := m.docker.CreateContainer(ctx, spec)
 		if err == nil {
@@ -109,13 +125,12 @@ func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 		if !errors.Is(err, ErrNameConflict) {
 			return Container{}, fmt.Errorf("create container: %w", err)
 		}
-		// Another sidecar created it a moment ago: use that one.
 		c, err := m.find(ctx, b)
 		if !errors.Is(err, ErrContainerNotFound) {
 			return c, err
 		}
 		if attempt == nameHeldAttempts {
-			return Container{}, fmt.Errorf("%w: Docker holds the name %s for no container: try the start again", ErrNameConflict, name)
+			return Container{}, fmt.Errorf("%w: Docker holds the name %s for no container: try the start again", ErrNameConflict, spec.Name)
 		}
 		// The name is held by no container: a create Docker is still
 		// rolling back (its client, a sidecar, was killed mid-request).
