@@ -86,7 +86,12 @@ started fluxbox
 
 # read: makes x11vnc read the file at each connection, so passwords the
 # sidecar installs for the next start are never stale.
-x11vnc -display ":${display_number}" -rfbport 5900 -forever -shared \
+# X11VNC_AVOID_WINDOWS=never: x11vnc 0.9.16 creates the window it owns
+# selections with, and starts watching them, only once a viewer has been
+# connected for 8 s (45 s without a window manager), to stay clear of a
+# display manager this desktop does not have. Until then text a viewer
+# pastes stops in CUT_BUFFER0 and the CLIPBOARD is not sent to viewers.
+X11VNC_AVOID_WINDOWS=never x11vnc -display ":${display_number}" -rfbport 5900 -forever -shared \
   -passwdfile "read:${passwd_file}" -noxdamage -quiet -o /tmp/x11vnc.log &
 started x11vnc
 
