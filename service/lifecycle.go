@@ -145,7 +145,8 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 			return State{}, err
 		}
 		dir, legacy := passwdDir(c)
-		if err := m.docker.CopyTo(ctx, c.ID, dir, desktop.PasswdArchive(secret, legacy)); err != nil {
+		_, gid := desktopUserOf(c)
+		if err := m.docker.CopyTo(ctx, c.ID, dir, desktop.PasswdArchive(secret, legacy, gid)); err != nil {
 			m.settle(ctx, b)
 			return State{}, fmt.Errorf("install VNC password: %w", err)
 		}
@@ -160,6 +161,9 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 		return State{}, m.failStart(ctx, b, c.ID, err)
 	}
 	r := b.runOf(ready)
+	if installed != (desktop.Secret{}) {
+		m.startGuard(ctx, ready) // a new run of the container
+	}
 	b.mu.Lock()
 	r.ready = true
 	if installed != (desktop.Secret{}) {
