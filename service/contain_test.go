@@ -196,7 +196,7 @@ func assertDesktopWorks(t *testing.T, m *service.Manager, dir string, st service
 	if s, err := m.Status(ctx, dir); err != nil || s.Status != service.StatusRunning || s.ContainerID != st.ContainerID {
 		t.Errorf("status: %+v, %v", s, err)
 	}
-	if err := desktop.Probe(ctx, "127.0.0.1", st.WSPort); err != nil {
+	if err := desktop.Probe(ctx, "127.0.0.1", st.WSPort, viewerPage); err != nil {
 		t.Errorf("viewer: %v", err)
 	}
 	if shot, err := m.Screenshot(ctx, dir); err != nil || shot.Width != st.Display.Width {

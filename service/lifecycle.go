@@ -235,10 +235,13 @@ func (m *Manager) waitReady(ctx context.Context, id string) (Container, error) {
 		}
 		if ws := c.Ports[desktop.NoVNCPort]; ws != 0 {
 			probeCtx, cancelProbe := context.WithTimeout(waitCtx, desktop.ProbeTimeout)
-			lastErr = m.cfg.Probe(probeCtx, ws)
+			lastErr = m.cfg.Probe(probeCtx, ws, c.Labels[LabelViewer])
 			cancelProbe()
-			if lastErr == nil {
+			switch {
+			case lastErr == nil:
 				return c, nil
+			case errors.Is(lastErr, desktop.ErrViewerMismatch):
+				return c, lastErr // not a desktop still starting
 			}
 		} else {
 			lastErr = errors.New("the container has no published noVNC port")
