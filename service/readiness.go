@@ -96,7 +96,7 @@ func (m *Manager) awaitReady(ctx context.Context, b *box) {
 		m.markReady(b, ready)
 	case ctx.Err() != nil:
 		return
-	case errors.Is(err, errNotAnswering):
+	case errors.Is(err, errNotAnswering), errors.Is(err, desktop.ErrViewerMismatch):
 		r := b.runOf(c)
 		b.mu.Lock()
 		r.unreadyWhy = err.Error()
