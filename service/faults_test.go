@@ -58,7 +58,7 @@ func TestTakenHostPortsAreTriedAgain(t *testing.T) {
 		if again.Status != service.StatusRunning {
 			t.Errorf("after the retries: %+v", again)
 		}
-		if err := desktop.Probe(ctx, "127.0.0.1", again.WSPort); err != nil {
+		if err := desktop.Probe(ctx, "127.0.0.1", again.WSPort, viewerPage); err != nil {
 			t.Errorf("the desktop on its new ports: %v", err)
 		}
 		return

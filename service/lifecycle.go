@@ -170,7 +170,8 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 			return State{}, err
 		}
 		dir, legacy := passwdDir(c)
-		if err := m.docker.CopyTo(ctx, c.ID, dir, desktop.PasswdArchive(secret, legacy)); err != nil {
+		_, gid := desktopUserOf(c)
+		if err := m.docker.CopyTo(ctx, c.ID, dir, desktop.PasswdArchive(secret, legacy, gid)); err != nil {
 			m.settle(ctx, b)
 			return State{}, fmt.Errorf("install VNC password: %w", err)
 		}
@@ -185,6 +186,9 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 		return State{}, m.failStart(ctx, b, c.ID, err)
 	}
 	r := b.runOf(ready)
+	if installed != (desktop.Secret{}) {
+		m.startGuard(ctx, ready) // a new run of the container
+	}
 	b.mu.Lock()
 	r.ready = true
 	if installed != (desktop.Secret{}) {
@@ -256,10 +260,13 @@ func (m *Manager) waitReady(ctx context.Context, id string) (Container, error) {
 		}
 		if ws := c.Ports[desktop.NoVNCPort]; ws != 0 {
 			probeCtx, cancelProbe := context.WithTimeout(waitCtx, desktop.ProbeTimeout)
-			lastErr = m.cfg.Probe(probeCtx, ws)
+			lastErr = m.cfg.Probe(probeCtx, ws, c.Labels[LabelViewer])
 			cancelProbe()
-			if lastErr == nil {
+			switch {
+			case lastErr == nil:
 				return c, nil
+			case errors.Is(lastErr, desktop.ErrViewerMismatch):
+				return c, lastErr // not a desktop still starting
 			}
 		} else {
 			lastErr = errors.New("the container has no published noVNC port")

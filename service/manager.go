@@ -69,7 +69,8 @@ type Config struct {
 	Policy PolicyConfig
 	// Probe checks a started desktop; nil means the real check
 	// (desktop.Probe). Unit tests replace it.
-	Probe func(ctx context.Context, wsPort int) error
+	// viewerPath is the container's LabelViewer.
+	Probe func(ctx context.Context, wsPort int, viewerPath string) error
 	// Logger receives the manager's logs.
 	Logger zerolog.Logger
 	// Now is the clock (time.Now).
@@ -118,7 +119,9 @@ func (c Config) withDefaults() Config {
 		c.ResyncInterval = 10 * time.Second
 	}
 	if c.Probe == nil {
-		c.Probe = func(ctx context.Context, wsPort int) error { return desktop.Probe(ctx, "127.0.0.1", wsPort) }
+		c.Probe = func(ctx context.Context, wsPort int, viewerPath string) error {
+			return desktop.Probe(ctx, "127.0.0.1", wsPort, viewerPath)
+		}
 	}
 	if c.Now == nil {
 		c.Now = time.Now
