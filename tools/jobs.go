@@ -320,21 +320,16 @@ func (w *waiter) send(p service.Progress) {
 	}
 }
 
+// describeProgress says what a start is doing, as a model reads it.
 func describeProgress(p service.Progress) string {
-	what := map[string]string{
-		service.StageImage:  "building the sandbox image (a first start takes a few minutes)",
-		service.StageCreate: "creating the sandbox",
-		service.StageStart:  "starting the desktop",
-		service.StageReady:  "the desktop is ready",
-	}[p.Stage]
-	switch {
-	case what == "":
+	if p.Stage != service.StageImage {
 		return p.Message
-	case p.Total > 0:
-		return fmt.Sprintf("%s, step %d of %d: %s", what, p.Current, p.Total, p.Message)
-	default:
-		return what + ": " + p.Message
 	}
+	const what = "building the sandbox image (a first start takes a few minutes)"
+	if p.Total > 0 {
+		return fmt.Sprintf("%s, step %d of %d: %s", what, p.Current, p.Total, p.Message)
+	}
+	return what + ": " + p.Message
 }
 
 // stillRunning is the answer of a call left to run on in the background.
