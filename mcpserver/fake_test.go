@@ -179,7 +179,7 @@ func (fileSwitch) ToolsEnabled(project string) (bool, error) {
 }
 
 // flip turns the project's switch as the app or the CLI does.
-func flip(t *testing.T, project string, on bool) {
+func flip(t testing.TB, project string, on bool) {
 	t.Helper()
 	if _, err := projectfs.WriteSettingsBool(project, projectfs.ToolsKey, on, time.Now()); err != nil {
 		t.Fatal(err)
@@ -195,7 +195,7 @@ type served struct {
 	project string
 }
 
-func newServed(t *testing.T, on bool, opts ...tools.Option) *served {
+func newServed(t testing.TB, on bool, opts ...tools.Option) *served {
 	t.Helper()
 	project, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
