@@ -50,7 +50,9 @@ type switchOnly struct{ rpc.Service }
 
 func (switchOnly) ToolsEnabled(p string) (bool, error) { return fileSwitch{}.ToolsEnabled(p) }
 
-func (switchOnly) Subscribe() (<-chan service.Event, func()) { return make(chan service.Event), func() {} }
+func (switchOnly) Subscribe() (<-chan service.Event, func()) {
+	return make(chan service.Event), func() {}
+}
 
 type pipeClient struct {
 	conn net.Conn
