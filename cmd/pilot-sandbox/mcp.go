@@ -19,36 +19,17 @@ import (
 // the client goes away or a signal. stdout carries the protocol only: logs
 // go to stderr and the log file.
 func runMCP(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	projectFlag := fs.String("project", ".", "the project directory")
-	enable := fs.Bool("enable-tools", false, "turn the project's agent tools on (dockerToolsEnabled in .pilot/settings.json)")
-	verbose := fs.Bool("v", false, "log debug messages to stderr too")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(e.stderr, "pilot-sandbox mcp: unexpected argument %q\n", fs.Arg(0))
-		return errUsage
-	}
-	abs, err := absProject(*projectFlag)
+	opts, err := parseMCPFlags(e, args)
 	if err != nil {
 		return err
 	}
-	project, err := projectfs.Canonical(abs)
-	if err != nil {
-		return err
-	}
-	level := zerolog.InfoLevel
-	if *verbose {
-		level = zerolog.DebugLevel
-	}
-	a, err := openApp(e.stderr, level)
+	a, err := openApp(e.stderr, opts.level)
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	if *enable {
+	project := opts.project
+	if opts.enable {
 		if _, err := a.m.SetToolsEnabled(project, true); err != nil {
 			return err
 		}
@@ -76,3 +57,35 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// mcpOptions are the mcp command's flags, checked.
+type mcpOptions struct {
+	project string // canonical
+	enable  bool
+	level   zerolog.Level
+}
+
+func parseMCPFlags(e *env, args []string) (mcpOptions, error) {
+	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	projectFlag := fs.String("project", ".", "the project directory")
+	enable := fs.Bool("enable-tools", false, "turn the project's agent tools on (dockerToolsEnabled in .pilot/settings.json)")
+	verbose := fs.Bool("v", false, "log debug messages to stderr too")
+	if err := fs.Parse(args); err != nil {
+		return mcpOptions{}, errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "pilot-sandbox mcp: unexpected argument %q\n", fs.Arg(0))
+		return mcpOptions{}, errUsage
+	}
+	opts := mcpOptions{enable: *enable, level: zerolog.InfoLevel}
+	if *verbose {
+		opts.level = zerolog.DebugLevel
+	}
+	abs, err := absProject(*projectFlag)
+	if err != nil {
+		return opts, err
+	}
+	opts.project, err = projectfs.Canonical(abs)
+	return opts, err
+}
