@@ -89,13 +89,25 @@ func (s *slowSandbox) publish(p service.Progress) {
 	}
 }
 
+// callSet calls a tool; one that has not answered after 10 s fails the
+// test (the answer bound is the point of these tests).
 func callSet(t *testing.T, ctx context.Context, s *Set, name, args string) Result {
 	t.Helper()
-	res, err := s.Call(ctx, "/p", name, json.RawMessage(args))
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
+	answered := make(chan Result, 1)
+	go func() {
+		res, err := s.Call(ctx, "/p", name, json.RawMessage(args))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		answered <- res
+	}()
+	select {
+	case res := <-answered:
+		return res
+	case <-time.After(10 * time.Second):
+		t.Errorf("%s %s: no answer after 10s", name, args)
+		return Result{}
 	}
-	return res
 }
 
 // A start that outlives the bound answers that it goes on; a second start
@@ -163,7 +175,11 @@ func TestCancelStopsTheWork(t *testing.T) {
 	if res := <-answered; !res.IsError || textOf(res) != "The call was cancelled." {
 		t.Errorf("cancelled start answered %q", textOf(res))
 	}
-	<-sb.cancelled // the start saw its context end; a hang here fails the test by its timeout
+	select {
+	case <-sb.cancelled: // the start saw its context end
+	case <-time.After(10 * time.Second):
+		t.Fatal("the start went on after its call was cancelled")
+	}
 }
 
 func TestCancelledWaitLeavesTheBackgroundStartRunning(t *testing.T) {
@@ -234,6 +250,31 @@ func TestProgressReachesEveryWaitingCall(t *testing.T) {
 	}
 }
 
+// A call that answered that its start goes on hears no more of it.
+func TestNoProgressAfterTheAnswer(t *testing.T) {
+	sb := newSlowSandbox()
+	s := For(sb, Bound(20*time.Millisecond))
+	defer s.Close()
+	var mu sync.Mutex
+	var got []string
+	ctx := WithProgress(context.Background(), func(p service.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, p.Stage)
+	})
+	if res := callSet(t, ctx, s, "sandbox_start", `{}`); !strings.Contains(textOf(res), "still running") {
+		t.Fatalf("start: %q", textOf(res))
+	}
+	close(sb.release)
+	s.jobs.bound = time.Hour
+	callSet(t, context.Background(), s, "sandbox_wait", `{"seconds": 30}`) // the start has ended, ready sent
+	mu.Lock()
+	defer mu.Unlock()
+	if g := strings.Join(got, ","); g != "image" {
+		t.Errorf("progress %s, want image only", g)
+	}
+}
+
 func waiters(s *Set, project string) int {
 	s.jobs.mu.Lock()
 	defer s.jobs.mu.Unlock()
@@ -250,7 +291,13 @@ func TestCloseStopsBackgroundCalls(t *testing.T) {
 	sb := newSlowSandbox()
 	s := For(sb, Bound(20*time.Millisecond))
 	callSet(t, context.Background(), s, "sandbox_start", `{}`)
-	s.Close()
+	closed := make(chan struct{})
+	go func() { s.Close(); close(closed) }()
+	select {
+	case <-closed: // Close returns once the background start has ended
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close left the background start running")
+	}
 	<-sb.cancelled
 	if res := callSet(t, context.Background(), s, "sandbox_click", `{"x": 1, "y": 1}`); !res.IsError || !strings.Contains(textOf(res), "shutting down") {
 		t.Errorf("a call after Close: %q", textOf(res))
