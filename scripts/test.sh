@@ -10,7 +10,8 @@
 # package-lock.json), tsc --noEmit over its JSDoc types (the client, the
 # panel and the sandbox's viewer page), and its node --test suite against
 # the binary built here: the client and vscode-jsonrpc against
-# `pilot-sandbox serve` over stdio, the client's WebSocket side against
+# `pilot-sandbox serve` over stdio, the MCP TypeScript SDK's client against
+# `pilot-sandbox mcp`, the client's WebSocket side against
 # `pilot-sandbox ui`, and the panel and the viewer in Chromium (installed
 # with apt-get when missing and root), with screenshots in ui/test-output/.
 #
