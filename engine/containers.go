@@ -107,6 +107,10 @@ func hostConfig(spec service.ContainerSpec, network string) *docker.HostConfig {
 		// An empty HostPort lets the engine choose a free one.
 		bindings[tcpPort(p)] = []docker.PortBinding{{HostIP: spec.HostIP}}
 	}
+	security := []string{"no-new-privileges"}
+	if spec.Seccomp != "" {
+		security = append(security, "seccomp="+spec.Seccomp)
+	}
 	return &docker.HostConfig{
 		PortBindings: bindings,
 		NetworkMode:  network,
@@ -116,7 +120,7 @@ func hostConfig(spec service.ContainerSpec, network string) *docker.HostConfig {
 		},
 		Init:        true,
 		CapDrop:     []string{"ALL"},
-		SecurityOpt: []string{"no-new-privileges"},
+		SecurityOpt: security,
 		Memory:      spec.Limits.MemoryBytes,
 		MemorySwap:  spec.Limits.MemoryBytes, // no swap beyond the memory limit
 		NanoCPUs:    spec.Limits.NanoCPUs,

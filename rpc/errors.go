@@ -33,6 +33,8 @@ const (
 	codeProjectFile int64 = -32007
 	// codeTooManySandboxes: a start past the user's maxRunning.
 	codeTooManySandboxes int64 = -32008
+	// codeNoBrowser: sandbox/browser on a sandbox without a browser.
+	codeNoBrowser int64 = -32009
 	// codeNotFound: no such file or directory in the sandbox.
 	codeNotFound int64 = -32010
 	// codeRequestCancelled is LSP's answer to a request the client
@@ -63,6 +65,7 @@ var errorTable = map[int64]errorInfo{
 	codeTimeout:           {"timeout", "A Docker operation did not finish in time."},
 	codeProjectFile:       {"file_error", "A file of the project's .pilot directory cannot be read or written (corrupt, refused because it is a link, a device or over 1 MiB, read-only, disk full); data.file names it, message says what to do. Nothing was changed."},
 	codeTooManySandboxes:  {"too_many_sandboxes", "As many sandboxes run as maxRunning in the user's config.json allows; data.running lists them ({projectPath, containerId, containerName}), so that one can be stopped."},
+	codeNoBrowser:         {"no_browser", "sandbox/browser on a sandbox whose image has no browser (sandbox.image \"desktop\")."},
 	codeNotFound:          {"not_found", "No such file or directory in the sandbox (sandbox/files/*); message names the path."},
 	codeRequestCancelled:  {"request_cancelled", "The client cancelled the request with $/cancelRequest."},
 }
@@ -134,6 +137,8 @@ func toWire(err error) *jsonrpc2.Error {
 		return newError(codeProjectFile, file.Error(), &errorData{File: file.Path})
 	case errors.As(err, &tooMany):
 		return newError(codeTooManySandboxes, err.Error(), &errorData{Running: tooMany.Running})
+	case errors.Is(err, service.ErrNoBrowser):
+		return newError(codeNoBrowser, err.Error(), nil)
 	case errors.Is(err, service.ErrNameConflict):
 		return newError(codeStartFailed, err.Error(), nil)
 	case errors.Is(err, tools.ErrUnknownTool):

@@ -293,6 +293,10 @@ func (f *fakeService) Touch(project string) {
 	f.touched = append(f.touched, project)
 }
 
+func (f *fakeService) Browser(ctx context.Context, path string) (string, error) {
+	return "", service.ErrNoBrowser
+}
+
 func (f *fakeService) Status(ctx context.Context, path string) (*service.State, error) {
 	project, err := f.enter(ctx, path)
 	if err != nil {

@@ -174,6 +174,8 @@ func (s *Server) methodTable() []method {
 		s.afterReconcile(mayFail(typed("sandbox/status", "The project's sandbox, or null when it has none.", s.status), docker...)),
 		s.afterReconcile(mayFail(typed("sandbox/list", "Every sandbox on the engine.", s.list), docker...)),
 		s.afterReconcile(mayFail(typed("sandbox/exec", "Runs a shell command under bash -lc in the running sandbox as its user, with DISPLAY set. A non-zero exit is a result.", s.exec), needsRunning...)),
+		s.afterReconcile(mayFail(typed("sandbox/browser", "The ws:// address of the sandbox's Chromium DevTools Protocol, on a 127.0.0.1 port of the host with a secret that changes at every start, for Playwright's connectOverCDP or Puppeteer's connect; Chromium starts if it is not running.", s.browser),
+			append([]int64{codeNoBrowser}, needsRunning...)...)),
 		s.afterReconcile(mayFail(typed("sandbox/screenshot", "An image of the sandbox's whole display, at its full size: PNG, or JPEG if asked.", s.screenshot), needsRunning...)),
 	}, s.fileMethods(docker), []method{
 		mayFail(typed("sandbox/setToolsEnabled", "Switches the project's agent tools on or off (dockerToolsEnabled in .pilot/settings.json).", s.setToolsEnabled), codeProjectFile),
@@ -228,6 +230,16 @@ func (s *Server) stop(ctx context.Context, _ *session, p projectParams) (service
 
 func (s *Server) status(ctx context.Context, _ *session, p projectParams) (*service.State, error) {
 	return s.svc.Status(ctx, string(p.ProjectPath))
+}
+
+// browserResult is sandbox/browser's answer.
+type browserResult struct {
+	WSEndpoint string `json:"wsEndpoint"`
+}
+
+func (s *Server) browser(ctx context.Context, _ *session, p projectParams) (browserResult, error) {
+	ws, err := s.svc.Browser(ctx, string(p.ProjectPath))
+	return browserResult{WSEndpoint: ws}, err
 }
 
 func (s *Server) list(ctx context.Context, _ *session, _ noParams) (listResult, error) {

@@ -31,6 +31,8 @@ type Service interface {
 	DockerStatus(ctx context.Context) service.DockerStatus
 	Start(ctx context.Context, project string) (service.State, error)
 	Stop(ctx context.Context, project string) (service.State, error)
+	// Browser returns the sandbox's Chromium DevTools address (sandbox/browser).
+	Browser(ctx context.Context, project string) (string, error)
 	Remove(ctx context.Context, project string) (bool, error)
 	RemoveContainer(ctx context.Context, id string) (bool, error)
 	Status(ctx context.Context, project string) (*service.State, error)

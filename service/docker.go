@@ -100,6 +100,9 @@ type ContainerSpec struct {
 	// storage driver can (overlay2 on xfs with pquota, btrfs, zfs); the
 	// disk policy measures it everywhere. Zero is no bound.
 	DiskBytes int64
+	// Seccomp is the container's seccomp profile as JSON; "" is Docker's
+	// default.
+	Seccomp string
 }
 
 // Capacity is what the Docker engine has to give: a sandbox cannot have

@@ -47,7 +47,9 @@ func execTool(sb Sandbox) tool {
 	desc := fmt.Sprintf("Run a shell command in the sandbox (bash -lc, as its unprivileged user, with DISPLAY set so GUI "+
 		"programs open on its screen). Returns the exit code, stdout and stderr; past %d characters, only their "+
 		"start and end, and the path of a file in the sandbox holding all of it (read it with sed -n or grep). To "+
-		"start a GUI program that keeps running, redirect its output and background it: firefox >/dev/null 2>&1 & "+
+		"start a GUI program that keeps running, redirect its output and background it: xterm >/dev/null 2>&1 & "+
+		"The sandbox has a web browser (Chromium): pilot-open URL opens a page in it on the screen (a new tab when it "+
+		"runs) and returns at once; serve the app inside the sandbox and open http://localhost:PORT/. "+
 		"timeoutSeconds: 1 to %d (default %d); the command is killed when it runs out.",
 		maxExecText, maxExecSeconds, defaultExecSeconds)
 	return define("sandbox_exec", desc, func(ctx context.Context, project string, a execArgs) (Result, error) {

@@ -3,6 +3,7 @@
 //
 //	pilot-sandbox serve [--framing lsp|ndjson]   JSON-RPC on stdio (PROTOCOL.md)
 //	pilot-sandbox ui [--project DIR] [--listen ADDR] [--no-open]   the panel in a browser
+//	pilot-sandbox mcp [--project DIR] [--enable-tools]   MCP on stdio for coding agents
 //	pilot-sandbox start|stop|status [--project DIR]
 //	pilot-sandbox remove [--project DIR | --container ID]
 //	pilot-sandbox exec [--project DIR] [--timeout D] -- COMMAND...
@@ -35,6 +36,7 @@ func commands() []command {
 	return []command{
 		{"serve", "serve the JSON-RPC protocol on stdin/stdout (for the desktop app)", runServe},
 		{"ui", "serve the sandbox panel in a browser, on 127.0.0.1", runUI},
+		{"mcp", "serve the project's agent tools over MCP on stdin/stdout (for coding agents)", runMCP},
 		{"start", "start the project's sandbox and print how to watch it", runStart},
 		{"stop", "stop the project's sandbox (its files are kept)", runStop},
 		{"status", "show the project's sandbox", runStatus},

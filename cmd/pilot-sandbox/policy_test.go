@@ -28,7 +28,10 @@ func cliRun(t *testing.T, env []string, stdin string, args ...string) (stdout, s
 
 func TestCommandLineRemovesOrphans(t *testing.T) {
 	docker := dockertest.Engine(t)
-	env := []string{"XDG_STATE_HOME=" + t.TempDir()}
+	// A scope of its own: prune removes every orphan it sees, and the
+	// sandboxes of tests running beside it (other packages) must not be
+	// among them.
+	env := []string{"XDG_STATE_HOME=" + t.TempDir(), ownScope(t)}
 	run := func(stdin string, args ...string) (string, string, int) {
 		t.Helper()
 		return cliRun(t, env, stdin, args...)

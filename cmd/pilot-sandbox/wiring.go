@@ -26,6 +26,10 @@ func stateDir() string {
 const (
 	// envImage is the sandbox image's tag (default pilot-sandbox:latest).
 	envImage = "PILOT_IMAGE"
+	// envDefaultImage is the image variant of projects that name none:
+	// "browser" (the default) or "desktop". scripts/test.sh sets desktop,
+	// so tests that do not test the browser run the small image.
+	envDefaultImage = "PILOT_DEFAULT_IMAGE"
 	// envBaseImage overrides the Dockerfile's BASE_IMAGE build argument.
 	envBaseImage = "PILOT_BASE_IMAGE"
 	// envScope sets the pilot.sandbox label value of the sandboxes this
@@ -77,13 +81,20 @@ func newManager(log zerolog.Logger) (*service.Manager, *engine.Client, error) {
 		Image:     os.Getenv(envImage),
 		Resources: resources.SandboxImage(),
 		Agent:     resources.DesktopAgent(),
-		StateDir:  stateDir(),
-		Scope:     os.Getenv(envScope),
-		Policy:    policyConfig(),
-		Logger:    log,
+		// The browser image's tag follows PILOT_IMAGE (BrowserTag).
+		BrowserResources: resources.BrowserImage(),
+		Seccomp:          resources.ChromiumSeccomp(),
+		DefaultVariant:   os.Getenv(envDefaultImage),
+		StateDir:         stateDir(),
+		Scope:            os.Getenv(envScope),
+		Policy:           policyConfig(),
+		Logger:           log,
 	}
 	if base := os.Getenv(envBaseImage); base != "" {
 		cfg.BuildArgs = map[string]string{"BASE_IMAGE": base}
+	}
+	if v := cfg.DefaultVariant; v != "" && v != service.VariantBrowser && v != service.VariantDesktop {
+		return nil, nil, fmt.Errorf("%s must be %q or %q; it is %q", envDefaultImage, service.VariantBrowser, service.VariantDesktop, v)
 	}
 	m, err := service.New(docker, cfg)
 	if err != nil {

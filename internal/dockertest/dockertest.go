@@ -7,6 +7,7 @@
 package dockertest
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"path/filepath"
@@ -56,8 +57,15 @@ func Config(t testing.TB) service.Config {
 		Image:     os.Getenv("PILOT_IMAGE"),
 		Resources: resources.SandboxImage(),
 		Agent:     resources.DesktopAgent(),
-		StateDir:  t.TempDir(),
-		Logger:    zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel),
+		// Browser tests set sandbox.image "browser" in their project; the
+		// rest run the desktop image unless PILOT_DEFAULT_IMAGE says
+		// otherwise, so the suite does not build and run Chromium's image
+		// for every sandbox.
+		BrowserResources: resources.BrowserImage(),
+		Seccomp:          resources.ChromiumSeccomp(),
+		DefaultVariant:   cmp.Or(os.Getenv("PILOT_DEFAULT_IMAGE"), service.VariantDesktop),
+		StateDir:         t.TempDir(),
+		Logger:           zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel),
 	}
 	if base := os.Getenv("PILOT_BASE_IMAGE"); base != "" {
 		cfg.BuildArgs = map[string]string{"BASE_IMAGE": base}

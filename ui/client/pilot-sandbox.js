@@ -304,6 +304,15 @@ export class Client {
   }
 
   /**
+   * The address of the sandbox's Chromium DevTools Protocol, for
+   * Playwright's connectOverCDP or Puppeteer's connect.
+   *
+   * @param {string} projectPath
+   * @returns {Promise<{wsEndpoint: string}>}
+   */
+  browser(projectPath) { return this.request('sandbox/browser', { projectPath }); }
+
+  /**
    * Writes a whole file (at most 10 MiB) in the sandbox, running or
    * stopped; a string is written as UTF-8 text, bytes as they are.
    * Paths are absolute or relative to /home/sandbox.
