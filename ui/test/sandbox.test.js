@@ -71,6 +71,9 @@ test('files in and out of a sandbox, running and stopped', { skip, timeout: 300_
   client.onProgress((p) => { if (p.projectPath === project && p.stage === 'copy') progress.push(p); });
   const fs = await import('node:fs');
   const path = await import('node:path');
+  // The desktop image: files are the same in every image.
+  fs.mkdirSync(path.join(project, '.pilot'));
+  fs.writeFileSync(path.join(project, '.pilot', 'settings.json'), '{"sandbox": {"image": "desktop"}}');
   try {
     await client.start(project);
     check('sandbox/files/write', await client.writeFile(project, 'notes/a.txt', 'héllo', { createParents: true }));
