@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"reflect"
 	"strconv"
-	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -105,12 +104,6 @@ type (
 	listResult struct {
 		Sandboxes []service.State `json:"sandboxes"`
 	}
-	execParams struct {
-		projectParams
-		Command   string    `json:"command" jsonschema:"The shell command, run under bash -lc."`
-		TimeoutMs int64     `json:"timeoutMs,omitzero" jsonschema:"Milliseconds before the command is killed."`
-		Workdir   args.Path `json:"workdir,omitempty" jsonschema:"The directory in the sandbox to run it in; the sandbox user's home when left out."`
-	}
 	screenshotParams struct {
 		projectParams
 		Format  string `json:"format,omitempty" jsonschema:"png, lossless, or jpeg, many times smaller for pictures and photos (not for text)."`
@@ -139,16 +132,6 @@ type (
 	}
 )
 
-// TuneSchema states the service's limits: a command is not empty, and
-// timeoutMs has the service's default and maximum.
-func (execParams) TuneSchema(s *jsonschema.Schema) {
-	s.Properties["command"].MinLength = jsonschema.Ptr(1)
-	t := s.Properties["timeoutMs"]
-	t.Minimum = jsonschema.Ptr(1.0)
-	t.Maximum = jsonschema.Ptr(float64(service.MaxExecTimeout.Milliseconds()))
-	t.Default = json.RawMessage(strconv.FormatInt(service.DefaultExecTimeout.Milliseconds(), 10))
-}
-
 // TuneSchema states the formats and the JPEG quality's bounds.
 func (screenshotParams) TuneSchema(s *jsonschema.Schema) {
 	s.Properties["format"].Enum = []any{desktop.FormatPNG, desktop.FormatJPEG}
@@ -172,7 +155,9 @@ func (s *Server) methodTable() []method {
 		mayFail(typed("sandbox/remove", "Deletes the project's container and .pilot/sandbox.json.", s.remove), docker...),
 		mayFail(typed("sandbox/status", "The project's sandbox, or null when it has none.", s.status), docker...),
 		mayFail(typed("sandbox/list", "Every sandbox on the engine.", s.list), docker...),
-		mayFail(typed("sandbox/exec", "Runs a shell command under bash -lc in the running sandbox as its user, with DISPLAY set. A non-zero exit is a result.", s.exec), needsRunning...),
+		mayFail(typed("sandbox/exec", "Runs a shell command under bash -lc in the running sandbox as its user, with DISPLAY set, and answers when it ends (a background child it leaves does not hold the answer). A non-zero exit is a result. With outputToken, the output also comes as sandbox/output notifications before the answer; with background, the command runs on and the answer is its pid and log file.", s.exec), needsRunning...),
+		mayFail(typed("sandbox/processes", "The background processes started through sandbox/exec that still run.", s.processes), needsRunning...),
+		mayFail(typed("sandbox/kill", "Ends a background process started through sandbox/exec, with every process it started: SIGTERM, then SIGKILL after 2 s.", s.kill), needsRunning...),
 		mayFail(typed("sandbox/screenshot", "An image of the sandbox's whole display, at its full size: PNG, or JPEG if asked.", s.screenshot), needsRunning...),
 		mayFail(typed("sandbox/setToolsEnabled", "Switches the project's agent tools on or off (dockerToolsEnabled in .pilot/settings.json).", s.setToolsEnabled), codeProjectFile),
 		typed("sandbox/getToolsEnabled", "Whether the project's agent tools are on (default false).", s.getToolsEnabled),
@@ -239,14 +224,6 @@ func (s *Server) list(ctx context.Context, _ *session, _ noParams) (listResult, 
 		states = []service.State{}
 	}
 	return listResult{Sandboxes: states}, err
-}
-
-func (s *Server) exec(ctx context.Context, _ *session, p execParams) (service.ExecOutput, error) {
-	return s.svc.Exec(ctx, string(p.ProjectPath), service.ExecRequest{
-		Command: p.Command,
-		Timeout: time.Duration(p.TimeoutMs) * time.Millisecond,
-		WorkDir: string(p.Workdir),
-	})
 }
 
 func (s *Server) screenshot(ctx context.Context, _ *session, p screenshotParams) (screenshotResult, error) {

@@ -340,7 +340,14 @@ func (f *fakeDocker) Exec(ctx context.Context, id string, spec ExecSpec) (ExecRe
 	if exec == nil {
 		return ExecResult{}, nil
 	}
-	return exec(spec.Cmd)
+	res, err := exec(spec.Cmd)
+	// With sinks, the output goes to them, as the engine does it.
+	if spec.Stdout != nil {
+		spec.Stdout.Write(res.Stdout)
+		spec.Stderr.Write(res.Stderr)
+		res.Stdout, res.Stderr = nil, nil
+	}
+	return res, err
 }
 
 func (f *fakeDocker) ExecAttach(ctx context.Context, id string, spec ExecSpec) (ExecSession, error) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/shell"
 	"github.com/rs/zerolog"
 )
 
@@ -619,8 +620,8 @@ func TestExecValidatesAndNeedsARunningSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"choom", "-n", "500", "--", "timeout", "--kill-after=2", "2", "bash", "-lc", "echo $HOME; exit 3"}
-	if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
+	want := shell.Foreground("echo $HOME; exit 3", 2, got[len(got)-1])
+	if strings.Join(got, "\x00") != strings.Join(want, "\x00") || !strings.HasPrefix(got[len(got)-1], "\x1epilot-exit-") {
 		t.Errorf("argv = %q, want %q", got, want)
 	}
 	if out.ExitCode != 3 || out.Stdout != "out\uFFFD" || out.Stderr != "err" || out.TimedOut {

@@ -1,0 +1,49 @@
+// Package shell builds the commands the sidecar runs under bash in a
+// sandbox, and reads what they write back: foreground commands that end
+// when they end (not when the last holder of their output lets go), and
+// background processes started, listed and killed through the sidecar.
+// It knows nothing of Docker; the service runs what it builds.
+package shell
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
+)
+
+// OOMScore is the oom_score_adj of every command run for a client: if the
+// sandbox runs out of memory, the kernel kills them before the desktop
+// (and its agent), whose score stays 0; raising one's own score takes no
+// privilege.
+const OOMScore = 500
+
+// killAfter is how long timeout(1) waits after SIGTERM before SIGKILL.
+const killAfter = "2"
+
+// NewMarker returns a marker no command's output will hold by chance.
+func NewMarker() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	// Not NUL, which an argument cannot hold.
+	return "\x1epilot-exit-" + hex.EncodeToString(b) + "\x1e"
+}
+
+// foregroundScript runs the command under timeout(1), which on expiry
+// ends its process group, then writes the marker on stdout and on stderr
+// and exits with the command's status. A background child the command
+// left behind may hold both streams open for as long as it runs: the
+// markers say the command itself is over (see Finish).
+const foregroundScript = `timeout --kill-after=` + killAfter + ` "$1" bash -lc "$2"
+s=$?
+printf '%s' "$3"
+printf '%s' "$3" >&2
+exit $s`
+
+// Foreground is the argv of a command run under bash -lc for at most
+// seconds, whose end Finish can see by marker.
+func Foreground(command string, seconds int, marker string) []string {
+	return []string{
+		"choom", "-n", strconv.Itoa(OOMScore), "--",
+		"bash", "-c", foregroundScript, "pilot-exec", strconv.Itoa(seconds), command, marker,
+	}
+}
