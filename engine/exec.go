@@ -34,18 +34,21 @@ func (e *Client) Exec(ctx context.Context, id string, spec service.ExecSpec) (se
 	if err != nil {
 		return service.ExecResult{}, e.classify(err)
 	}
-	timedOut, err := waitStream(ctx, stream, spec.Timeout, spec.Finished)
+	end, err := waitStream(ctx, stream, spec.Timeout, spec.Finished)
 	// The stream's copy goroutine may still be writing after a close.
 	res := service.ExecResult{
 		Stdout:    stdout.freeze(),
 		Stderr:    stderr.freeze(),
-		TimedOut:  timedOut,
+		TimedOut:  end == streamTimedOut,
 		Truncated: stdout.truncated() || stderr.truncated(),
+		ExitCode:  -1,
 	}
-	if err != nil {
+	if err != nil || end == streamFinished {
+		// Finished: the caller knows the exit code. The engine may not
+		// say it until the streams close: inspecting waits for that.
 		return res, err
 	}
-	res.ExitCode, err = e.exitCode(ctx, ex.ID, !timedOut)
+	res.ExitCode, err = e.exitCode(ctx, ex.ID, end == streamEnded)
 	return res, err
 }
 
@@ -75,9 +78,19 @@ func (e *Client) createExec(ctx context.Context, id string, spec service.ExecSpe
 	return api, ex, nil
 }
 
+// streamEnd is how waitStream stopped waiting.
+type streamEnd int
+
+const (
+	streamEnded    streamEnd = iota // the stream closed
+	streamFinished                  // the caller said the command is over
+	streamTimedOut
+	streamCancelled
+)
+
 // waitStream waits for the exec stream to end, or for finished to close,
 // closing it on timeout or when ctx ends.
-func waitStream(ctx context.Context, stream docker.CloseWaiter, timeout time.Duration, finished <-chan struct{}) (timedOut bool, err error) {
+func waitStream(ctx context.Context, stream docker.CloseWaiter, timeout time.Duration, finished <-chan struct{}) (streamEnd, error) {
 	done := make(chan error, 1)
 	go func() { done <- stream.Wait() }()
 	var expire <-chan time.Time
@@ -86,22 +99,23 @@ func waitStream(ctx context.Context, stream docker.CloseWaiter, timeout time.Dur
 		defer t.Stop()
 		expire = t.C
 	}
+	end := streamEnded
 	select {
 	case <-done:
-		return false, nil
+		return streamEnded, nil
 	case <-finished:
-		stream.Close()
-		<-done
-		return false, nil
+		end = streamFinished
 	case <-expire:
-		stream.Close()
-		<-done
-		return true, nil
+		end = streamTimedOut
 	case <-ctx.Done():
-		stream.Close()
-		<-done
-		return false, ctx.Err()
+		end = streamCancelled
 	}
+	stream.Close()
+	<-done
+	if end == streamCancelled {
+		return end, ctx.Err()
+	}
+	return end, nil
 }
 
 // exitCode reads the exec's exit code, waiting (when wait is set) for the

@@ -149,7 +149,8 @@ type ExecSpec struct {
 	Stdout, Stderr io.Writer
 	// Finished, when closed, tells Exec the command is over though its
 	// output may still be open (a background child holds it): Exec stops
-	// reading and returns with the exit code.
+	// reading and returns at once, with ExitCode -1 (the caller knows it;
+	// the engine may not say it until the output closes).
 	Finished <-chan struct{}
 }
 

@@ -94,6 +94,9 @@ func (m *Manager) Exec(ctx context.Context, path string, req ExecRequest) (ExecO
 	finish.Flush()
 	stdout.Close()
 	stderr.Close()
+	if code, ok := finish.Status(); ok {
+		res.ExitCode = code
+	}
 	// timeout(1) exits 124 when it had to stop the command, 137 when it
 	// had to kill it.
 	expired := (res.ExitCode == 124 || res.ExitCode == 137) && time.Since(started) >= timeout

@@ -36,10 +36,13 @@ type fakeDocker struct {
 	// onStart decides what a started container does; nil: it runs.
 	onStart func(c *Container)
 	// exec answers commands other than reading the VNC password file.
-	exec   func(cmd []string) (ExecResult, error)
-	logs   []string
-	events chan ContainerEvent
-	now    time.Time
+	exec func(cmd []string) (ExecResult, error)
+	// execSpec, when set, answers commands instead of exec, given the
+	// whole spec.
+	execSpec func(spec ExecSpec) (ExecResult, error)
+	logs     []string
+	events   chan ContainerEvent
+	now      time.Time
 	// agent answers a desktop agent's requests; nil answers {}. An answer of
 	// nil ends the agent's process.
 	agent    func(req map[string]any) map[string]any
@@ -335,8 +338,11 @@ func (f *fakeDocker) Exec(ctx context.Context, id string, spec ExecSpec) (ExecRe
 		}
 		return ExecResult{Stdout: []byte(content)}, nil
 	}
-	exec := f.exec
+	exec, execSpec := f.exec, f.execSpec
 	f.mu.Unlock()
+	if execSpec != nil {
+		return execSpec(spec)
+	}
 	if exec == nil {
 		return ExecResult{}, nil
 	}

@@ -635,6 +635,38 @@ func TestExecValidatesAndNeedsARunningSandbox(t *testing.T) {
 	}
 }
 
+// TestExecAnswersWhenTheCommandEnds: the engine is told to stop reading
+// once both markers came, though the stream stays open (a background
+// child holds it), and what follows the markers is dropped.
+func TestExecAnswersWhenTheCommandEnds(t *testing.T) {
+	h := newHarness(t, nil)
+	dir := project(t)
+	h.docker.execSpec = func(spec ExecSpec) (ExecResult, error) {
+		marker := spec.Cmd[len(spec.Cmd)-1]
+		spec.Stdout.Write([]byte("out" + marker + "late"))
+		spec.Stderr.Write([]byte("err" + marker + "4;"))
+		select {
+		case <-spec.Finished:
+			return ExecResult{ExitCode: -1}, nil
+		case <-time.After(30 * time.Second): // a guard against hanging, not a measure
+			return ExecResult{}, errors.New("the stream was read on after both markers")
+		}
+	}
+	if _, err := h.m.Start(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	var streamed []string
+	out, err := h.m.Exec(context.Background(), dir, ExecRequest{Command: "x & y", Output: func(stream, text string) {
+		streamed = append(streamed, stream+":"+text)
+	}})
+	if err != nil || out.ExitCode != 4 || out.Stdout != "out" || out.Stderr != "err" {
+		t.Errorf("exec: %+v, %v", out, err)
+	}
+	if strings.Join(streamed, ",") != "stdout:out,stderr:err" {
+		t.Errorf("streamed %q", streamed)
+	}
+}
+
 func TestInvalidProjectPaths(t *testing.T) {
 	h := newHarness(t, nil)
 	file := filepath.Join(t.TempDir(), "file")

@@ -82,13 +82,15 @@ func ParsePID(out []byte) (int, error) {
 	return pid, nil
 }
 
-// listScript prints every record (its pid, then its two lines), a line
-// "--", then the kernel's line for every process in the sandbox.
+// listScript prints every record on a line (its pid, start time and
+// JSON), a line "--", then the kernel's line for every process in the
+// sandbox.
 const listScript = `cd "$1" 2>/dev/null || exit 0
 for f in *.proc; do
   [ -f "$f" ] || continue
-  printf '%s\n' "${f%.proc}"
-  head -n 2 -- "$f"
+  start= meta=
+  { read -r start; read -r meta; } <"$f" || true
+  printf '%s %s %s\n' "${f%.proc}" "$start" "$meta"
 done
 echo --
 cat /proc/[0-9]*/stat 2>/dev/null

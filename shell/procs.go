@@ -66,19 +66,7 @@ func splitList(out []byte) ([]listed, map[int]procStat) {
 		if inRecords {
 			if line == "--" {
 				inRecords = false
-				continue
-			}
-			var r listed
-			pid, err := strconv.Atoi(line)
-			if !sc.Scan() {
-				break
-			}
-			r.startTime = sc.Text()
-			if !sc.Scan() {
-				break
-			}
-			if err == nil && json.Unmarshal(sc.Bytes(), &r.Record) == nil {
-				r.pid = pid
+			} else if r, ok := parseRecord(line); ok {
 				records = append(records, r)
 			}
 			continue
@@ -88,6 +76,21 @@ func splitList(out []byte) ([]listed, map[int]procStat) {
 		}
 	}
 	return records, stats
+}
+
+// parseRecord reads a record's line: "PID START JSON".
+func parseRecord(line string) (listed, bool) {
+	f := strings.SplitN(line, " ", 3)
+	if len(f) != 3 {
+		return listed{}, false
+	}
+	r := listed{startTime: f[1]}
+	pid, err := strconv.Atoi(f[0])
+	if err != nil || json.Unmarshal([]byte(f[2]), &r.Record) != nil {
+		return listed{}, false
+	}
+	r.pid = pid
+	return r, true
 }
 
 // parseStat reads a /proc/PID/stat line: "PID (COMM) STATE PPID PGRP

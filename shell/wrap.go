@@ -29,14 +29,16 @@ func NewMarker() string {
 }
 
 // foregroundScript runs the command under timeout(1), which on expiry
-// ends its process group, then writes the marker on stdout and on stderr
-// and exits with the command's status. A background child the command
-// left behind may hold both streams open for as long as it runs: the
-// markers say the command itself is over (see Finish).
+// ends its process group, then writes the marker on stdout, the marker and
+// the command's status on stderr ("MARKER124;"), and exits with that
+// status. A background child the command left behind may hold both
+// streams open for as long as it runs: the markers say the command itself
+// is over, and carry its status, which the engine may not report until
+// the streams close (see Finish).
 const foregroundScript = `timeout --kill-after=` + killAfter + ` "$1" bash -lc "$2"
 s=$?
 printf '%s' "$3"
-printf '%s' "$3" >&2
+printf '%s%d;' "$3" "$s" >&2
 exit $s`
 
 // Foreground is the argv of a command run under bash -lc for at most

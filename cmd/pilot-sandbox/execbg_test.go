@@ -103,6 +103,14 @@ func backgroundServer(t *testing.T, s *sidecar, project string, exec func(*testi
 	}
 	other := startSidecar(t, "ndjson")
 	result(t, other.call("initialize", map[string]any{}, 20*time.Second))
+	// A sidecar that has just started says "no sandbox" until its first
+	// look at the engine is over.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		st := other.call("sandbox/status", map[string]any{"projectPath": project}, time.Minute)
+		if r, _ := st["result"].(map[string]any); r != nil && r["status"] == "running" || time.Now().After(deadline) {
+			break
+		}
+	}
 	if seen := result(t, other.call("sandbox/processes", map[string]any{"projectPath": project}, time.Minute))["processes"].([]any); len(seen) != 1 {
 		t.Errorf("another sidecar's processes: %v", seen)
 	}
