@@ -73,23 +73,49 @@ func (m *Manager) Exec(ctx context.Context, path string, req ExecRequest) (ExecO
 	if err != nil {
 		return ExecOutput{}, err
 	}
-	stdout := shell.NewCollector(MaxExecOutput, emitter(req.Output, StreamStdout))
-	stderr := shell.NewCollector(MaxExecOutput, emitter(req.Output, StreamStderr))
-	marker := shell.NewMarker()
-	finish := shell.NewFinish(marker, stdout, stderr)
 	started := time.Now()
-	res, err := m.ExecArgv(ctx, path, ExecSpec{
-		Cmd:      shell.Foreground(req.Command, int(math.Ceil(timeout.Seconds())), marker),
-		WorkDir:  req.WorkDir,
-		Env:      env,
-		Stdin:    stdinReader(req.Stdin),
-		Timeout:  timeout + execGrace,
-		Stdout:   finish.Stdout(),
-		Stderr:   finish.Stderr(),
-		Finished: finish.Done(),
-	})
+	res, err := m.execMarked(ctx, path, ExecSpec{
+		Cmd:       shell.Foreground(req.Command, int(math.Ceil(timeout.Seconds()))),
+		WorkDir:   req.WorkDir,
+		Env:       env,
+		Stdin:     stdinReader(req.Stdin),
+		Timeout:   timeout + execGrace,
+		MaxOutput: MaxExecOutput,
+	}, req.Output)
 	if err != nil {
 		return ExecOutput{}, err
+	}
+	// timeout(1) exits 124 when it had to stop the command, 137 when it
+	// had to kill it.
+	expired := (res.ExitCode == 124 || res.ExitCode == 137) && time.Since(started) >= timeout
+	// The cap holds for the reply too, whose JSON escapes a NUL byte in 6
+	// bytes: 10 MiB of them made a 126 MB reply.
+	outText, cutOut := jsonsize.Cut(string(bytes.ToValidUTF8(res.Stdout, []byte("\uFFFD"))), MaxExecOutput)
+	errText, cutErr := jsonsize.Cut(string(bytes.ToValidUTF8(res.Stderr, []byte("\uFFFD"))), MaxExecOutput)
+	return ExecOutput{
+		ExitCode:  res.ExitCode,
+		Stdout:    outText,
+		Stderr:    errText,
+		TimedOut:  res.TimedOut || expired,
+		Truncated: res.Truncated || cutOut || cutErr,
+	}, nil
+}
+
+// execMarked runs spec.Cmd so that the call ends when the command does,
+// not when the last holder of its output lets go (shell.Finish), passing
+// its output to output (when set) as it comes. Without it, an exec that
+// leaves a child holding its output makes Docker hold the next execs'
+// exit codes too, for 2 to 4 s (measured).
+func (m *Manager) execMarked(ctx context.Context, path string, spec ExecSpec, output func(stream, text string)) (ExecResult, error) {
+	stdout := shell.NewCollector(spec.MaxOutput, emitter(output, StreamStdout))
+	stderr := shell.NewCollector(spec.MaxOutput, emitter(output, StreamStderr))
+	marker := shell.NewMarker()
+	finish := shell.NewFinish(marker, stdout, stderr)
+	spec.Cmd = shell.Marked(marker, spec.Cmd...)
+	spec.Stdout, spec.Stderr, spec.Finished = finish.Stdout(), finish.Stderr(), finish.Done()
+	res, err := m.ExecArgv(ctx, path, spec)
+	if err != nil {
+		return ExecResult{}, err
 	}
 	finish.Flush()
 	stdout.Close()
@@ -97,20 +123,9 @@ func (m *Manager) Exec(ctx context.Context, path string, req ExecRequest) (ExecO
 	if code, ok := finish.Status(); ok {
 		res.ExitCode = code
 	}
-	// timeout(1) exits 124 when it had to stop the command, 137 when it
-	// had to kill it.
-	expired := (res.ExitCode == 124 || res.ExitCode == 137) && time.Since(started) >= timeout
-	// The cap holds for the reply too, whose JSON escapes a NUL byte in 6
-	// bytes: 10 MiB of them made a 126 MB reply.
-	outText, cutOut := jsonsize.Cut(string(bytes.ToValidUTF8(stdout.Bytes(), []byte("\uFFFD"))), MaxExecOutput)
-	errText, cutErr := jsonsize.Cut(string(bytes.ToValidUTF8(stderr.Bytes(), []byte("\uFFFD"))), MaxExecOutput)
-	return ExecOutput{
-		ExitCode:  res.ExitCode,
-		Stdout:    outText,
-		Stderr:    errText,
-		TimedOut:  res.TimedOut || expired,
-		Truncated: stdout.Truncated() || stderr.Truncated() || cutOut || cutErr,
-	}, nil
+	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
+	res.Truncated = res.Truncated || stdout.Truncated() || stderr.Truncated()
+	return res, nil
 }
 
 // execTimeout checks the request's command and timeout, and returns the

@@ -620,8 +620,8 @@ func TestExecValidatesAndNeedsARunningSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := shell.Foreground("echo $HOME; exit 3", 2, got[len(got)-1])
-	if strings.Join(got, "\x00") != strings.Join(want, "\x00") || !strings.HasPrefix(got[len(got)-1], "\x1epilot-exit-") {
+	want := shell.Marked(got[4], "choom", "-n", "500", "--", "timeout", "--kill-after=2", "2", "bash", "-lc", "echo $HOME; exit 3")
+	if strings.Join(got, "\x00") != strings.Join(want, "\x00") || !strings.HasPrefix(got[4], "\x1epilot-exit-") {
 		t.Errorf("argv = %q, want %q", got, want)
 	}
 	if out.ExitCode != 3 || out.Stdout != "out\uFFFD" || out.Stderr != "err" || out.TimedOut {
@@ -642,7 +642,7 @@ func TestExecAnswersWhenTheCommandEnds(t *testing.T) {
 	h := newHarness(t, nil)
 	dir := project(t)
 	h.docker.execSpec = func(spec ExecSpec) (ExecResult, error) {
-		marker := spec.Cmd[len(spec.Cmd)-1]
+		marker := spec.Cmd[4]
 		spec.Stdout.Write([]byte("out" + marker + "late"))
 		spec.Stderr.Write([]byte("err" + marker + "4;"))
 		select {

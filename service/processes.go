@@ -16,6 +16,10 @@ import (
 // waiting for a killed process to go.
 const backgroundCallTimeout = 30 * time.Second
 
+// maxListOutput bounds what listing the processes reads: a line of about
+// 300 bytes per process in the sandbox, whose number its pids limit caps.
+const maxListOutput = 4 << 20
+
 // BackgroundProcess is a command started in the background
 // (PROTOCOL.md, sandbox/exec with background).
 type BackgroundProcess struct {
@@ -43,10 +47,10 @@ func (m *Manager) Background(ctx context.Context, path string, req ExecRequest) 
 	if err != nil {
 		return BackgroundProcess{}, err
 	}
-	res, err := m.ExecArgv(ctx, path, ExecSpec{
+	res, err := m.execMarked(ctx, path, ExecSpec{
 		Cmd: argv, WorkDir: req.WorkDir, Env: env, Stdin: stdinReader(req.Stdin),
 		Timeout: backgroundCallTimeout, MaxOutput: 4096,
-	})
+	}, nil)
 	if err != nil {
 		return BackgroundProcess{}, err
 	}
@@ -71,7 +75,7 @@ func backgroundID(now time.Time) string {
 // Processes lists the background processes started through a sidecar that
 // still run in the project's sandbox, and forgets those that ended.
 func (m *Manager) Processes(ctx context.Context, path string) ([]Process, error) {
-	res, err := m.ExecArgv(ctx, path, ExecSpec{Cmd: shell.List(), Timeout: backgroundCallTimeout})
+	res, err := m.execMarked(ctx, path, ExecSpec{Cmd: shell.List(), Timeout: backgroundCallTimeout, MaxOutput: maxListOutput}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +85,7 @@ func (m *Manager) Processes(ctx context.Context, path string) ([]Process, error)
 	running, stale := shell.ParseList(res.Stdout)
 	if len(stale) > 0 {
 		// Best effort: a record left now is left out again next time.
-		m.ExecArgv(ctx, path, ExecSpec{Cmd: shell.Forget(stale), Timeout: backgroundCallTimeout})
+		m.execMarked(ctx, path, ExecSpec{Cmd: shell.Forget(stale), Timeout: backgroundCallTimeout}, nil)
 	}
 	if running == nil {
 		running = []Process{}
@@ -100,7 +104,7 @@ func (m *Manager) Kill(ctx context.Context, path string, pid int) error {
 	if !hasPID(running, pid) {
 		return &ArgumentError{Name: "pid", Reason: fmt.Sprintf("no background process started through the sidecar runs with pid %d (sandbox/processes lists them)", pid)}
 	}
-	res, err := m.ExecArgv(ctx, path, ExecSpec{Cmd: shell.Kill(pid), Timeout: backgroundCallTimeout})
+	res, err := m.execMarked(ctx, path, ExecSpec{Cmd: shell.Kill(pid), Timeout: backgroundCallTimeout}, nil)
 	switch {
 	case err != nil:
 		return err

@@ -28,24 +28,29 @@ func NewMarker() string {
 	return "\x1epilot-exit-" + hex.EncodeToString(b) + "\x1e"
 }
 
-// foregroundScript runs the command under timeout(1), which on expiry
-// ends its process group, then writes the marker on stdout, the marker and
-// the command's status on stderr ("MARKER124;"), and exits with that
-// status. A background child the command left behind may hold both
-// streams open for as long as it runs: the markers say the command itself
-// is over, and carry its status, which the engine may not report until
-// the streams close (see Finish).
-const foregroundScript = `timeout --kill-after=` + killAfter + ` "$1" bash -lc "$2"
+// markedScript runs its arguments after the marker as a command, then
+// writes the marker on stdout, the marker and the command's status on
+// stderr ("MARKER124;"), and exits with that status. A background child
+// the command left behind may hold both streams open for as long as it
+// runs: the markers say the command itself is over, and carry its status,
+// which the engine may not report until the streams close (see Finish).
+const markedScript = `"${@:2}"
 s=$?
-printf '%s' "$3"
-printf '%s%d;' "$3" "$s" >&2
+printf '%s' "$1"
+printf '%s%d;' "$1" "$s" >&2
 exit $s`
 
+// Marked is argv run so that Finish sees its end by marker.
+func Marked(marker string, argv ...string) []string {
+	return append([]string{"bash", "-c", markedScript, "pilot-run", marker}, argv...)
+}
+
 // Foreground is the argv of a command run under bash -lc for at most
-// seconds, whose end Finish can see by marker.
-func Foreground(command string, seconds int, marker string) []string {
+// seconds: timeout(1), on expiry, ends its process group (SIGTERM, SIGKILL
+// 2 s later).
+func Foreground(command string, seconds int) []string {
 	return []string{
 		"choom", "-n", strconv.Itoa(OOMScore), "--",
-		"bash", "-c", foregroundScript, "pilot-exec", strconv.Itoa(seconds), command, marker,
+		"timeout", "--kill-after=" + killAfter, strconv.Itoa(seconds), "bash", "-lc", command,
 	}
 }

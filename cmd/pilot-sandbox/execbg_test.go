@@ -89,8 +89,10 @@ func TestServeExecStreamedAndInTheBackground(t *testing.T) {
 // serves, is listed here and by another sidecar, and that sandbox/kill
 // ends all three.
 func backgroundServer(t *testing.T, s *sidecar, project string, exec func(*testing.T, map[string]any) map[string]any) {
+	begun := time.Now()
 	started := exec(t, map[string]any{"background": true, "workdir": "/tmp", "env": map[string]any{"PORT": "8765"},
 		"command": `sleep 1001 & bash -c 'set -m; sleep 1002 & wait' & exec python3 -m http.server "$PORT" --bind 127.0.0.1`})
+	t.Logf("the background exec answered after %s", time.Since(begun).Round(time.Millisecond))
 	pid, logPath := started["pid"], started["logPath"]
 	if pid == nil || !strings.HasPrefix(fmt.Sprint(logPath), "/tmp/pilot-bg/") || len(started) != 2 {
 		t.Fatalf("background exec: %v", started)
@@ -120,7 +122,9 @@ func backgroundServer(t *testing.T, s *sidecar, project string, exec func(*testi
 	if msg := s.call("sandbox/kill", map[string]any{"projectPath": project, "pid": 1}, time.Minute); errorField(msg) != "pid" {
 		t.Errorf("kill of a pid not started in the background: %v", msg)
 	}
+	killing := time.Now()
 	killed := result(t, s.call("sandbox/kill", map[string]any{"projectPath": project, "pid": pid}, time.Minute))
+	t.Logf("sandbox/kill of the server and its two children took %s", time.Since(killing).Round(time.Millisecond))
 	left := exec(t, map[string]any{"command": `ps -eo args= | grep -E '^(sleep 100[12]|python3 -m http.server)' ; ` + get})
 	if killed["killed"] != true || left["stdout"] != "" || left["exitCode"] == 0.0 {
 		t.Errorf("kill: %v; left running: %v", killed, left)
