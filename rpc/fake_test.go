@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 
 	"github.com/pilot-sandbox/pilot-sandbox/service"
@@ -48,6 +50,7 @@ type fakeService struct {
 	gate     chan struct{}            // closed to release the held calls
 	held     map[*int]heldCall        // calls waiting at a gate, by a unique key
 	procs    []service.Process        // started in the background
+	exposed  map[int]bool             // exposed ports
 }
 
 // heldCall is a call waiting at a gate.
@@ -362,6 +365,48 @@ func (f *fakeService) Kill(ctx context.Context, path string, pid int) error {
 	}
 	f.procs = slices.Delete(f.procs, i, i+1)
 	return nil
+}
+
+func (f *fakeService) ExposePort(ctx context.Context, path string, port int) (ports.Exposed, error) {
+	if err := f.running(ctx, path); err != nil {
+		return ports.Exposed{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.exposed == nil {
+		f.exposed = map[int]bool{}
+	}
+	f.exposed[port] = true
+	return fakeExposed(port), nil
+}
+
+func fakeExposed(port int) ports.Exposed {
+	return ports.Exposed{Port: port, HostPort: 40000 + port, URL: fmt.Sprintf("http://127.0.0.1:%d/", 40000+port)}
+}
+
+func (f *fakeService) ExposedPorts(path string) []ports.Exposed {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := []ports.Exposed{}
+	for _, port := range slices.Sorted(maps.Keys(f.exposed)) {
+		out = append(out, fakeExposed(port))
+	}
+	return out
+}
+
+func (f *fakeService) ListeningPorts(ctx context.Context, path string) ([]ports.Listening, error) {
+	if err := f.running(ctx, path); err != nil {
+		return nil, err
+	}
+	return []ports.Listening{{Port: 8000, Process: "python3"}, {Port: 9222}}, nil
+}
+
+func (f *fakeService) ClosePort(path string, port int) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	closed := f.exposed[port]
+	delete(f.exposed, port)
+	return closed, nil
 }
 
 func (f *fakeService) Screenshot(ctx context.Context, path string) (desktop.Screenshot, error) {

@@ -8,6 +8,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 
+	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
@@ -37,6 +38,7 @@ var schemaNames = map[reflect.Type]string{
 	reflect.TypeFor[service.ExecOutput]():        "ExecResult",
 	reflect.TypeFor[service.BackgroundProcess](): "BackgroundProcess",
 	reflect.TypeFor[service.Process]():           "Process",
+	reflect.TypeFor[ports.Exposed]():             "ExposedPort",
 	reflect.TypeFor[tools.Tool]():                "Tool",
 	reflect.TypeFor[tools.Content]():             "Content",
 	reflect.TypeFor[tools.Result]():              "ToolResult",

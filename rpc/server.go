@@ -38,6 +38,7 @@ type Service interface {
 	Background(ctx context.Context, project string, req service.ExecRequest) (service.BackgroundProcess, error)
 	Processes(ctx context.Context, project string) ([]service.Process, error)
 	Kill(ctx context.Context, project string, pid int) error
+	Ports
 	Screenshot(ctx context.Context, project string) (desktop.Screenshot, error)
 	ToolsEnabled(project string) (bool, error)
 	SetToolsEnabled(project string, enabled bool) (bool, error)

@@ -200,6 +200,19 @@ func (m *Manager) ExecArgv(ctx context.Context, path string, spec ExecSpec) (Exe
 	return res, err
 }
 
+// ExecAttachArgv starts argv in the project's running sandbox as the
+// sandbox user, with its stdin and stdout attached, and returns at once.
+func (m *Manager) ExecAttachArgv(ctx context.Context, path string, spec ExecSpec) (ExecSession, error) {
+	_, st, err := m.running(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if spec.User == "" {
+		spec.User = desktop.User
+	}
+	return m.docker.ExecAttach(ctx, st.ContainerID, spec)
+}
+
 // running returns the project's state if its sandbox is running.
 func (m *Manager) running(ctx context.Context, path string) (*box, State, error) {
 	project, err := projectfs.Canonical(path)

@@ -44,7 +44,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	var wg sync.WaitGroup
 
 	exitCode := -1
-	server := rpc.NewServer(m, tools.New(m), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
+	svc, stopPorts := newSidecarService(m, log)
+	defer stopPorts()
+	server := rpc.NewServer(svc, tools.New(m), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
 	server.Serve(ctx, rpc.NewStream(framing, e.stdin, e.stdout, nil), rpc.ConnOptions{
 		OnExit: func(code int) {
 			exitCode = code
