@@ -6,6 +6,9 @@ import (
 	"net"
 	"strconv"
 	"testing"
+	"time"
+
+	"github.com/pilot-sandbox/pilot-sandbox/ports"
 )
 
 // blobBytes is what the throughput benchmarks send per connection.
@@ -60,8 +63,17 @@ func BenchmarkPorts(b *testing.B) {
 	} {
 		b.Run("download/"+target.name, func(b *testing.B) { benchDownload(b, target.blob) })
 		b.Run("roundtrip/"+target.name, func(b *testing.B) { benchRoundTrip(b, target.echo) })
-		b.Run("connect/"+target.name, func(b *testing.B) { benchConnect(b, target.echo) })
+		b.Run("connect/"+target.name, func(b *testing.B) { benchConnect(b, target.echo, nil) })
 	}
+	// A connection that finds its relays waiting, as one does after a
+	// pause: only the round trip to start the relay is added.
+	b.Run("connect-warm/exposed", func(b *testing.B) {
+		benchConnect(b, "127.0.0.1:"+strconv.Itoa(echo.HostPort), func() {
+			for ports.WarmRelays(sb.x, sb.project, 8803) < 2 {
+				time.Sleep(time.Millisecond)
+			}
+		})
+	})
 }
 
 func benchDownload(b *testing.B, addr string) {
@@ -97,9 +109,16 @@ func benchRoundTrip(b *testing.B, addr string) {
 	}
 }
 
-func benchConnect(b *testing.B, addr string) {
+// benchConnect times a new connection with one round trip; ready, if
+// set, is waited for (untimed) before each.
+func benchConnect(b *testing.B, addr string, ready func()) {
 	buf := []byte{1}
 	for b.Loop() {
+		if ready != nil {
+			b.StopTimer()
+			ready()
+			b.StartTimer()
+		}
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {
 			b.Fatal(err)

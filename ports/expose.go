@@ -53,8 +53,11 @@ type exposure struct {
 	project string
 	ln      net.Listener
 
-	mu    sync.Mutex // guards conns
-	conns map[net.Conn]struct{}
+	pool chan service.ExecSession // relays started, waiting to connect
+
+	mu      sync.Mutex // guards conns and warming, and sends to pool
+	conns   map[net.Conn]struct{}
+	warming int // relays starting for the pool
 }
 
 // NewExposer returns an exposer running its relays through sb.
@@ -86,7 +89,7 @@ func (e *Exposer) ExposePort(ctx context.Context, project string, port int) (Exp
 	hostPort := ln.Addr().(*net.TCPAddr).Port
 	x := &exposure{
 		Exposed: Exposed{Port: port, HostPort: hostPort, URL: "http://127.0.0.1:" + strconv.Itoa(hostPort) + "/"},
-		project: project, ln: ln, conns: map[net.Conn]struct{}{},
+		project: project, ln: ln, conns: map[net.Conn]struct{}{}, pool: make(chan service.ExecSession, warmRelays),
 	}
 	e.mu.Lock()
 	if prev := e.findLocked(project, port); prev != nil { // exposed meanwhile
@@ -96,6 +99,9 @@ func (e *Exposer) ExposePort(ctx context.Context, project string, port int) (Exp
 	}
 	e.exposed[project] = append(e.exposed[project], x)
 	e.mu.Unlock()
+	for range warmRelays {
+		e.warm(x)
+	}
 	go e.serve(x)
 	e.log.Info().Str("project", project).Int("port", port).Int("hostPort", hostPort).Msg("exposed a sandbox port")
 	return x.Exposed, nil
@@ -137,9 +143,7 @@ func (e *Exposer) serve(x *exposure) {
 
 // carry relays one connection.
 func (e *Exposer) carry(x *exposure, conn net.Conn) {
-	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
-	session, err := e.sb.ExecAttachArgv(ctx, x.project, service.ExecSpec{Cmd: relayCommand(x.Port)})
-	cancel()
+	session, err := e.relay(x)
 	if err != nil {
 		e.log.Info().Err(err).Int("port", x.Port).Msg("exposed port: no relay into the sandbox")
 		conn.Close()
@@ -168,7 +172,7 @@ func (x *exposure) untrack(conn net.Conn) {
 	delete(x.conns, conn)
 }
 
-// close stops the listener and ends every connection.
+// close stops the listener and ends every connection and waiting relay.
 func (x *exposure) close() {
 	x.ln.Close()
 	x.mu.Lock()
@@ -177,6 +181,7 @@ func (x *exposure) close() {
 		c.Close()
 	}
 	x.conns = nil
+	x.drainPool()
 }
 
 func (e *Exposer) find(project string, port int) *exposure {

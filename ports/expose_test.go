@@ -121,7 +121,8 @@ func TestExposedPortCarriesASandboxServer(t *testing.T) {
 		io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 		io.ReadFull(conn, make([]byte, 12)) // "HTTP/1.0 200": the relay runs
 		conn.Close()
-		dockertest.PollExec(t, sb.m, sb.project, "no relay runs", `! ps -eo args= | grep -q '^python3 -S -c'`)
+		// No connection to 8800 (0x2260) is left open inside.
+		dockertest.PollExec(t, sb.m, sb.project, "the relay's connection ends", `! awk '$3 ~ /:2260$/ && $4 == "01"' /proc/net/tcp | grep -q .`)
 	})
 	t.Run("close ends it", func(t *testing.T) {
 		if closed, err := sb.x.ClosePort(sb.project, 8800); !closed || err != nil {
@@ -133,6 +134,7 @@ func TestExposedPortCarriesASandboxServer(t *testing.T) {
 		if _, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(exposed.HostPort)); err == nil {
 			t.Error("the host port still answers after close")
 		}
+		dockertest.PollExec(t, sb.m, sb.project, "no relay to 8800 waits", `! ps -eo args= | grep -q '^python3 -S -c.* 8800$'`)
 	})
 	t.Run("a stop ends the others", func(t *testing.T) {
 		echo := sb.x.ExposedPorts(sb.project)

@@ -9,7 +9,9 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
-// relayScript connects to 127.0.0.1:PORT inside the sandbox and carries
+// relayScript says it is ready ("+"), waits for a byte on stdin (it may
+// be started ahead of its connection: see warmRelays), then connects to 127.0.0.1:PORT inside the
+// sandbox and carries
 // bytes between that socket and its own stdin and stdout: the sidecar's
 // end of one exposed connection. When stdin ends it shuts the socket's
 // write side (the program sees the client's end of input); when the
@@ -17,6 +19,9 @@ import (
 // the host. Python is in every sandbox image (websockify); -S skips the
 // site module, a third of its start.
 const relayScript = `import os, socket, sys, threading
+os.write(1, b"+")
+if not os.read(0, 1):
+    sys.exit(0)
 try:
     s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
 except OSError as e:
