@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +105,7 @@ func backgroundServer(t *testing.T, s *sidecar, project string, exec func(*testi
 	if len(list) != 1 || list[0].(map[string]any)["pid"] != pid || !strings.Contains(fmt.Sprint(list[0].(map[string]any)["command"]), "http.server") {
 		t.Errorf("processes: %v", list)
 	}
+	exposeThroughTheSidecar(t, s, project)
 	other := startSidecar(t, "ndjson")
 	result(t, other.call("initialize", map[string]any{}, 20*time.Second))
 	// A sidecar that has just started says "no sandbox" until its first
@@ -131,6 +134,26 @@ func backgroundServer(t *testing.T, s *sidecar, project string, exec func(*testi
 	}
 	if list := result(t, s.call("sandbox/processes", map[string]any{"projectPath": project}, time.Minute))["processes"].([]any); len(list) != 0 {
 		t.Errorf("processes after the kill: %v", list)
+	}
+}
+
+// exposeThroughTheSidecar exposes the server's port 8765 and reads its
+// page on the host, through the protocol.
+func exposeThroughTheSidecar(t *testing.T, s *sidecar, project string) {
+	exposed := result(t, s.call("sandbox/ports/expose", map[string]any{"projectPath": project, "port": 8765}, time.Minute))
+	url, _ := exposed["url"].(string)
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	page, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil || res.StatusCode != 200 || !strings.Contains(string(page), "Directory listing") {
+		t.Errorf("GET %s: %s, %q, %v", url, res.Status, page, err)
+	}
+	list := result(t, s.call("sandbox/ports/list", map[string]any{"projectPath": project}, time.Minute))
+	if !strings.Contains(fmt.Sprint(list["listening"]), "port:8765 process:python3") || len(list["exposed"].([]any)) != 1 {
+		t.Errorf("ports: %v", list)
 	}
 }
 
