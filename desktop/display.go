@@ -13,8 +13,16 @@ import "time"
 
 // In-container facts the sidecar relies on (resources/docker/sandbox).
 const (
-	// User is the unprivileged user the desktop and every exec run as.
+	// User is the unprivileged user every exec runs as (and, in images
+	// older than DesktopUser, the desktop too).
 	User = "sandbox"
+	// DesktopUser runs the desktop and its agent in images that say so (the
+	// label pilot.sandbox.desktop-user): another uid than User's, so that
+	// nothing an exec starts can signal, trace or read them.
+	DesktopUser = "desktop"
+	// DesktopGID is DesktopUser's group, which alone may read the VNC
+	// passwords.
+	DesktopGID = 1001
 	// UID is User's numeric ID.
 	UID = 1000
 	// Home is User's home directory.
@@ -28,6 +36,13 @@ const (
 	VNCPort   = 5900
 	NoVNCPort = 6080
 )
+
+// GuardCommand starts pilot-pidguard, which ends fork floods, in the
+// background as the exec's user (User): the desktop's user may not signal
+// User's processes. Its log stays in the sandbox, where its user can
+// write.
+var GuardCommand = []string{"sh", "-c",
+	"setsid /usr/local/bin/pilot-pidguard </dev/null >>/tmp/pilot-pidguard.log 2>&1 &"}
 
 // Display is the virtual display's size in pixels.
 type Display struct {

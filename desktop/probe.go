@@ -20,7 +20,8 @@ var rfbBanner = []byte("RFB 003.00")
 // Whatever answers on the sandbox's port may be a program of the sandbox's
 // own, so the probe bounds everything it reads and goes nowhere else.
 const (
-	// maxPageRead is how much of noVNC's page is read (and thrown away).
+	// maxPageRead is how much of a page is read: noVNC's vnc.html, or a
+	// file of the sandbox's viewer (a few KiB).
 	maxPageRead = 1 << 20
 	// maxProbeHeaders bounds the response headers of the page and of the
 	// WebSocket handshake; real ones are a few hundred bytes.
@@ -59,41 +60,50 @@ func probeClient() *http.Client {
 }
 
 // Probe checks that a client can really use the sandbox's desktop at
-// host:wsPort: noVNC's page answers 200, and a WebSocket through websockify
+// host:wsPort: its viewer answers 200, and a WebSocket through websockify
 // yields the VNC server's RFB banner. Published ports accept TCP connections
 // well before either is true, so connecting is not enough.
-func Probe(ctx context.Context, host string, wsPort int) error {
+//
+// viewerPath is the container's LabelViewer: when set, each file of the
+// viewer must be the sidecar's own copy (ErrViewerMismatch otherwise), as
+// the panel is about to load it; older images serve noVNC's vnc.html,
+// which only has to answer.
+func Probe(ctx context.Context, host string, wsPort int, viewerPath string) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, probeBound)
 		defer cancel()
 	}
 	base := net.JoinHostPort(host, strconv.Itoa(wsPort))
-	if err := getPage(ctx, "http://"+base+"/vnc.html"); err != nil {
+	if viewerPathPattern.MatchString(viewerPath) {
+		if err := checkViewer(ctx, base, viewerPath); err != nil {
+			return err
+		}
+	} else if _, err := getPage(ctx, "http://"+base+"/vnc.html"); err != nil {
 		return fmt.Errorf("noVNC page: %w", err)
 	}
 	return readBanner(ctx, "ws://"+base+"/websockify")
 }
 
-// getPage asks for noVNC's page and reads at most maxPageRead of it.
-func getPage(ctx context.Context, url string) error {
+// getPage asks for a page and reads at most maxPageRead of it.
+func getPage(ctx context.Context, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := probeClient().Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
-	io.Copy(io.Discard, io.LimitReader(resp.Body, maxPageRead))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPageRead))
 	switch {
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		return fmt.Errorf("%w: %s to %q", errRedirect, resp.Status, resp.Header.Get("Location"))
+		return nil, fmt.Errorf("%w: %s to %q", errRedirect, resp.Status, resp.Header.Get("Location"))
 	case resp.StatusCode != http.StatusOK:
-		return errors.New(resp.Status)
+		return nil, errors.New(resp.Status)
 	}
-	return nil
+	return body, err
 }
 
 // readBanner opens a WebSocket to websockify and reads the first bytes the

@@ -69,7 +69,7 @@ func TestProbeAcceptsARealDesktop(t *testing.T) {
 		rw.Flush()
 		rw.ReadByte() // until the client hangs up
 	})
-	if err := Probe(context.Background(), host, port); err != nil {
+	if err := Probe(context.Background(), host, port, ""); err != nil {
 		t.Fatalf("probe of a working desktop: %v", err)
 	}
 }
@@ -95,7 +95,7 @@ func TestProbeRefusesAHugeWebSocketFrame(t *testing.T) {
 		}
 		writeFailed <- false
 	})
-	err := Probe(context.Background(), host, port)
+	err := Probe(context.Background(), host, port, "")
 	if err == nil {
 		t.Fatal("the probe accepted a 3 GB frame")
 	}
@@ -128,7 +128,7 @@ func TestProbeRefusesEndlessHandshakeHeaders(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	host, port := splitHostPort(t, srv.Listener.Addr().String())
-	if err := Probe(context.Background(), host, port); err == nil {
+	if err := Probe(context.Background(), host, port, ""); err == nil {
 		t.Fatal("the probe accepted endless headers")
 	}
 	srv.Close() // waits for the handler
@@ -150,7 +150,7 @@ func TestProbeDoesNotFollowRedirects(t *testing.T) {
 	host, port := fakeNoVNC(t, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, target.URL+"/admin/delete-everything", http.StatusFound)
 	}, func(net.Conn, *bufio.ReadWriter) {})
-	err := Probe(context.Background(), host, port)
+	err := Probe(context.Background(), host, port, "")
 	if err == nil || !strings.Contains(err.Error(), "redirect") {
 		t.Errorf("probe = %v, want an error naming the redirect", err)
 	}
@@ -173,7 +173,7 @@ func TestProbeHasItsOwnTimeout(t *testing.T) {
 	defer func(was time.Duration) { probeBound = was }(probeBound)
 	probeBound = 100 * time.Millisecond
 	done := make(chan error, 1)
-	go func() { done <- Probe(context.Background(), host, port) }()
+	go func() { done <- Probe(context.Background(), host, port, "") }()
 	select {
 	case err := <-done:
 		if !errors.Is(err, context.DeadlineExceeded) {

@@ -95,11 +95,12 @@ func randomWord(src io.Reader, n int) (string, error) {
 }
 
 // PasswdArchive is a tar holding x11vnc's password file. In the current
-// layout it is owned by root and readable by the sandbox group only, in a
+// layout it is owned by root and readable by group gid only (the desktop's
+// user's: DesktopGID, or UID in images whose desktop runs as User), in a
 // root-owned directory, so nothing in the sandbox can change it; in the
 // legacy ~/.vnc it belongs to the sandbox user, as it always did.
-func PasswdArchive(s Secret, legacy bool) *bytes.Reader {
-	hdr := &tar.Header{Name: "passwd", Mode: 0o440, Uid: 0, Gid: UID, ModTime: time.Now()}
+func PasswdArchive(s Secret, legacy bool, gid int) *bytes.Reader {
+	hdr := &tar.Header{Name: "passwd", Mode: 0o440, Uid: 0, Gid: gid, ModTime: time.Now()}
 	if legacy {
 		hdr.Mode, hdr.Uid = 0o600, UID
 	}

@@ -30,7 +30,7 @@ type Client struct {
 	endpoint string
 	fromEnv  bool // DOCKER_HOST is set: let the library read the TLS settings too
 
-	mu  sync.Mutex     // guards api, short and apiVersion
+	mu  sync.Mutex     // guards api, short, apiVersion and diskLimit*
 	api *docker.Client // nil until an engine answered
 	// short is a second client on the same endpoint for the library's
 	// calls that take no context (Info, network lists, inspecting an image
@@ -38,6 +38,11 @@ type Client struct {
 	// wedged engine fails those calls too instead of hanging them.
 	short      *docker.Client
 	apiVersion string // the daemon's API version, pinned at connect
+
+	// diskLimit and diskLimitWhy say whether the engine's storage driver
+	// bounds a container's writable layer (disk.go); guarded by mu.
+	diskLimit    diskLimitState
+	diskLimitWhy string
 }
 
 var _ service.Docker = (*Client)(nil)

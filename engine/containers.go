@@ -37,7 +37,8 @@ func (e *Client) ImageLabels(ctx context.Context, ref string) (map[string]string
 // CreateContainer creates a sandbox container: the ports published on
 // spec.HostIP only, with host ports the engine chooses, on the sandboxes'
 // own network (made now if there is none), an init process that reaps the
-// agent's orphans, a capped log, and spec's limits.
+// agent's orphans, a capped log, and spec's limits (its disk bound only
+// where the storage driver takes one).
 func (e *Client) CreateContainer(ctx context.Context, spec service.ContainerSpec) (string, error) {
 	api, err := e.connect(ctx)
 	if err != nil {
@@ -50,14 +51,22 @@ func (e *Client) CreateContainer(ctx context.Context, spec service.ContainerSpec
 		if err != nil {
 			return "", fmt.Errorf("the sandboxes' network: %w", err)
 		}
+		host := hostConfig(spec, netID)
+		host.StorageOpt = e.storageOpt(ctx, spec.DiskBytes)
 		c, err := api.CreateContainer(docker.CreateContainerOptions{
 			Name:       spec.Name,
 			Config:     containerConfig(spec),
-			HostConfig: hostConfig(spec, netID),
+			HostConfig: host,
 			Context:    ctx,
 		})
 		if networkGone(err) && attempt == 1 {
 			continue // another sidecar removed it as a duplicate of its own
+		}
+		if host.StorageOpt != nil && sizeRefused(err) {
+			// The driver cannot bound the layer here after all: the
+			// disk policy measures it instead, from now on.
+			e.setDiskLimit(false, "the engine refused a size bound: "+err.Error())
+			continue
 		}
 		if err != nil {
 			return "", e.classify(err)
@@ -98,6 +107,10 @@ func hostConfig(spec service.ContainerSpec, network string) *docker.HostConfig {
 		// An empty HostPort lets the engine choose a free one.
 		bindings[tcpPort(p)] = []docker.PortBinding{{HostIP: spec.HostIP}}
 	}
+	security := []string{"no-new-privileges"}
+	if spec.Seccomp != "" {
+		security = append(security, "seccomp="+spec.Seccomp)
+	}
 	return &docker.HostConfig{
 		PortBindings: bindings,
 		NetworkMode:  network,
@@ -107,7 +120,7 @@ func hostConfig(spec service.ContainerSpec, network string) *docker.HostConfig {
 		},
 		Init:        true,
 		CapDrop:     []string{"ALL"},
-		SecurityOpt: []string{"no-new-privileges"},
+		SecurityOpt: security,
 		Memory:      spec.Limits.MemoryBytes,
 		MemorySwap:  spec.Limits.MemoryBytes, // no swap beyond the memory limit
 		NanoCPUs:    spec.Limits.NanoCPUs,

@@ -14,3 +14,10 @@ func EnsureNetwork(c *Client, ctx context.Context, scope string) (string, error)
 
 // NetworkName is the name of a scope's sandbox network.
 var NetworkName = networkName
+
+// TrySizeBound makes the client try --storage-opt size at its next create,
+// whatever the storage driver, as it does on xfs.
+func TrySizeBound(c *Client) { c.setDiskLimit(true, "tried by a test") }
+
+// DriverBoundsSize says whether a storage driver may bound a layer.
+var DriverBoundsSize = driverBoundsSize

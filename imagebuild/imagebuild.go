@@ -126,3 +126,11 @@ func NewSteps(report func(msg string, current, total int)) *Steps { return &Step
 
 // NewTail keeps the last max lines.
 func NewTail(max int) *Tail { return &Tail{max: max} }
+
+// On returns the context of an image built FROM the image whose hash is
+// parent: its hash covers the parent's, so a change of the image below
+// rebuilds this one too.
+func (c Context) On(parent string) Context {
+	sum := sha256.Sum256([]byte(parent + "\x00" + c.Hash))
+	return Context{Tar: c.Tar, Hash: hex.EncodeToString(sum[:])[:16]}
+}

@@ -31,3 +31,13 @@ func TestStepProgress(t *testing.T) {
 		t.Errorf("progress = %q", got)
 	}
 }
+
+func TestOnCoversTheParentsHash(t *testing.T) {
+	c := Context{Hash: "child"}
+	if c.On("a").Hash == c.On("b").Hash {
+		t.Fatal("a change of the image below does not change the hash")
+	}
+	if c.On("a").Hash != c.On("a").Hash || c.On("a").Hash == c.Hash {
+		t.Fatal("On is not a stable hash of both")
+	}
+}

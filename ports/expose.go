@@ -27,6 +27,17 @@ type Sandboxes interface {
 	ExecAttachArgv(ctx context.Context, project string, spec service.ExecSpec) (service.ExecSession, error)
 }
 
+// Serving is a manager with its exposed ports: what the protocol serves.
+type Serving struct {
+	*service.Manager
+	*Exposer
+}
+
+// Serve returns m with a new exposer for it.
+func Serve(m *service.Manager, log zerolog.Logger) Serving {
+	return Serving{m, NewExposer(m, log)}
+}
+
 // Exposed is a sandbox port answering on the host.
 type Exposed struct {
 	Port     int    `json:"port"`

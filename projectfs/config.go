@@ -30,6 +30,54 @@ type Config struct {
 	// ShmSize is the size of /dev/shm, which browsers use heavily.
 	ShmSize *string  `json:"shmSize,omitempty"`
 	Display *Display `json:"display,omitempty"`
+	// Image is the image variant: "browser" or "desktop" (PROTOCOL.md,
+	// Images). A project Dockerfile ({"dockerfile": PATH}) needs the
+	// user's approval, a flow not built yet, so it is refused.
+	Image ImageChoice `json:"image,omitempty"`
+}
+
+// ImageChoice is sandbox.image as written (raw JSON), checked by
+// ReadConfig; a string keeps Config comparable.
+type ImageChoice string
+
+// UnmarshalJSON keeps the value as it is written.
+func (c *ImageChoice) UnmarshalJSON(raw []byte) error {
+	*c = ImageChoice(raw)
+	return nil
+}
+
+// Image variants a project may name.
+const (
+	ImageBrowser = "browser"
+	ImageDesktop = "desktop"
+)
+
+// ImageVariant is the variant the project names, or "" for the default.
+// Only call it on a Config that ReadConfig accepted.
+func (c Config) ImageVariant() string {
+	var v string
+	if json.Unmarshal([]byte(c.Image), &v) != nil {
+		return ""
+	}
+	return v
+}
+
+// checkImage says what is wrong with sandbox.image, or "".
+func checkImage(raw json.RawMessage) string {
+	var v string
+	if json.Unmarshal(raw, &v) == nil {
+		if v == ImageBrowser || v == ImageDesktop {
+			return ""
+		}
+		return fmt.Sprintf("must be %q or %q; it is %q", ImageBrowser, ImageDesktop, v)
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) == nil {
+		if _, ok := obj["dockerfile"]; ok {
+			return "names a project Dockerfile: project Dockerfiles need the approval flow, not yet available; use \"browser\" or \"desktop\""
+		}
+	}
+	return fmt.Sprintf("must be %q or %q; it is %s", ImageBrowser, ImageDesktop, raw)
 }
 
 // Display is a display size in pixels, as the files write it.
@@ -86,7 +134,7 @@ func ReadConfig(project string) (Config, error) {
 			return fail("sandbox."+typeErr.Field, "must be a JSON "+jsonKind(typeErr.Type.Kind().String())+", not "+typeErr.Value)
 		}
 		return fail("sandbox", "is not valid: "+err.Error()+
-			" (known fields: memory, cpus, processes, shmSize, display)")
+			" (known fields: memory, cpus, processes, shmSize, display, image)")
 	}
 	if field, reason := cfg.check(); field != "" {
 		return fail(field, reason)
@@ -127,6 +175,11 @@ func (c Config) check() (field, reason string) {
 			return "sandbox.shmSize", err.Error()
 		} else if n < minShm {
 			return "sandbox.shmSize", fmt.Sprintf("must be at least %s; it is %q", units.BytesSize(minShm), *c.ShmSize)
+		}
+	}
+	if c.Image != "" {
+		if reason := checkImage(json.RawMessage(c.Image)); reason != "" {
+			return "sandbox.image", reason
 		}
 	}
 	if d := c.Display; d != nil {

@@ -246,3 +246,33 @@ func TestProjectConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestProjectConfigImage(t *testing.T) {
+	for _, tc := range []struct {
+		settings, want, errWords string
+	}{
+		{`{"sandbox": {}}`, "", ""},
+		{`{"sandbox": {"image": "browser"}}`, "browser", ""},
+		{`{"sandbox": {"image": "desktop"}}`, "desktop", ""},
+		{`{"sandbox": {"image": "firefox"}}`, "", `must be "browser" or "desktop"; it is "firefox"`},
+		{`{"sandbox": {"image": 3}}`, "", `must be "browser" or "desktop"; it is 3`},
+		{`{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`, "", "approval flow, not yet available"},
+		{`{"sandbox": {"image": {"other": 1}}}`, "", `must be "browser" or "desktop"`},
+	} {
+		dir := t.TempDir()
+		os.MkdirAll(filepath.Join(dir, Dir), 0o755)
+		os.WriteFile(SettingsFile(dir), []byte(tc.settings), 0o644)
+		cfg, err := ReadConfig(dir)
+		var ce *ConfigError
+		switch {
+		case tc.errWords != "":
+			if !errors.As(err, &ce) || ce.Field != "sandbox.image" || !strings.Contains(ce.Reason, tc.errWords) {
+				t.Errorf("%s: err = %v, want sandbox.image: ...%s", tc.settings, err, tc.errWords)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", tc.settings, err)
+		case cfg.ImageVariant() != tc.want:
+			t.Errorf("%s: variant %q, want %q", tc.settings, cfg.ImageVariant(), tc.want)
+		}
+	}
+}

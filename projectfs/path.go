@@ -2,8 +2,9 @@
 // per-user state beside them: the canonical project path, sandbox.json,
 // settings.json (the agent-tools switch and the sandbox settings, with their
 // validation), atomic writes that never lose what a user wrote, the
-// per-project lock files and the Registry of projects under the XDG state
-// directory.
+// per-project lock files, activity marks and the Registry of projects
+// under the XDG state directory, and the user's own lifecycle policy
+// (config.json under the XDG config directory, UserConfig).
 //
 // It knows nothing of Docker, containers or the desktop: it reads and
 // writes files, and says precisely what is wrong with one (FileError,
@@ -16,6 +17,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -33,6 +35,9 @@ func (e *PathError) Error() string { return fmt.Sprintf("project path %q: %s", e
 
 func (e *PathError) Unwrap() error { return ErrInvalidPath }
 
+// reasonMissing is the PathError of a path that does not exist.
+const reasonMissing = "does not exist"
+
 // Canonical turns a client's project path into the key the sidecar uses:
 // absolute, cleaned and symlink-resolved, so "/a/b", "/a/b/" and a symlink
 // to it name one project. The path must name an existing directory.
@@ -48,7 +53,7 @@ func Canonical(path string) (string, error) {
 	resolved, err := filepath.EvalSymlinks(filepath.Clean(path))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return "", &PathError{Path: path, Reason: "does not exist"}
+			return "", &PathError{Path: path, Reason: reasonMissing}
 		}
 		return "", &PathError{Path: path, Reason: err.Error()}
 	}
@@ -64,3 +69,34 @@ func Canonical(path string) (string, error) {
 
 // Dir is the per-project directory the sidecar and the desktop app share.
 const Dir = ".pilot"
+
+// CanonicalOrGone is Canonical for a project that may have been deleted
+// while its sandbox lives on: a path that does not exist is cleaned, and
+// the part of it that still exists is symlink-resolved, so that it names
+// the project the way Canonical did while it existed (as far as can
+// still be known). Other refusals are Canonical's.
+func CanonicalOrGone(path string) (string, error) {
+	project, err := Canonical(path)
+	var pe *PathError
+	if err == nil || !errors.As(err, &pe) || pe.Reason != reasonMissing {
+		return project, err
+	}
+	clean := filepath.Clean(path)
+	var rest []string
+	for dir := clean; ; dir = filepath.Dir(dir) {
+		if resolved, err := filepath.EvalSymlinks(dir); err == nil {
+			slices.Reverse(rest)
+			return filepath.Join(append([]string{resolved}, rest...)...), nil
+		}
+		if dir == filepath.Dir(dir) {
+			return clean, nil
+		}
+		rest = append(rest, filepath.Base(dir))
+	}
+}
+
+// Gone says whether a canonical project directory no longer exists.
+func Gone(project string) bool {
+	_, err := os.Stat(project)
+	return missing(err)
+}

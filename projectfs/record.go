@@ -18,8 +18,10 @@ type Record struct {
 	VNCPort       int     `json:"vncPort"`
 	Status        string  `json:"status"`
 	Display       Display `json:"display"`
-	CreatedAt     int64   `json:"createdAt"`
-	UpdatedAt     int64   `json:"updatedAt"`
+	// StopReason says why the lifecycle policy stopped it, if it did.
+	StopReason string `json:"stopReason,omitempty"`
+	CreatedAt  int64  `json:"createdAt"`
+	UpdatedAt  int64  `json:"updatedAt"`
 }
 
 // recordName is the record's file in .pilot.

@@ -7,8 +7,16 @@ import (
 	"io/fs"
 )
 
-//go:embed docker/sandbox
+//go:embed docker/sandbox docker/browser
 var files embed.FS
+
+// seccomp is the seccomp profile of browser sandboxes: Docker's default
+// (moby/profiles seccomp/default.json) with one rule added at the end,
+// allowing clone, unshare and chroot, which Chromium's own sandbox needs
+// (README, "The browser's sandbox").
+//
+//go:embed docker/seccomp/chromium.json
+var seccomp string
 
 //go:embed agent/agent.py
 var agent []byte
@@ -23,6 +31,19 @@ func SandboxImage() fs.FS {
 	}
 	return sub
 }
+
+// BrowserImage is the build context of the browser image, a layer on the
+// sandbox image (build argument DESKTOP names it).
+func BrowserImage() fs.FS {
+	sub, err := fs.Sub(files, "docker/browser")
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}
+
+// ChromiumSeccomp is the seccomp profile (JSON) browser sandboxes run with.
+func ChromiumSeccomp() string { return seccomp }
 
 // DesktopAgent is the source of the desktop agent, the Python program the
 // sidecar runs in each sandbox to drive its display. It is passed to the

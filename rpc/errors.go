@@ -30,6 +30,10 @@ const (
 	// codeProjectFile: a file of the project's .pilot directory could not
 	// be read or written (an addition to PROTOCOL.md).
 	codeProjectFile int64 = -32007
+	// codeTooManySandboxes: a start past the user's maxRunning.
+	codeTooManySandboxes int64 = -32008
+	// codeNoBrowser: sandbox/browser on a sandbox without a browser.
+	codeNoBrowser int64 = -32009
 	// codeRequestCancelled is LSP's answer to a request the client
 	// cancelled with $/cancelRequest (an addition to PROTOCOL.md).
 	codeRequestCancelled int64 = -32800
@@ -57,6 +61,8 @@ var errorTable = map[int64]errorInfo{
 	codeToolsDisabled:     {"tools_disabled", "tools/call on a project whose agent tools are off."},
 	codeTimeout:           {"timeout", "A Docker operation did not finish in time."},
 	codeProjectFile:       {"file_error", "A file of the project's .pilot directory cannot be read or written (corrupt, refused because it is a link, a device or over 1 MiB, read-only, disk full); data.file names it, message says what to do. Nothing was changed."},
+	codeTooManySandboxes:  {"too_many_sandboxes", "As many sandboxes run as maxRunning in the user's config.json allows; data.running lists them ({projectPath, containerId, containerName}), so that one can be stopped."},
+	codeNoBrowser:         {"no_browser", "sandbox/browser on a sandbox whose image has no browser (sandbox.image \"desktop\")."},
 	codeRequestCancelled:  {"request_cancelled", "The client cancelled the request with $/cancelRequest."},
 }
 
@@ -71,6 +77,9 @@ type errorData struct {
 	// File is the project file at fault (file_error, and start_failed
 	// for a wrong setting).
 	File string `json:"file,omitempty"`
+	// Running are the sandboxes that count against maxRunning
+	// (too_many_sandboxes).
+	Running []service.RunningSandbox `json:"running,omitempty"`
 }
 
 func newError(code int64, message string, data *errorData) *jsonrpc2.Error {
@@ -93,6 +102,7 @@ func toWire(err error) *jsonrpc2.Error {
 		logged   *service.LogError
 		config   *projectfs.ConfigError
 		file     *projectfs.FileError
+		tooMany  *service.TooManyError
 	)
 	switch {
 	case errors.As(err, &wire):
@@ -116,6 +126,10 @@ func toWire(err error) *jsonrpc2.Error {
 		return newError(codeStartFailed, "the project's sandbox settings are wrong: "+config.Error(), &errorData{File: config.File})
 	case errors.As(err, &file):
 		return newError(codeProjectFile, file.Error(), &errorData{File: file.Path})
+	case errors.As(err, &tooMany):
+		return newError(codeTooManySandboxes, err.Error(), &errorData{Running: tooMany.Running})
+	case errors.Is(err, service.ErrNoBrowser):
+		return newError(codeNoBrowser, err.Error(), nil)
 	case errors.Is(err, service.ErrNameConflict):
 		return newError(codeStartFailed, err.Error(), nil)
 	case errors.Is(err, tools.ErrUnknownTool):

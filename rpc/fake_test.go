@@ -34,6 +34,8 @@ import (
 //	slowdocker  every call fails with service.ErrTimeout (timeout)
 //	readonly    .pilot cannot be written: setToolsEnabled fails (file_error)
 //	badsettings start refuses a wrong setting (start_failed, data.file)
+//	crowded     start is refused past maxRunning, naming ok as running
+//	            (too_many_sandboxes, data.running)
 //	held        calls wait until the conversation releases them, or their
 //	            context ends
 //
@@ -51,6 +53,7 @@ type fakeService struct {
 	held     map[*int]heldCall        // calls waiting at a gate, by a unique key
 	procs    []service.Process        // started in the background
 	exposed  map[int]bool             // exposed ports
+	touched  []string                 // the projects Touch was called with
 }
 
 // heldCall is a call waiting at a gate.
@@ -75,7 +78,7 @@ const fakeEndpoint = "unix:///var/run/docker.sock"
 // fakeProjects makes the project directories fakeService knows under root,
 // plus a file and a symlink to ok.
 func fakeProjects(root string) error {
-	for _, name := range []string{"ok", "other", "none", "buildfail", "startfail", "bug", "slowdocker", "held", "readonly", "badsettings"} {
+	for _, name := range []string{"ok", "other", "none", "buildfail", "startfail", "bug", "slowdocker", "held", "readonly", "badsettings", "crowded"} {
 		if err := os.Mkdir(filepath.Join(root, name), 0o755); err != nil {
 			return err
 		}
@@ -211,6 +214,10 @@ func (f *fakeService) Start(ctx context.Context, path string) (service.State, er
 		ProjectPath: project, ContainerID: "c0ffee", ContainerName: "pilot-sandbox-" + filepath.Base(project),
 		Image: "pilot-sandbox:latest", Status: service.StatusStarting, Display: desktop.DefaultDisplay, CreatedAt: 1700000000000,
 	}
+	if filepath.Base(project) == "crowded" {
+		ok := filepath.Join(filepath.Dir(project), "ok")
+		return service.State{}, &service.TooManyError{Max: 1, Running: []service.RunningSandbox{{ProjectPath: ok, ContainerID: "c0ffee", ContainerName: "pilot-sandbox-ok"}}}
+	}
 	if filepath.Base(project) == "badsettings" {
 		return service.State{}, &projectfs.ConfigError{File: filepath.Join(project, ".pilot", "settings.json"), Field: "sandbox.memory", Reason: `must be at least 512m; it is "64m"`}
 	}
@@ -252,16 +259,47 @@ func (f *fakeService) Stop(ctx context.Context, path string) (service.State, err
 	return st, nil
 }
 
+// Remove takes a project whose directory is gone, as the manager does.
 func (f *fakeService) Remove(ctx context.Context, path string) (bool, error) {
-	project, err := f.enter(ctx, path)
+	project, err := projectfs.CanonicalOrGone(path)
 	if err != nil {
 		return false, err
+	}
+	if !projectfs.Gone(project) {
+		if _, err := f.enter(ctx, project); err != nil {
+			return false, err
+		}
 	}
 	if _, ok := f.state(project); !ok {
 		return false, nil
 	}
 	f.commit(project, nil)
 	return true, nil
+}
+
+// RemoveContainer removes the sandbox with the container ID; "foreign"
+// names a container that is no sandbox.
+func (f *fakeService) RemoveContainer(_ context.Context, id string) (bool, error) {
+	if id == "foreign" {
+		return false, &service.ArgumentError{Name: "containerId", Reason: "foreign is not a pilot-sandbox sandbox"}
+	}
+	for _, st := range f.sorted() {
+		if st.ContainerID == id {
+			f.commit(st.ProjectPath, nil)
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (f *fakeService) Touch(project string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.touched = append(f.touched, project)
+}
+
+func (f *fakeService) Browser(ctx context.Context, path string) (string, error) {
+	return "", service.ErrNoBrowser
 }
 
 func (f *fakeService) Status(ctx context.Context, path string) (*service.State, error) {
@@ -281,12 +319,22 @@ func (f *fakeService) List(context.Context) ([]service.State, error) {
 	if !f.dockerUp {
 		return nil, f.unavailable()
 	}
+	return f.sortedLocked(), nil
+}
+
+func (f *fakeService) sorted() []service.State {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sortedLocked()
+}
+
+func (f *fakeService) sortedLocked() []service.State {
 	var out []service.State
 	for _, st := range f.states {
 		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b service.State) int { return strings.Compare(a.ProjectPath, b.ProjectPath) })
-	return out, nil
+	return out
 }
 
 func (f *fakeService) Close(ctx context.Context, path string) (*service.State, error) {

@@ -149,24 +149,26 @@ func (s *Server) methodTable() []method {
 		inline(typed("shutdown", "Ends the session: afterwards every request but exit is refused. Sandboxes keep running.", s.shutdown)),
 		notification(inline(typed("exit", "Notification: the server exits (0 after shutdown, 1 otherwise).", s.exit))),
 		typed("docker/status", "Whether a Docker engine answers, where, and which version; if not, what to do.", s.dockerStatus),
-		mayFail(typed("sandbox/start", "Starts (or creates) the project's sandbox and returns once its desktop answers. Reports sandbox/progress while it runs.", s.start),
-			append([]int64{codeImageBuildFailed, codeStartFailed, codeProjectFile}, docker...)...),
-		mayFail(typed("sandbox/stop", "Stops the project's sandbox, keeping its container and files.", s.stop), needsRunning...),
-		mayFail(typed("sandbox/remove", "Deletes the project's container and .pilot/sandbox.json.", s.remove), docker...),
-		mayFail(typed("sandbox/status", "The project's sandbox, or null when it has none.", s.status), docker...),
-		mayFail(typed("sandbox/list", "Every sandbox on the engine.", s.list), docker...),
-		mayFail(typed("sandbox/exec", "Runs a shell command under bash -lc in the running sandbox as its user, with DISPLAY set, and answers when it ends (a background child it leaves does not hold the answer). A non-zero exit is a result. With outputToken, the output also comes as sandbox/output notifications before the answer; with background, the command runs on and the answer is its pid and log file.", s.exec), needsRunning...),
-		mayFail(typed("sandbox/processes", "The background processes started through sandbox/exec that still run.", s.processes), needsRunning...),
-		mayFail(typed("sandbox/kill", "Ends a background process started through sandbox/exec, with every process it started: SIGTERM, then SIGKILL after 2 s.", s.kill), needsRunning...),
-		mayFail(typed("sandbox/ports/expose", "Makes a port of the running sandbox (even one its program binds to 127.0.0.1 inside) answer on a free port of the host's 127.0.0.1, while the sandbox runs and this sidecar serves. Exposing a port again returns the same host port.", s.exposePort), needsRunning...),
-		mayFail(typed("sandbox/ports/list", "The exposed ports, and what listens on TCP in the running sandbox now.", s.listPorts), needsRunning...),
+		s.afterReconcile(mayFail(typed("sandbox/start", "Starts (or creates) the project's sandbox and returns once its desktop answers. Reports sandbox/progress while it runs.", s.start),
+			append([]int64{codeImageBuildFailed, codeStartFailed, codeProjectFile, codeTooManySandboxes}, docker...)...)),
+		s.afterReconcile(mayFail(typed("sandbox/stop", "Stops the project's sandbox, keeping its container and files.", s.stop), needsRunning...)),
+		s.afterReconcile(mayFail(typed("sandbox/remove", "Deletes a sandbox's container and its project's .pilot/sandbox.json: by projectPath (whose directory may be gone), or by containerId.", s.remove), docker...)),
+		s.afterReconcile(mayFail(typed("sandbox/status", "The project's sandbox, or null when it has none.", s.status), docker...)),
+		s.afterReconcile(mayFail(typed("sandbox/list", "Every sandbox on the engine.", s.list), docker...)),
+		s.afterReconcile(mayFail(typed("sandbox/exec", "Runs a shell command under bash -lc in the running sandbox as its user, with DISPLAY set, and answers when it ends (a background child it leaves does not hold the answer). A non-zero exit is a result. With outputToken, the output also comes as sandbox/output notifications before the answer; with background, the command runs on and the answer is its pid and log file.", s.exec), needsRunning...)),
+		s.afterReconcile(mayFail(typed("sandbox/processes", "The background processes started through sandbox/exec that still run.", s.processes), needsRunning...)),
+		s.afterReconcile(mayFail(typed("sandbox/kill", "Ends a background process started through sandbox/exec, with every process it started: SIGTERM, then SIGKILL after 2 s.", s.kill), needsRunning...)),
+		s.afterReconcile(mayFail(typed("sandbox/ports/expose", "Makes a port of the running sandbox (even one its program binds to 127.0.0.1 inside) answer on a free port of the host's 127.0.0.1, while the sandbox runs and this sidecar serves. Exposing a port again returns the same host port.", s.exposePort), needsRunning...)),
+		s.afterReconcile(mayFail(typed("sandbox/ports/list", "The exposed ports, and what listens on TCP in the running sandbox now.", s.listPorts), needsRunning...)),
 		typed("sandbox/ports/close", "Ends an exposed port and its connections: closed is false when it was not exposed.", s.closePort),
-		mayFail(typed("sandbox/screenshot", "An image of the sandbox's whole display, at its full size: PNG, or JPEG if asked.", s.screenshot), needsRunning...),
+		s.afterReconcile(mayFail(typed("sandbox/browser", "The ws:// address of the sandbox's Chromium DevTools Protocol, on a 127.0.0.1 port of the host with a secret that changes at every start, for Playwright's connectOverCDP or Puppeteer's connect; Chromium starts if it is not running.", s.browser),
+			append([]int64{codeNoBrowser}, needsRunning...)...)),
+		s.afterReconcile(mayFail(typed("sandbox/screenshot", "An image of the sandbox's whole display, at its full size: PNG, or JPEG if asked.", s.screenshot), needsRunning...)),
 		mayFail(typed("sandbox/setToolsEnabled", "Switches the project's agent tools on or off (dockerToolsEnabled in .pilot/settings.json).", s.setToolsEnabled), codeProjectFile),
 		typed("sandbox/getToolsEnabled", "Whether the project's agent tools are on (default false).", s.getToolsEnabled),
-		mayFail(typed("project/close", "The app closed the project: its sandbox is stopped and kept.", s.closeProject), docker...),
+		s.afterReconcile(mayFail(typed("project/close", "The app closed the project: its sandbox is stopped and kept.", s.closeProject), docker...)),
 		typed("tools/list", "The agent tools, or none when the project's agent tools are off.", s.listTools),
-		mayFail(typed("tools/call", "Runs an agent tool for the project. Failures the model can correct are results with isError.", s.callTool), codeToolsDisabled),
+		s.afterReconcile(mayFail(typed("tools/call", "Runs an agent tool for the project. Failures the model can correct are results with isError.", s.callTool), codeToolsDisabled)),
 		typed("rpc.discover", "This document: every method, notification and error of the protocol, as OpenRPC.", s.discover),
 		notification(inline(typed("$/cancelRequest", "Notification: cancels the request with this id, which then answers request_cancelled.", s.cancelRequest))),
 	}
@@ -212,13 +214,18 @@ func (s *Server) stop(ctx context.Context, _ *session, p projectParams) (service
 	return s.svc.Stop(ctx, string(p.ProjectPath))
 }
 
-func (s *Server) remove(ctx context.Context, _ *session, p projectParams) (removeResult, error) {
-	removed, err := s.svc.Remove(ctx, string(p.ProjectPath))
-	return removeResult{Removed: removed}, err
-}
-
 func (s *Server) status(ctx context.Context, _ *session, p projectParams) (*service.State, error) {
 	return s.svc.Status(ctx, string(p.ProjectPath))
+}
+
+// browserResult is sandbox/browser's answer.
+type browserResult struct {
+	WSEndpoint string `json:"wsEndpoint"`
+}
+
+func (s *Server) browser(ctx context.Context, _ *session, p projectParams) (browserResult, error) {
+	ws, err := s.svc.Browser(ctx, string(p.ProjectPath))
+	return browserResult{WSEndpoint: ws}, err
 }
 
 func (s *Server) list(ctx context.Context, _ *session, _ noParams) (listResult, error) {
@@ -281,5 +288,6 @@ func (s *Server) callTool(ctx context.Context, _ *session, p toolsCallParams) (t
 	if !enabled {
 		return tools.Result{}, errToolsDisabled
 	}
+	s.svc.Touch(string(p.ProjectPath)) // a use, for the idle policy
 	return s.tools.Call(ctx, string(p.ProjectPath), p.Name, p.Arguments)
 }

@@ -45,7 +45,7 @@ func TestScreenshotFormats(t *testing.T) {
 		p, err := m.decode([]byte(tc.params))
 		var res any
 		if err == nil {
-			res, err = m.run(context.Background(), nil, p)
+			res, err = m.run(context.Background(), &session{}, p)
 		}
 		if tc.field != "" || err != nil {
 			if got := fieldOf(t, err); got != tc.field {

@@ -30,7 +30,10 @@ type Service interface {
 	DockerStatus(ctx context.Context) service.DockerStatus
 	Start(ctx context.Context, project string) (service.State, error)
 	Stop(ctx context.Context, project string) (service.State, error)
+	// Browser returns the sandbox's Chromium DevTools address (sandbox/browser).
+	Browser(ctx context.Context, project string) (string, error)
 	Remove(ctx context.Context, project string) (bool, error)
+	RemoveContainer(ctx context.Context, id string) (bool, error)
 	Status(ctx context.Context, project string) (*service.State, error)
 	List(ctx context.Context) ([]service.State, error)
 	Close(ctx context.Context, project string) (*service.State, error)
@@ -43,6 +46,9 @@ type Service interface {
 	ToolsEnabled(project string) (bool, error)
 	SetToolsEnabled(project string, enabled bool) (bool, error)
 	Subscribe() (<-chan service.Event, func())
+	// Touch records a use of the project's sandbox (a tool call), for
+	// the idle policy.
+	Touch(project string)
 }
 
 // Tools is what tools/list and tools/call serve; *tools.Set is one.
@@ -93,6 +99,10 @@ type ConnOptions struct {
 	// service's events: the stdio transport starts the manager's startup
 	// reconciliation then, so that none of what it finds is missed.
 	OnSubscribed func()
+	// Reconciled, if set, is closed once the service has first looked at
+	// Docker (service.Manager.Reconciled): until then, the requests that
+	// depend on it wait (afterReconcile).
+	Reconciled <-chan struct{}
 }
 
 // session is one connection's protocol state.

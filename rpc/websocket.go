@@ -21,6 +21,8 @@ type WebSocketOptions struct {
 	// (http://127.0.0.1:PORT). A request without an Origin header does not
 	// come from a web page; the token alone decides for it.
 	Origins []string
+	// Reconciled is ConnOptions.Reconciled for every connection.
+	Reconciled <-chan struct{}
 }
 
 // wsWriteTimeout bounds one message write: a client that stops reading
@@ -66,7 +68,7 @@ func (h *wsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader has answered the client
 	}
 	h.s.log.Info().Str("remote", r.RemoteAddr).Msg("WebSocket client connected")
-	h.s.Serve(r.Context(), newStream(&wsFramer{conn: conn}, wsCloser{conn}, stallTimeout), ConnOptions{})
+	h.s.Serve(r.Context(), newStream(&wsFramer{conn: conn}, wsCloser{conn}, stallTimeout), ConnOptions{Reconciled: h.opts.Reconciled})
 	h.s.log.Info().Str("remote", r.RemoteAddr).Msg("WebSocket client disconnected")
 }
 

@@ -10,7 +10,8 @@
 # package-lock.json), tsc --noEmit over its JSDoc types (the client, the
 # panel and the sandbox's viewer page), and its node --test suite against
 # the binary built here: the client and vscode-jsonrpc against
-# `pilot-sandbox serve` over stdio, the client's WebSocket side against
+# `pilot-sandbox serve` over stdio, the MCP TypeScript SDK's client against
+# `pilot-sandbox mcp`, the client's WebSocket side against
 # `pilot-sandbox ui`, and the panel and the viewer in Chromium (installed
 # with apt-get when missing and root), with screenshots in ui/test-output/.
 #
@@ -31,9 +32,24 @@ fi
 # tests run sees only those: a user's real sandboxes and projects are left
 # alone, whatever runs beside the tests.
 export PILOT_SCOPE=test
+# Projects that name no sandbox.image get the desktop image in tests (the
+# product's default is the browser image, 480 MB more): only the browser
+# tests, which ask for it in their settings, build and run Chromium.
+export PILOT_DEFAULT_IMAGE="${PILOT_DEFAULT_IMAGE:-desktop}"
+
+# ui/'s packages first: the browser image's test drives the sandbox's
+# Chromium with ui/'s playwright-core.
+if command -v npm >/dev/null; then
+  (cd ui && npm ci --no-audit --no-fund --loglevel=error)
+fi
 
 go vet ./...
 go test -count=1 -timeout 40m "$@" ./...
+# The race detector over the packages with concurrency, on their fakes
+# (-short runs no sandbox, so this takes seconds, not the suite again).
+if [ "$#" -eq 0 ]; then
+  go test -count=1 -race -short ./service/... ./rpc/... ./desktop/... ./projectfs/... ./engine/... ./tools/...
+fi
 
 # The desktop agent's Python tests: go test ran them all in the sandbox image
 # (resources/agent_test.go); here the ones that need no X server run on this
@@ -69,6 +85,5 @@ bin="$(mktemp -d)"
 trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/pilot-sandbox" ./cmd/pilot-sandbox
 cd ui
-npm ci --no-audit --no-fund --loglevel=error
 npx tsc --noEmit -p .
 PILOT_SANDBOX_BIN="$bin/pilot-sandbox" npm test

@@ -134,8 +134,9 @@ while True:
 		}
 		assertDesktopWorks(t, m, dir, st)
 	}
-	logs, _ := docker.Logs(ctx, st.ContainerID, 20)
-	if got := strings.Join(logs, "\n"); !strings.Contains(got, "killed process group") || !strings.Contains(got, "killed every process outside the desktop") {
+	// pilot-pidguard runs as the sandbox user, whose output cannot reach
+	// the container's log: it writes its own.
+	if got := exec(t, m, dir, "cat /tmp/pilot-pidguard.log").Stdout; !strings.Contains(got, "killed process group") || !strings.Contains(got, "killed every process outside the desktop") {
 		t.Errorf("the container's log does not say what pilot-pidguard did:\n%s", got)
 	}
 }
@@ -195,7 +196,7 @@ func assertDesktopWorks(t *testing.T, m *service.Manager, dir string, st service
 	if s, err := m.Status(ctx, dir); err != nil || s.Status != service.StatusRunning || s.ContainerID != st.ContainerID {
 		t.Errorf("status: %+v, %v", s, err)
 	}
-	if err := desktop.Probe(ctx, "127.0.0.1", st.WSPort); err != nil {
+	if err := desktop.Probe(ctx, "127.0.0.1", st.WSPort, viewerPage); err != nil {
 		t.Errorf("viewer: %v", err)
 	}
 	if shot, err := m.Screenshot(ctx, dir); err != nil || shot.Width != st.Display.Width {

@@ -52,6 +52,10 @@ type Docker interface {
 	// returns at once. The command runs until it exits or the session is
 	// closed (which closes its stdin).
 	ExecAttach(ctx context.Context, id string, spec ExecSpec) (ExecSession, error)
+	// DiskUsage measures the container's own files: the size of its
+	// writable layer, what it wrote beyond its image. The engine walks
+	// the layer to answer, so it is not free (see the disk policy).
+	DiskUsage(ctx context.Context, id string) (int64, error)
 	// Logs returns the last lines of the container's output.
 	Logs(ctx context.Context, id string, lines int) ([]string, error)
 	// Events streams lifecycle events of the containers that carry every one
@@ -87,6 +91,13 @@ type ContainerSpec struct {
 	Ports  []int
 	HostIP string
 	Limits Limits
+	// DiskBytes bounds the container's writable layer where the engine's
+	// storage driver can (overlay2 on xfs with pquota, btrfs, zfs); the
+	// disk policy measures it everywhere. Zero is no bound.
+	DiskBytes int64
+	// Seccomp is the container's seccomp profile as JSON; "" is Docker's
+	// default.
+	Seccomp string
 }
 
 // Capacity is what the Docker engine has to give: a sandbox cannot have

@@ -17,6 +17,8 @@ var (
 	ErrDockerUnavailable = errors.New("docker is not available")
 	// ErrNotRunning: the operation needs a running sandbox.
 	ErrNotRunning = errors.New("sandbox is not running")
+	// ErrNoBrowser: sandbox/browser on a sandbox whose image has no browser.
+	ErrNoBrowser = errors.New("the sandbox has no browser")
 	// ErrNoSandbox: the project has no sandbox at all. It is also an ErrNotRunning.
 	ErrNoSandbox = fmt.Errorf("%w: the project has no sandbox", ErrNotRunning)
 	// ErrImageBuild: the sandbox image could not be built. See LogError.

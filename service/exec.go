@@ -235,5 +235,6 @@ func (m *Manager) running(ctx context.Context, path string) (*box, State, error)
 	case st.Status != StatusRunning:
 		return b, *st, fmt.Errorf("%w (it is %s)", ErrNotRunning, st.Status)
 	}
+	m.touch(b) // every exec and desktop call comes through here
 	return b, *st, nil
 }

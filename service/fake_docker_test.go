@@ -47,6 +47,12 @@ type fakeDocker struct {
 	// nil ends the agent's process.
 	agent    func(req map[string]any) map[string]any
 	sessions map[string][]*fakeSession // container ID -> its attached execs
+	// disk is what DiskUsage answers for a container; specs are the
+	// containers' creation specs.
+	disk  map[string]int64
+	specs map[string]ContainerSpec
+	// onDiskUsage, if set, runs in each DiskUsage, outside the lock.
+	onDiskUsage func()
 	// heldNames are names held by no container, as while Docker undoes a
 	// create whose client went away: the next creates with the name fail
 	// with a conflict, this many times.
@@ -61,6 +67,8 @@ func newFakeDocker() *fakeDocker {
 		nextPort:   32768,
 		calls:      map[string]int{},
 		heldNames:  map[string]int{},
+		disk:       map[string]int64{},
+		specs:      map[string]ContainerSpec{},
 		now:        time.Unix(1_700_000_000, 0),
 	}
 }
@@ -191,6 +199,7 @@ func (f *fakeDocker) CreateContainer(ctx context.Context, spec ContainerSpec) (s
 		State: "created", Env: append([]string(nil), spec.Env...), CreatedAt: f.now, Ports: map[int]int{},
 		Limits: spec.Limits,
 	}
+	f.specs[id] = spec
 	return id, nil
 }
 
@@ -408,6 +417,29 @@ type fakeSession struct {
 func (s *fakeSession) Write(p []byte) (int, error) { return s.in.Write(p) }
 func (s *fakeSession) Close() error                { s.in.Close(); s.out.Close(); return nil }
 func (s *fakeSession) Stderr() string              { return "Traceback: fake agent died" }
+
+func (f *fakeDocker) DiskUsage(ctx context.Context, id string) (int64, error) {
+	f.mu.Lock()
+	hook := f.onDiskUsage
+	f.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	defer f.mu.Unlock()
+	if err := f.enter("DiskUsage"); err != nil {
+		return 0, err
+	}
+	if f.lookup(id) == nil {
+		return 0, ErrContainerNotFound
+	}
+	return f.disk[id], nil
+}
+
+func (f *fakeDocker) setDisk(id string, n int64) {
+	f.mu.Lock()
+	f.disk[id] = n
+	f.mu.Unlock()
+}
 
 func (f *fakeDocker) Logs(ctx context.Context, id string, lines int) ([]string, error) {
 	defer f.mu.Unlock()

@@ -58,7 +58,7 @@ func TestTakenHostPortsAreTriedAgain(t *testing.T) {
 		if again.Status != service.StatusRunning {
 			t.Errorf("after the retries: %+v", again)
 		}
-		if err := desktop.Probe(ctx, "127.0.0.1", again.WSPort); err != nil {
+		if err := desktop.Probe(ctx, "127.0.0.1", again.WSPort, viewerPage); err != nil {
 			t.Errorf("the desktop on its new ports: %v", err)
 		}
 		return
@@ -130,11 +130,11 @@ func TestChangesOutsideTheSidecarAreAnnounced(t *testing.T) {
 	}
 }
 
-// nextState waits, up to 15 s, for a state event of the project with the
+// nextState waits, up to a minute, for a state event of the project with the
 // status ("" for none) and returns its state.
 func nextState(t *testing.T, events <-chan service.Event, dir, status string) *service.State {
 	t.Helper()
-	deadline := time.After(15 * time.Second)
+	deadline := time.After(time.Minute) // a bound, not a speed: a resync of other packages' sandboxes may come first
 	for {
 		select {
 		case ev := <-events:
@@ -149,7 +149,7 @@ func nextState(t *testing.T, events <-chan service.Event, dir, status string) *s
 				return ev.State
 			}
 		case <-deadline:
-			t.Fatalf("no %q event within 15s", status)
+			t.Fatalf("no %q event within a minute", status)
 		}
 	}
 }

@@ -43,6 +43,10 @@ func rfbSecurityTypes(t *testing.T, port int) []byte {
 	return types
 }
 
+// viewerPage is the image's viewer (its label pilot.sandbox.viewer), which
+// the probe checks against the sidecar's copy.
+const viewerPage = "pilot/viewer.html"
+
 func exec(t *testing.T, m *service.Manager, dir, command string) service.ExecOutput {
 	t.Helper()
 	out, err := m.Exec(context.Background(), dir, service.ExecRequest{Command: command, Timeout: 30 * time.Second})
@@ -77,7 +81,7 @@ func TestSandboxLifecycle(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	if err := desktop.Probe(ctx, "127.0.0.1", st.WSPort); err != nil {
+	if err := desktop.Probe(ctx, "127.0.0.1", st.WSPort, viewerPage); err != nil {
 		t.Fatal(err)
 	}
 	// The VNC server asks for a password (type 2) and offers no way in without (type 1).
@@ -127,7 +131,7 @@ func TestSandboxLifecycle(t *testing.T) {
 	if again.ContainerID != st.ContainerID {
 		t.Error("restart made a new container")
 	}
-	if err := desktop.Probe(ctx, "127.0.0.1", again.WSPort); err != nil {
+	if err := desktop.Probe(ctx, "127.0.0.1", again.WSPort, viewerPage); err != nil {
 		t.Errorf("after restart (a stale X lock would stop Xvfb): %v", err)
 	}
 	if out := exec(t, m, dir, "cat ~/marker.txt"); out.Stdout != "kept\n" {

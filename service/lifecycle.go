@@ -29,6 +29,13 @@ func (m *Manager) Start(ctx context.Context, path string) (State, error) {
 	}
 	defer m.unlockProject(b)
 	c, err := m.find(ctx, b)
+	if (err == nil && !c.Running) || errors.Is(err, ErrContainerNotFound) {
+		release, err := m.admit(ctx, b)
+		if err != nil {
+			return State{}, err
+		}
+		defer release()
+	}
 	if errors.Is(err, ErrContainerNotFound) {
 		c, err = m.create(ctx, b)
 	}
@@ -55,32 +62,60 @@ func (m *Manager) find(ctx context.Context, b *box) (Container, error) {
 
 // create makes the project's container, building the image first if needed.
 func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
+	spec, variant, err := m.containerSpec(ctx, b)
+	if err != nil {
+		return Container{}, err
+	}
+	if err := m.ensureVariant(ctx, b.project, variant); err != nil {
+		return Container{}, err
+	}
+	m.progress(b.project, StageCreate, "Creating the sandbox container "+spec.Name, 0, 0)
+	return m.createNamed(ctx, b, spec)
+}
+
+// containerSpec is the project's new container as its settings and the
+// policy make it. It announces the sandbox as starting.
+func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, string, error) {
 	name := ContainerName(b.project)
 	pc, limits, err := m.projectLimits(ctx, b)
 	if err != nil {
-		return Container{}, err
+		return ContainerSpec{}, "", err
 	}
 	display := m.cfg.Display
 	if pc.Display != nil {
 		display = desktop.Display(*pc.Display)
 	}
+	variant := m.cfg.DefaultVariant
+	if v := pc.ImageVariant(); v != "" {
+		variant = v
+	}
+	image := m.tagFor(variant)
 	m.commit(b, &State{
-		ProjectPath: b.project, ContainerName: name, Image: m.cfg.Image,
+		ProjectPath: b.project, ContainerName: name, Image: image,
 		Status: StatusStarting, Display: display, CreatedAt: m.cfg.Now().UnixMilli(),
 	})
-	if err := m.EnsureImage(ctx, b.project); err != nil {
-		return Container{}, err
-	}
-	m.progress(b.project, StageCreate, "Creating the sandbox container "+name, 0, 0)
+	policy, _ := m.currentPolicy()
 	spec := ContainerSpec{
-		Name:   name,
-		Image:  m.cfg.Image,
-		Labels: projectLabels(m.cfg.Scope, b.project),
-		Env:    []string{fmt.Sprintf("%s=%dx%dx24", desktop.ResolutionEnv, display.Width, display.Height)},
-		Ports:  []int{desktop.VNCPort, desktop.NoVNCPort},
-		HostIP: "127.0.0.1",
-		Limits: limits,
+		Name:      name,
+		Image:     image,
+		Labels:    projectLabels(m.cfg.Scope, b.project),
+		Env:       []string{fmt.Sprintf("%s=%dx%dx24", desktop.ResolutionEnv, display.Width, display.Height)},
+		Ports:     []int{desktop.VNCPort, desktop.NoVNCPort},
+		HostIP:    "127.0.0.1",
+		Limits:    limits,
+		DiskBytes: policy.DiskBytes,
 	}
+	if variant == VariantBrowser {
+		// Chromium's own sandbox needs user namespaces (README, "The
+		// browser's sandbox"); desktop sandboxes keep Docker's profile.
+		spec.Seccomp = m.cfg.Seccomp
+	}
+	return spec, variant, nil
+}
+
+// createNamed creates the container, or finds the one another sidecar
+// created under its name a moment ago.
+func (m *Manager) createNamed(ctx context.Context, b *box, spec ContainerSpec) (Container, error) {
 	for attempt := 1; ; attempt++ {
 		id, err := m.docker.CreateContainer(ctx, spec)
 		if err == nil {
@@ -90,13 +125,12 @@ func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 		if !errors.Is(err, ErrNameConflict) {
 			return Container{}, fmt.Errorf("create container: %w", err)
 		}
-		// Another sidecar created it a moment ago: use that one.
 		c, err := m.find(ctx, b)
 		if !errors.Is(err, ErrContainerNotFound) {
 			return c, err
 		}
 		if attempt == nameHeldAttempts {
-			return Container{}, fmt.Errorf("%w: Docker holds the name %s for no container: try the start again", ErrNameConflict, name)
+			return Container{}, fmt.Errorf("%w: Docker holds the name %s for no container: try the start again", ErrNameConflict, spec.Name)
 		}
 		// The name is held by no container: a create Docker is still
 		// rolling back (its client, a sidecar, was killed mid-request).
@@ -136,7 +170,8 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 			return State{}, err
 		}
 		dir, legacy := passwdDir(c)
-		if err := m.docker.CopyTo(ctx, c.ID, dir, desktop.PasswdArchive(secret, legacy)); err != nil {
+		_, gid := desktopUserOf(c)
+		if err := m.docker.CopyTo(ctx, c.ID, dir, desktop.PasswdArchive(secret, legacy, gid)); err != nil {
 			m.settle(ctx, b)
 			return State{}, fmt.Errorf("install VNC password: %w", err)
 		}
@@ -151,6 +186,9 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 		return State{}, m.failStart(ctx, b, c.ID, err)
 	}
 	r := b.runOf(ready)
+	if installed != (desktop.Secret{}) {
+		m.startGuard(ctx, ready) // a new run of the container
+	}
 	b.mu.Lock()
 	r.ready = true
 	if installed != (desktop.Secret{}) {
@@ -163,6 +201,8 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 	}
 	st := stateOf(b.project, ready, secret, display, false)
 	m.clearFailure(b)
+	m.setStopReason(b, "", "")
+	m.touch(b) // a start is a use
 	m.commit(b, &st)
 	m.progress(b.project, StageReady, fmt.Sprintf("The desktop is ready on 127.0.0.1:%d", st.WSPort), 0, 0)
 	m.log.Info().Str("project", b.project).Int("wsPort", st.WSPort).Int("vncPort", st.VNCPort).Msg("sandbox running")
@@ -220,10 +260,13 @@ func (m *Manager) waitReady(ctx context.Context, id string) (Container, error) {
 		}
 		if ws := c.Ports[desktop.NoVNCPort]; ws != 0 {
 			probeCtx, cancelProbe := context.WithTimeout(waitCtx, desktop.ProbeTimeout)
-			lastErr = m.cfg.Probe(probeCtx, ws)
+			lastErr = m.cfg.Probe(probeCtx, ws, c.Labels[LabelViewer])
 			cancelProbe()
-			if lastErr == nil {
+			switch {
+			case lastErr == nil:
 				return c, nil
+			case errors.Is(lastErr, desktop.ErrViewerMismatch):
+				return c, lastErr // not a desktop still starting
 			}
 		} else {
 			lastErr = errors.New("the container has no published noVNC port")

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
@@ -67,7 +68,7 @@ func TestSandboxIsLockedDown(t *testing.T) {
 		what string
 		ok   bool
 	}{
-		{"runs as the image's user sandbox", c.Config.User == "sandbox"},
+		{"runs as the image's user desktop", c.Config.User == "desktop"},
 		{"not privileged", !h.Privileged},
 		{"every capability dropped, none added", slices.Equal(h.CapDrop, []string{"ALL"}) && len(h.CapAdd) == 0},
 		{"no-new-privileges", slices.Contains(h.SecurityOpt, "no-new-privileges")},
@@ -89,8 +90,14 @@ func TestSandboxIsLockedDown(t *testing.T) {
 	}
 
 	for _, p := range processes(t, m, dir) {
-		if p.uid != "1000 1000 1000 1000" || p.gid != "1000 1000 1000 1000" {
-			t.Errorf("%s (pid %s) runs as uid %q gid %q, want 1000 throughout", p.comm, p.pid, p.uid, p.gid)
+		// The desktop runs as desktop (1001); the exec listing them as
+		// sandbox (1000).
+		want := "1000 1000 1000 1000"
+		if slices.Contains(desktopProcesses, p.comm) {
+			want = "1001 1001 1001 1001"
+		}
+		if p.uid != want || p.gid != want {
+			t.Errorf("%s (pid %s) runs as uid %q gid %q, want %s throughout", p.comm, p.pid, p.uid, p.gid, want[:4])
 		}
 		for name, v := range p.caps {
 			if v != "0000000000000000" {
@@ -122,6 +129,10 @@ func TestSandboxIsLockedDown(t *testing.T) {
 const hostMounts = `awk '{ for (i = 7; $i != "-"; i++); print $5, $(i+1) }' /proc/self/mountinfo |
   grep -Ev ' (overlay|proc|sysfs|tmpfs|devpts|mqueue|cgroup|cgroup2)$' |
   grep -Ev '^/etc/(hosts|hostname|resolv.conf) |^/usr/sbin/docker-init ' || true`
+
+// desktopProcesses are the processes of the desktop, which runs as the
+// user desktop.
+var desktopProcesses = []string{"docker-init", "pilot-desktop", "Xvfb", "fluxbox", "x11vnc", "websockify"}
 
 // process is one process of the sandbox as /proc/PID/status shows it.
 type process struct {
@@ -166,7 +177,7 @@ func processes(t *testing.T, m *service.Manager, dir string) []process {
 	for _, p := range procs {
 		names = append(names, p.comm)
 	}
-	for _, want := range []string{"docker-init", "pilot-desktop", "Xvfb", "fluxbox", "x11vnc", "websockify"} {
+	for _, want := range desktopProcesses {
 		if !slices.Contains(names, want) {
 			t.Errorf("no %s among the sandbox's processes %v", want, names)
 		}
@@ -175,8 +186,8 @@ func processes(t *testing.T, m *service.Manager, dir string) []process {
 }
 
 // TestVNCPasswordsStayOutOfReach checks where the VNC passwords are: in the
-// viewer addresses, and in a file in the container that the sandbox can
-// read (x11vnc runs as its user) but not change. Nowhere else: not in
+// viewer addresses, and in a file in the container that only the desktop's
+// group can read (x11vnc runs as desktop) and nothing in it can change. Nowhere else: not in
 // anything `docker inspect` shows, the container's logs or any process's
 // command line or environment, nor in the project directory or the
 // sidecar's state directory. They are new at every start and differ
@@ -217,13 +228,23 @@ func TestVNCPasswordsStayOutOfReach(t *testing.T) {
 		}
 	}
 
-	file := exec(t, m, dir, `stat -c '%U:%G %a' /etc/pilot-sandbox/vnc /etc/pilot-sandbox/vnc/passwd; cat /etc/pilot-sandbox/vnc/passwd`).Stdout
-	if want := "root:sandbox 750\nroot:sandbox 440\n" + control + "\n__BEGIN_VIEWONLY__\n" + view + "\n"; file != want {
+	asRoot := func(command string) string {
+		res, err := docker.Exec(ctx, st.ContainerID, service.ExecSpec{Cmd: []string{"sh", "-c", command}, User: "root", Timeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(res.Stdout)
+	}
+	file := asRoot(`stat -c '%U:%G %a' /etc/pilot-sandbox/vnc /etc/pilot-sandbox/vnc/passwd; cat /etc/pilot-sandbox/vnc/passwd`)
+	if want := "root:desktop 750\nroot:desktop 440\n" + control + "\n__BEGIN_VIEWONLY__\n" + view + "\n"; file != want {
 		t.Errorf("password file:\n%s\nwant\n%s", file, want)
 	}
-	tamper := `echo 'mine' > /etc/pilot-sandbox/vnc/passwd; mv /etc/pilot-sandbox/vnc/passwd /tmp/p; rm -f /etc/pilot-sandbox/vnc/passwd; touch /etc/pilot-sandbox/vnc/new;
-	           cat /etc/pilot-sandbox/vnc/passwd | head -1; ls /etc/pilot-sandbox/vnc`
-	if out := exec(t, m, dir, tamper).Stdout; out != control+"\npasswd\n" {
+	tamper := `cat /etc/pilot-sandbox/vnc/passwd; echo 'mine' > /etc/pilot-sandbox/vnc/passwd; mv /etc/pilot-sandbox/vnc/passwd /tmp/p;
+	           rm -f /etc/pilot-sandbox/vnc/passwd; touch /etc/pilot-sandbox/vnc/new; ls /etc/pilot-sandbox/vnc`
+	if out := exec(t, m, dir, tamper).Stdout; out != "" {
+		t.Errorf("the sandbox read its VNC passwords: %q", out)
+	}
+	if out := asRoot(`head -1 /etc/pilot-sandbox/vnc/passwd; ls /etc/pilot-sandbox/vnc`); out != control+"\npasswd\n" {
 		t.Errorf("the sandbox changed its own VNC passwords: %q", out)
 	}
 

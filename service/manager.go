@@ -28,10 +28,21 @@ import (
 
 // Config is how a Manager runs sandboxes. Zero fields take the defaults.
 type Config struct {
-	// Image is the tag of the sandbox image (DefaultImage).
+	// Image is the tag of the desktop image (DefaultImage).
 	Image string
-	// Resources is the image's build context (the embedded resources).
+	// Resources is the desktop image's build context (the embedded resources).
 	Resources fs.FS
+	// BrowserImage is the tag of the browser image (BrowserTag(Image)).
+	BrowserImage string
+	// BrowserResources is the browser image's build context, a layer on
+	// the desktop image; nil means the sidecar has no browser variant.
+	BrowserResources fs.FS
+	// Seccomp is the seccomp profile (JSON) of browser sandboxes: Docker's
+	// default plus what Chromium's own sandbox needs. "" leaves Docker's.
+	Seccomp string
+	// DefaultVariant is the image variant of a project that names none
+	// (VariantBrowser, or VariantDesktop without BrowserResources).
+	DefaultVariant string
 	// Agent is the desktop agent's Python source (resources.DesktopAgent).
 	Agent []byte
 	// BuildArgs are passed to the image build, e.g. BASE_IMAGE.
@@ -54,9 +65,12 @@ type Config struct {
 	// ResyncInterval is how often Run checks every sandbox against Docker,
 	// in case an event was lost (10 s).
 	ResyncInterval time.Duration
+	// Policy is where the user's lifecycle policy comes from (policy.go).
+	Policy PolicyConfig
 	// Probe checks a started desktop; nil means the real check
 	// (desktop.Probe). Unit tests replace it.
-	Probe func(ctx context.Context, wsPort int) error
+	// viewerPath is the container's LabelViewer.
+	Probe func(ctx context.Context, wsPort int, viewerPath string) error
 	// Logger receives the manager's logs.
 	Logger zerolog.Logger
 	// Now is the clock (time.Now).
@@ -77,6 +91,15 @@ func (c Config) withDefaults() Config {
 	if c.Image == "" {
 		c.Image = DefaultImage
 	}
+	if c.BrowserImage == "" {
+		c.BrowserImage = BrowserTag(c.Image)
+	}
+	if c.DefaultVariant == "" {
+		c.DefaultVariant = VariantDesktop
+		if c.BrowserResources != nil {
+			c.DefaultVariant = VariantBrowser
+		}
+	}
 	if c.Scope == "" {
 		c.Scope = DefaultScope
 	}
@@ -96,7 +119,9 @@ func (c Config) withDefaults() Config {
 		c.ResyncInterval = 10 * time.Second
 	}
 	if c.Probe == nil {
-		c.Probe = func(ctx context.Context, wsPort int) error { return desktop.Probe(ctx, "127.0.0.1", wsPort) }
+		c.Probe = func(ctx context.Context, wsPort int, viewerPath string) error {
+			return desktop.Probe(ctx, "127.0.0.1", wsPort, viewerPath)
+		}
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -106,13 +131,20 @@ func (c Config) withDefaults() Config {
 
 // Manager runs the sandboxes of every project. It is safe for concurrent use.
 type Manager struct {
-	docker   Docker
-	cfg      Config
-	log      zerolog.Logger
-	build    imagebuild.Context
-	registry *projectfs.Registry
-	locks    projectfs.Locks
-	events   broker
+	docker Docker
+	cfg    Config
+	log    zerolog.Logger
+	build  imagebuild.Context
+	// browserBuild is the browser image's context, hashed on the desktop's.
+	browserBuild imagebuild.Context
+	relays       relays // sandbox/browser's DevTools relays (browser.go)
+	registry     *projectfs.Registry
+	locks        projectfs.Locks
+	events       broker
+	policy       *policy // the user's lifecycle policy (policy.go)
+
+	reconciled     chan struct{} // closed once Run first looked at Docker
+	reconciledOnce sync.Once
 
 	imageMu sync.Mutex // serializes image checks and builds
 
@@ -153,6 +185,10 @@ type box struct {
 		at time.Time
 	}
 	reported map[string]string // file -> the problem last reported with it
+	// stopReason says why the policy stopped a container (idle.go), and
+	// disk what its layer measured last (disk.go).
+	stopReason stopReason
+	disk       diskUse
 }
 
 func (b *box) lock(ctx context.Context) error {
@@ -195,13 +231,25 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read image resources: %w", err)
 	}
+	var browserBuild imagebuild.Context
+	if cfg.BrowserResources != nil {
+		browserBuild, err = imagebuild.NewContext(cfg.BrowserResources, map[string]string{"DESKTOP": cfg.Image})
+		if err != nil {
+			return nil, fmt.Errorf("read browser image resources: %w", err)
+		}
+		browserBuild = browserBuild.On(build.Hash)
+	}
 	m := &Manager{
-		docker:  docker,
-		cfg:     cfg,
-		log:     cfg.Logger,
-		build:   build,
-		boxes:   map[string]*box{},
-		unready: make(chan string, 64),
+		docker:       docker,
+		cfg:          cfg,
+		log:          cfg.Logger,
+		build:        build,
+		browserBuild: browserBuild,
+		relays:       relays{byProject: map[string]*relay{}},
+		boxes:        map[string]*box{},
+		unready:      make(chan string, 64),
+		policy:       newPolicy(cfg.Policy, cfg.StateDir),
+		reconciled:   make(chan struct{}),
 	}
 	m.locks = projectfs.NewLocks(cfg.StateDir)
 	m.registry, err = projectfs.OpenRegistry(cfg.StateDir)
@@ -212,11 +260,15 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 	return m, nil
 }
 
-// ImageHash is the build hash the sandbox image of this binary carries.
-func (m *Manager) ImageHash() string { return m.build.Hash }
+// ImageHash is the build hash the default variant's image of this binary
+// carries.
+func (m *Manager) ImageHash() string {
+	images := m.imagesFor(m.cfg.DefaultVariant)
+	return images[len(images)-1].build.Hash
+}
 
-// Image is the sandbox image's tag.
-func (m *Manager) Image() string { return m.cfg.Image }
+// Image is the default variant's image tag.
+func (m *Manager) Image() string { return m.tagFor(m.cfg.DefaultVariant) }
 
 // Subscribe returns the manager's events and the function that ends the
 // subscription. The channel is closed when the subscription ends.
@@ -259,6 +311,7 @@ func (m *Manager) commit(b *box, st *State) {
 	b.mu.Lock()
 	prev := b.state
 	if st != nil {
+		st.DiskBytes = b.disk.of(st.ContainerID)
 		cp := *st
 		b.state = &cp
 	} else {
@@ -278,75 +331,6 @@ func (m *Manager) commit(b *box, st *State) {
 	if dropped := m.events.publish(Event{Kind: EventState, Project: b.project, State: published}); dropped > 0 {
 		m.log.Warn().Int("subscribers", dropped).Msg("event dropped for subscribers that stopped reading")
 	}
-}
-
-// persist keeps .pilot/sandbox.json in step with settled states; the
-// transitional ones (starting, stopping) are not written. A file that
-// cannot be written is reported, and the sandbox goes on as it is: the
-// sidecar finds containers by name, not by this file.
-func (m *Manager) persist(b *box, prev, st *State) {
-	if !m.mayWrite(b) {
-		return // another process is working on the project and writes
-	}
-	if st == nil {
-		m.warn(b, projectfs.SandboxFile(b.project), projectfs.RemoveRecord(b.project))
-		if err := m.registry.Remove(b.project); err != nil {
-			m.log.Warn().Err(err).Msg("could not update the project registry")
-		}
-		return
-	}
-	if !settled(st) {
-		return // transitional, or a start that failed before there was a container
-	}
-	if prev != nil && projectfs.SameRecord(recordOf(*prev, time.Time{}), recordOf(*st, time.Time{})) {
-		return
-	}
-	m.saveRecord(b, *st)
-}
-
-// saveRecord writes the state to .pilot/sandbox.json, reporting what was
-// wrong with the file there, if anything.
-func (m *Manager) saveRecord(b *box, st State) {
-	now := m.cfg.Now()
-	aside, err := projectfs.WriteRecord(b.project, recordOf(st, now), now)
-	if aside != nil {
-		m.warn(b, projectfs.SandboxFile(b.project), aside)
-	}
-	m.warn(b, projectfs.SandboxFile(b.project), err)
-	if err := m.registry.Add(b.project); err != nil {
-		m.log.Warn().Err(err).Msg("could not update the project registry")
-	}
-}
-
-// recordOf is what .pilot/sandbox.json says of a state.
-func recordOf(st State, now time.Time) projectfs.Record {
-	return projectfs.Record{
-		ContainerID:   st.ContainerID,
-		ContainerName: st.ContainerName,
-		Image:         st.Image,
-		WSPort:        st.WSPort,
-		VNCPort:       st.VNCPort,
-		Status:        string(st.Status),
-		Display:       projectfs.Display(st.Display),
-		CreatedAt:     st.CreatedAt,
-		UpdatedAt:     now.UnixMilli(),
-	}
-}
-
-// ensureRecord rewrites .pilot/sandbox.json when it does not say what the
-// settled state says: lost, corrupt, or edited by hand since.
-func (m *Manager) ensureRecord(b *box) {
-	if !m.mayWrite(b) {
-		return
-	}
-	st := b.snapshot()
-	if !settled(st) {
-		return
-	}
-	if rec, err := projectfs.ReadRecord(b.project); err == nil && rec != nil && projectfs.SameRecord(*rec, recordOf(*st, time.Time{})) {
-		return
-	}
-	m.saveRecord(b, *st)
 }
 
 // progress announces a step of a long operation.

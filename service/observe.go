@@ -85,6 +85,11 @@ func (m *Manager) observe(ctx context.Context, b *box, c Container) *State {
 		}
 	}
 	b.mu.Unlock()
+	if st.Status == StatusStopped {
+		st.StopReason = m.stopReasonOf(b, c)
+	} else if c.Running {
+		m.stopReasonOf(b, c) // forgets the reason of an earlier stop
+	}
 	m.commit(b, &st)
 	return &st
 }
@@ -137,9 +142,11 @@ func (m *Manager) Run(ctx context.Context) {
 	if err := m.resync(ctx); err != nil {
 		m.log.Warn().Err(err).Msg("startup reconciliation failed; retrying in the background")
 	}
+	m.markReconciled()
 	var wg sync.WaitGroup
 	wg.Go(func() { m.followEvents(ctx) })
 	wg.Go(func() { m.watchReadiness(ctx) })
+	wg.Go(func() { m.enforcePolicy(ctx) })
 	ticker := time.NewTicker(m.cfg.ResyncInterval)
 	defer ticker.Stop()
 	for {

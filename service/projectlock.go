@@ -27,6 +27,11 @@ func (m *Manager) lockProject(ctx context.Context, path string) (*box, error) {
 	if err != nil {
 		return nil, err
 	}
+	return m.lockBox(ctx, project)
+}
+
+// lockBox is lockProject for a project path already canonical.
+func (m *Manager) lockBox(ctx context.Context, project string) (*box, error) {
 	b := m.box(project)
 	announced, started := false, time.Now()
 	for {

@@ -39,7 +39,7 @@ func (m *Manager) readiness(ctx context.Context, b *box, c Container) (ready boo
 	}
 	if ws := c.Ports[desktop.NoVNCPort]; ws != 0 {
 		probeCtx, cancel := context.WithTimeout(ctx, desktop.ProbeTimeout)
-		err := m.cfg.Probe(probeCtx, ws)
+		err := m.cfg.Probe(probeCtx, ws, c.Labels[LabelViewer])
 		cancel()
 		if err == nil {
 			m.markReady(b, c)
@@ -96,7 +96,7 @@ func (m *Manager) awaitReady(ctx context.Context, b *box) {
 		m.markReady(b, ready)
 	case ctx.Err() != nil:
 		return
-	case errors.Is(err, errNotAnswering):
+	case errors.Is(err, errNotAnswering), errors.Is(err, desktop.ErrViewerMismatch):
 		r := b.runOf(c)
 		b.mu.Lock()
 		r.unreadyWhy = err.Error()

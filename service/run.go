@@ -15,12 +15,25 @@ import (
 // new value, so nothing learned of one run (a password, an agent's stream)
 // can outlive it or be handed out for another.
 type run struct {
-	key runKey
+	key         runKey
+	desktopUser string // runs the desktop agent
 
 	// Guarded by the box's mu.
 	secret     desktop.Secret // zero until known
 	ready      bool           // its desktop answered
 	unreadyWhy string         // why it never did within ReadyTimeout
+	// lastActive is its last use seen here, zero until the policy or a
+	// use sees it, and sharedAt the last written for other processes
+	// (idle.go).
+	lastActive, sharedAt time.Time
+	viewing              bool      // a viewer was connected at the last look
+	viewersAt            time.Time // the last look
+	// What the disk policy knows of the run (disk.go): whether it was
+	// measured, how far it may grow, and whether its use was warned of.
+	diskSeen      bool
+	diskAllowance int64
+	diskWarned    bool
+	diskNextAt    time.Time // a slow layer is measured no sooner
 
 	agentMu sync.Mutex     // guards agent; one agent starts at a time
 	agent   *desktop.Agent // the desktop agent, once started
@@ -44,7 +57,8 @@ func (b *box) runOf(c Container) *run {
 		return b.run
 	}
 	b.endRunLocked()
-	b.run = &run{key: key}
+	user, _ := desktopUserOf(c)
+	b.run = &run{key: key, desktopUser: user}
 	return b.run
 }
 
@@ -96,7 +110,7 @@ func (m *Manager) agentFor(ctx context.Context, r *run) (*desktop.Agent, error) 
 	if r.agent != nil {
 		r.agent.Close()
 	}
-	a, err := m.startAgent(ctx, r.key.id)
+	a, err := m.startAgent(ctx, r.key.id, r.desktopUser)
 	if err != nil {
 		return nil, err
 	}
@@ -105,14 +119,14 @@ func (m *Manager) agentFor(ctx context.Context, r *run) (*desktop.Agent, error) 
 }
 
 // startAgent starts the desktop agent in a running container as the
-// sandbox user, over one attached exec, and checks that it answers.
-func (m *Manager) startAgent(ctx context.Context, containerID string) (*desktop.Agent, error) {
+// desktop's user, over one attached exec, and checks that it answers.
+func (m *Manager) startAgent(ctx context.Context, containerID, user string) (*desktop.Agent, error) {
 	if len(m.cfg.Agent) == 0 {
 		return nil, fmt.Errorf("no desktop agent is configured")
 	}
 	session, err := m.docker.ExecAttach(ctx, containerID, ExecSpec{
 		Cmd:  desktop.Command(m.cfg.Agent),
-		User: desktop.User,
+		User: user,
 		Env:  []string{desktop.DisplayEnv},
 	})
 	if err != nil {

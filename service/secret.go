@@ -15,6 +15,21 @@ import (
 // file in the sandbox user's ~/.vnc.
 const LabelVNCDir = "pilot.sandbox.vnc-dir"
 
+// LabelDesktopUser is the image label (inherited by its containers) naming
+// the user the desktop runs as, when it is not the sandbox user that every
+// exec runs as (desktop.DesktopUser). Containers of older images have none:
+// their desktop, agent and execs share desktop.User.
+const LabelDesktopUser = "pilot.sandbox.desktop-user"
+
+// desktopUserOf is the user that runs c's desktop and its agent, and the
+// group that may read its VNC passwords.
+func desktopUserOf(c Container) (user string, gid int) {
+	if c.Labels[LabelDesktopUser] == desktop.DesktopUser {
+		return desktop.DesktopUser, desktop.DesktopGID
+	}
+	return desktop.User, desktop.UID
+}
+
 // passwdDir is where the container's desktop reads its VNC passwords, and
 // whether that is the legacy place, which the sandbox user owns.
 func passwdDir(c Container) (dir string, legacy bool) {
@@ -40,8 +55,9 @@ func (m *Manager) secretFor(ctx context.Context, b *box, c Container) (desktop.S
 	if s != (desktop.Secret{}) {
 		return s, nil
 	}
+	user, _ := desktopUserOf(c)
 	res, err := m.docker.Exec(ctx, c.ID, ExecSpec{
-		Cmd: []string{"cat", passwdPath(c)}, User: desktop.User, Timeout: 10 * time.Second, MaxOutput: 4096,
+		Cmd: []string{"cat", passwdPath(c)}, User: user, Timeout: 10 * time.Second, MaxOutput: 4096,
 	})
 	if err != nil {
 		return desktop.Secret{}, fmt.Errorf("read VNC password: %w", err)
@@ -54,4 +70,23 @@ func (m *Manager) secretFor(ctx context.Context, b *box, c Container) (desktop.S
 	r.secret = s
 	b.mu.Unlock()
 	return s, nil
+}
+
+// startGuard starts pilot-pidguard as the sandbox user in a container whose
+// desktop runs as a user of its own (which could not signal a flood of the
+// sandbox user's); older images start it from their entrypoint. A sandbox
+// without it still has its process limit, so a failure is only logged.
+func (m *Manager) startGuard(ctx context.Context, c Container) {
+	if user, _ := desktopUserOf(c); user == desktop.User {
+		return
+	}
+	res, err := m.docker.Exec(ctx, c.ID, ExecSpec{
+		Cmd: desktop.GuardCommand, User: desktop.User, Timeout: 10 * time.Second, MaxOutput: 4096,
+	})
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("exit code %d: %s", res.ExitCode, res.Stderr)
+	}
+	if err != nil {
+		m.log.Warn().Err(err).Str("container", c.ID).Msg("could not start pilot-pidguard; fork floods will hold the sandbox's process slots")
+	}
 }

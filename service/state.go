@@ -42,6 +42,12 @@ type State struct {
 	CreatedAt     int64           `json:"createdAt"`
 	StartedAt     int64           `json:"startedAt,omitempty"`
 	Error         string          `json:"error,omitempty"`
+	// StopReason says why the lifecycle policy stopped the sandbox
+	// ("stopped after 30m without activity"); empty after any other stop.
+	StopReason string `json:"stopReason,omitempty"`
+	// DiskBytes is what its own files measured last (the container's
+	// writable layer), when a disk limit is set; 0 until measured.
+	DiskBytes int64 `json:"diskBytes,omitempty"`
 }
 
 // statusOf reads a container's status the way a user would put it. stopping
@@ -102,10 +108,13 @@ func millis(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
-// sameState says whether a change is worth an event.
+// sameState says whether a change is worth an event. A new measure of
+// the disk is not: it is in the next state read or sent.
 func sameState(a, b *State) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return *a == *b
+	x, y := *a, *b
+	x.DiskBytes, y.DiskBytes = 0, 0
+	return x == y
 }

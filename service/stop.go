@@ -18,6 +18,7 @@ func (m *Manager) Stop(ctx context.Context, path string) (State, error) {
 		return State{}, err
 	}
 	defer m.unlockProject(b)
+	m.setStopReason(b, "", "") // asked for: not the policy's stop
 	return m.stop(ctx, b)
 }
 
@@ -48,6 +49,7 @@ func (m *Manager) stop(ctx context.Context, b *box) (State, error) {
 	if !c.Running {
 		// Asked to stop, it is stopped, whatever it died of before.
 		st.Status, st.Error = StatusStopped, ""
+		st.StopReason = m.stopReasonOf(b, c)
 		m.clearFailure(b)
 	}
 	m.commit(b, &st)
@@ -70,12 +72,22 @@ func (m *Manager) Close(ctx context.Context, path string) (*State, error) {
 
 // Remove deletes the project's container, with everything in it, and its
 // .pilot/sandbox.json. It reports whether there was a container to delete.
+// The project's directory may be gone (projectfs.CanonicalOrGone).
 func (m *Manager) Remove(ctx context.Context, path string) (bool, error) {
-	b, err := m.lockProject(ctx, path)
+	project, err := projectfs.CanonicalOrGone(path)
+	if err != nil {
+		return false, err
+	}
+	b, err := m.lockBox(ctx, project)
 	if err != nil {
 		return false, err
 	}
 	defer m.unlockProject(b)
+	return m.remove(ctx, b)
+}
+
+// remove deletes the project's container; the project's lock is held.
+func (m *Manager) remove(ctx context.Context, b *box) (bool, error) {
 	c, err := m.find(ctx, b)
 	switch {
 	case errors.Is(err, ErrContainerNotFound):
@@ -97,6 +109,7 @@ func (m *Manager) Remove(ctx context.Context, path string) (bool, error) {
 // container is gone.
 func (m *Manager) forget(b *box) {
 	m.clearFailure(b)
+	m.policy.activity.Forget(b.project)
 	b.endRun()
 	// commit removes the state file only when the state changes; the file
 	// may exist while the manager never loaded the project.

@@ -23,7 +23,7 @@ func TestPasswdArchiveCannotBeChangedFromInside(t *testing.T) {
 		{false, 0, 0o440, "root's, readable by the sandbox group"},
 		{true, desktop.UID, 0o600, "the sandbox user's, as older images expect"},
 	} {
-		tr := tar.NewReader(desktop.PasswdArchive(desktop.Secret{Control: "c", View: "v"}, tc.legacy))
+		tr := tar.NewReader(desktop.PasswdArchive(desktop.Secret{Control: "c", View: "v"}, tc.legacy, desktop.UID))
 		hdr, err := tr.Next()
 		if err != nil {
 			t.Fatal(err)
@@ -54,7 +54,7 @@ func TestPasswordsFollowEveryRunOfTheContainer(t *testing.T) {
 	}
 	theirs := desktop.Secret{Control: "Theirs12", View: "TheirsV2"}
 	h.docker.StopContainer(ctx, first.ContainerID, 0)
-	h.docker.CopyTo(ctx, first.ContainerID, "/etc/pilot-sandbox/vnc", desktop.PasswdArchive(theirs, false))
+	h.docker.CopyTo(ctx, first.ContainerID, "/etc/pilot-sandbox/vnc", desktop.PasswdArchive(theirs, false, desktop.DesktopGID))
 	h.docker.StartContainer(ctx, first.ContainerID)
 
 	st, err := h.m.Status(ctx, dir)

@@ -10,9 +10,12 @@ import (
 // should know of: a file of the project's found corrupt and set aside at
 // startup, or a state file that could not be saved while the sandbox runs
 // on (PROTOCOL additions: sandbox/warning).
+//
+// A warning about the user's own config.json has no project, and one
+// about a sandbox's disk use (ProblemDisk) no file.
 type Warning struct {
-	ProjectPath string                `json:"projectPath"`
-	File        string                `json:"file"`
+	ProjectPath string                `json:"projectPath,omitempty"`
+	File        string                `json:"file,omitempty"`
 	Problem     projectfs.FileProblem `json:"problem"`
 	KeptAs      string                `json:"keptAs,omitempty"`
 	Message     string                `json:"message"`

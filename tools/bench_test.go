@@ -51,10 +51,7 @@ func newBenchOn(b *testing.B, display desktop.Display) *bench {
 		b.Fatal(err)
 	}
 	server, client := net.Pipe()
-	s := rpc.NewServer(struct {
-		*service.Manager
-		*ports.Exposer
-	}{m, ports.NewExposer(m, zerolog.Nop())}, tools.New(m), rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
+	s := rpc.NewServer(ports.Serve(m, zerolog.Nop()), tools.New(m), rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
 	done := make(chan struct{})
 	go func() {
 		s.Serve(context.Background(), rpc.NewStream(rpc.FramingNDJSON, server, server, server), rpc.ConnOptions{})

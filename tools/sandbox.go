@@ -18,7 +18,8 @@ func jsonInt(n int) json.RawMessage { return json.RawMessage(strconv.Itoa(n)) }
 func startTool(sb Sandbox) tool {
 	desc := "Start the project's sandbox, a Linux desktop in a container, if it is not running (the first " +
 		"start can take a minute). Returns its state; then take a screenshot to see the screen."
-	return define("sandbox_start", desc, func(ctx context.Context, project string, _ noArgs) (Result, error) {
+	t := define("sandbox_start", desc, func(ctx context.Context, project string, _ noArgs) (Result, error) {
+		defer followProgress(ctx, sb, project)()
 		st, err := sb.Start(ctx, project)
 		if err != nil {
 			return Result{}, err
@@ -26,6 +27,35 @@ func startTool(sb Sandbox) tool {
 		return Text(fmt.Sprintf("The sandbox is running: a %dx%d Linux desktop (fluxbox, with xterm). "+
 			"The user can watch it. Take a screenshot to see the screen.", st.Display.Width, st.Display.Height)), nil
 	})
+	// A second start, while a first one builds the image, waits for it.
+	t.joinable = true
+	return t
+}
+
+// progressFeed is a Sandbox that tells how its long operations go;
+// *service.Manager is one.
+type progressFeed interface {
+	Subscribe() (<-chan service.Event, func())
+}
+
+// followProgress passes the project's progress to the tool's job until the
+// returned function is called.
+func followProgress(ctx context.Context, sb Sandbox, project string) (stop func()) {
+	feed, ok := sb.(progressFeed)
+	if !ok {
+		return func() {}
+	}
+	events, unsubscribe := feed.Subscribe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range events {
+			if ev.Kind == service.EventProgress && ev.Project == project {
+				reportProgress(ctx, ev.Progress)
+			}
+		}
+	}()
+	return func() { unsubscribe(); <-done }
 }
 
 func stopTool(sb Sandbox) tool {
@@ -44,12 +74,17 @@ type waitArgs struct {
 
 func (waitArgs) TuneSchema(s *jsonschema.Schema) { bound(s.Properties["seconds"], 0, MaxWait) }
 
-func waitTool() tool {
+func waitTool(js *jobs) tool {
 	desc := fmt.Sprintf("Wait a number of seconds, 0 to %d, for something in the sandbox to happen (a page to load, a "+
-		"program to start). Then take a screenshot to check.", MaxWait)
+		"program to start). Then take a screenshot to check. When a call was left running in the background (a "+
+		"first sandbox_start, a long sandbox_exec), it waits for that instead and returns its result as soon as it "+
+		"ends.", MaxWait)
 	return define("sandbox_wait", desc, func(ctx context.Context, project string, a waitArgs) (Result, error) {
 		t := time.NewTimer(time.Duration(a.Seconds * float64(time.Second)))
 		defer t.Stop()
+		if pending := js.pending(project); len(pending) > 0 {
+			return js.waitFor(ctx, pending, t.C)
+		}
 		select {
 		case <-t.C:
 			return Text(fmt.Sprintf("Waited %s seconds.", strconv.FormatFloat(a.Seconds, 'f', -1, 64))), nil

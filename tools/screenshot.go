@@ -35,7 +35,8 @@ func screenshotTool(sb Sandbox) tool {
 		"tools are pixels of this image. Take one after acting to see the effect. format jpeg makes pictures, " +
 		"photos and video many times smaller and is enough to see what is where; keep png (the default) for text " +
 		"and terminals, where it is sharper and no larger. region [x1, y1, x2, y2] zooms into that rectangle at the display's full resolution; the text " +
-		"then says how its pixels map back."
+		"then says how its pixels map back. To see a web page, open it first with sandbox_exec: pilot-open URL (Chromium, " +
+		"maximized on this screen)."
 	return define("sandbox_screenshot", desc, func(ctx context.Context, project string, a screenshotArgs) (Result, error) {
 		if a.Quality != 0 && a.Format != desktop.FormatJPEG {
 			return Result{}, argError("quality", `applies to JPEG only: add "format": "jpeg", or leave quality out`)

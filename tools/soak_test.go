@@ -225,10 +225,7 @@ type pipeClient struct {
 
 func serveOnPipe(t *testing.T, m *service.Manager) *pipeClient {
 	server, conn := net.Pipe()
-	s := rpc.NewServer(struct {
-		*service.Manager
-		*ports.Exposer
-	}{m, ports.NewExposer(m, zerolog.Nop())}, tools.New(m), rpc.Info{Name: "soak", Version: "0"}, zerolog.Nop())
+	s := rpc.NewServer(ports.Serve(m, zerolog.Nop()), tools.New(m), rpc.Info{Name: "soak", Version: "0"}, zerolog.Nop())
 	done := make(chan struct{})
 	go func() {
 		s.Serve(context.Background(), rpc.NewStream(rpc.FramingNDJSON, server, server, server), rpc.ConnOptions{})

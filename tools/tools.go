@@ -52,7 +52,10 @@ const (
 )
 
 // New returns the agent tools, run on the manager's sandboxes.
-func New(m *service.Manager) *Set { return newSet(definitions(managerSandbox{m})) }
+func New(m *service.Manager, opts ...Option) *Set { return newSet(managerSandbox{m}, opts...) }
+
+// For returns the agent tools run on sb (a fake, in tests of a server).
+func For(sb Sandbox, opts ...Option) *Set { return newSet(sb, opts...) }
 
 // managerSandbox adapts the manager to Sandbox.
 type managerSandbox struct{ *service.Manager }
@@ -61,7 +64,7 @@ func (s managerSandbox) Desktop(ctx context.Context, project string) (Desktop, e
 	return s.Manager.Desktop(ctx, project)
 }
 
-func definitions(sb Sandbox) []tool {
+func definitions(sb Sandbox, js *jobs) []tool {
 	return []tool{
 		leftClickTool(sb),
 		clickTool(sb, "sandbox_double_click", "Double-click (left button)", 1, 2),
@@ -77,23 +80,24 @@ func definitions(sb Sandbox) []tool {
 		clipboardSetTool(sb),
 		startTool(sb),
 		stopTool(sb),
-		waitTool(),
+		waitTool(js),
 		execTool(sb),
 	}
 }
 
 // typedTool is a tool whose arguments are the struct A: its input schema
 // and the strict decoding of a call's arguments come from A (package
-// args), as an MCP server's typed registration would have them.
+// args), and an MCP server registers it as A (mcp.AddTool[A]).
 type typedTool[A any] struct {
 	name, desc string
 	spec       *args.Spec[A]
 	run        func(ctx context.Context, project string, a A) (Result, error)
+	joinable   bool // a call joins the project's call of this tool still going
 }
 
 // define is a tool from its arguments struct and a function of the
 // decoded arguments.
-func define[A any](name, desc string, run func(ctx context.Context, project string, a A) (Result, error)) tool {
+func define[A any](name, desc string, run func(ctx context.Context, project string, a A) (Result, error)) typedTool[A] {
 	return typedTool[A]{name: name, desc: desc, spec: args.For[A](), run: run}
 }
 
@@ -103,15 +107,29 @@ func (t typedTool[A]) info() Tool {
 
 // call runs the tool; bad arguments and sandbox failures become error
 // results.
-func (t typedTool[A]) call(ctx context.Context, project string, raw json.RawMessage) Result {
+func (t typedTool[A]) call(ctx context.Context, js *jobs, project string, raw json.RawMessage) Result {
 	a, err := t.spec.Decode(raw)
-	if err == nil {
-		var res Result
-		if res, err = t.run(ctx, project, a); err == nil {
-			return res
-		}
+	if err != nil {
+		return failure(err)
 	}
-	return failure(err)
+	return t.bounded(ctx, js, project, a)
+}
+
+// check decodes a call's arguments as call does, and says what is wrong.
+func (t typedTool[A]) check(raw json.RawMessage) error {
+	_, err := t.spec.Decode(raw)
+	return err
+}
+
+// bounded runs the tool on decoded arguments within the answer bound.
+func (t typedTool[A]) bounded(ctx context.Context, js *jobs, project string, a A) Result {
+	return js.run(ctx, project, t.name, t.joinable, func(ctx context.Context) Result {
+		res, err := t.run(ctx, project, a)
+		if err != nil {
+			return failure(err)
+		}
+		return res
+	})
 }
 
 // noArgs are the arguments of a tool that takes none.

@@ -15,7 +15,7 @@ import (
 
 func call(t *testing.T, sb *fakeSandbox, name, args string) Result {
 	t.Helper()
-	res, err := newSet(definitions(sb)).Call(context.Background(), "/p", name, json.RawMessage(args))
+	res, err := newSet(sb).Call(context.Background(), "/p", name, json.RawMessage(args))
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -242,7 +242,7 @@ func TestDefaultDisplayIsSentAtFullSize(t *testing.T) {
 }
 
 func TestEveryToolIsDescribed(t *testing.T) {
-	list := newSet(definitions(&fakeSandbox{})).List()
+	list := newSet(&fakeSandbox{}).List()
 	if len(list) != 16 {
 		t.Errorf("%d tools, want 16", len(list))
 	}
@@ -268,7 +268,7 @@ func TestEveryToolIsDescribed(t *testing.T) {
 		}
 		seen[tool.Name] = true
 	}
-	if _, err := newSet(nil).Call(context.Background(), "/p", "nope", nil); err == nil {
+	if _, err := newSet(&fakeSandbox{}).Call(context.Background(), "/p", "nope", nil); err == nil {
 		t.Error("an unknown tool is not an error")
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -163,13 +164,25 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
+// runRemove deletes the sandbox of a project, even one whose directory
+// is gone, or the sandbox container --container names.
 func runRemove(ctx context.Context, e *env, args []string) error {
-	c, _, err := newCLI(e, "remove", args, nil)
+	var container string
+	c, _, err := newCLI(e, "remove", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&container, "container", "", "remove the sandbox with this container ID (or name) instead of the project's")
+	})
 	if err != nil {
 		return err
 	}
 	defer c.close()
-	removed, err := c.manager.Remove(ctx, c.project)
+	var removed bool
+	what := c.project
+	if container != "" {
+		what = "container " + container
+		removed, err = c.manager.RemoveContainer(ctx, container)
+	} else {
+		removed, err = c.manager.Remove(ctx, c.project)
+	}
 	if err != nil {
 		return err
 	}
@@ -177,7 +190,9 @@ func runRemove(ctx context.Context, e *env, args []string) error {
 	case c.json:
 		c.printJSON(map[string]bool{"removed": removed})
 	case removed:
-		fmt.Fprintf(e.stdout, "Removed the sandbox of %s.\n", c.project)
+		fmt.Fprintf(e.stdout, "Removed the sandbox of %s.\n", what)
+	case container != "":
+		fmt.Fprintf(e.stdout, "There is no %s.\n", what)
 	default:
 		fmt.Fprintf(e.stdout, "%s had no sandbox.\n", c.project)
 	}
@@ -195,21 +210,26 @@ func runList(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if c.json {
-		if states == nil {
-			states = []service.State{}
-		}
-		c.printJSON(states)
+		c.printJSON(listed(states))
 		return nil
 	}
 	if len(states) == 0 {
 		fmt.Fprintln(e.stdout, "No sandboxes.")
 	}
+	gone := 0
 	for _, st := range states {
 		line := fmt.Sprintf("%-9s %s", st.Status, st.ProjectPath)
 		if st.Status == service.StatusRunning {
 			line += fmt.Sprintf("  (noVNC 127.0.0.1:%d)", st.WSPort)
 		}
+		if projectfs.Gone(st.ProjectPath) {
+			line += "  (project directory gone)"
+			gone++
+		}
 		fmt.Fprintln(e.stdout, line)
+	}
+	if gone > 0 {
+		fmt.Fprintf(e.stdout, "\n%d sandbox(es) belong to a project directory that is gone: pilot-sandbox prune removes them.\n", gone)
 	}
 	return nil
 }

@@ -5,18 +5,22 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/rs/zerolog"
 
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
 var filepathAbs = filepath.Abs
 
 // runDoctor checks what a sandbox needs and says what to do about anything
-// missing. It exits 1 when something must be fixed.
+// missing, and shows the lifecycle policy in force. It exits 1 when
+// something must be fixed.
 func runDoctor(ctx context.Context, e *env, args []string) error {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
@@ -28,41 +32,81 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer a.close()
-	m, docker := a.m, a.docker
 	w := e.stdout
-	ok := true
-	status := m.DockerStatus(ctx)
-	if status.Available {
-		fmt.Fprintf(w, "ok   Docker %s (API %s) at %s\n", status.Version, status.APIVersion, status.Endpoint)
-	} else {
-		ok = false
-		fmt.Fprintf(w, "FAIL Docker at %s: %s\n", docker.Endpoint(), status.Error)
-		fmt.Fprintln(w, "     Start Docker Desktop, or install and start Docker Engine (on Debian/Ubuntu:")
-		fmt.Fprintln(w, "     sudo apt-get install docker.io && sudo systemctl start docker), or point")
-		fmt.Fprintln(w, "     DOCKER_HOST at a running engine.")
-	}
-	if status.Available {
-		switch labels, err := docker.ImageLabels(ctx, m.Image()); {
-		case errors.Is(err, service.ErrImageNotFound):
-			fmt.Fprintf(w, "note the sandbox image %s is not built yet: the first start builds it (or run pilot-sandbox build)\n", m.Image())
-		case err != nil:
-			ok = false
-			fmt.Fprintf(w, "FAIL could not inspect the image %s: %v\n", m.Image(), err)
-		case labels[service.LabelImageHash] != m.ImageHash():
-			fmt.Fprintf(w, "note the sandbox image %s is out of date: the next start rebuilds it (or run pilot-sandbox build)\n", m.Image())
-		default:
-			fmt.Fprintf(w, "ok   the sandbox image %s is built and up to date (%s)\n", m.Image(), m.ImageHash())
-		}
-	}
-	dir := stateDir()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		ok = false
-		fmt.Fprintf(w, "FAIL state directory %s: %v\n", dir, err)
-	} else {
-		fmt.Fprintf(w, "ok   state and log files in %s\n", dir)
-	}
+	ok := checkDocker(ctx, w, a)
+	ok = checkStateDir(w) && ok
+	ok = checkPolicy(ctx, w, a) && ok
 	if !ok {
 		return exitError{code: 1}
 	}
 	return nil
+}
+
+// checkDocker says whether the engine answers and the image is built.
+func checkDocker(ctx context.Context, w io.Writer, a *app) bool {
+	m, docker := a.m, a.docker
+	status := m.DockerStatus(ctx)
+	if !status.Available {
+		fmt.Fprintf(w, "FAIL Docker at %s: %s\n", docker.Endpoint(), status.Error)
+		fmt.Fprintln(w, "     Start Docker Desktop, or install and start Docker Engine (on Debian/Ubuntu:")
+		fmt.Fprintln(w, "     sudo apt-get install docker.io && sudo systemctl start docker), or point")
+		fmt.Fprintln(w, "     DOCKER_HOST at a running engine.")
+		return false
+	}
+	fmt.Fprintf(w, "ok   Docker %s (API %s) at %s\n", status.Version, status.APIVersion, status.Endpoint)
+	switch labels, err := docker.ImageLabels(ctx, m.Image()); {
+	case errors.Is(err, service.ErrImageNotFound):
+		fmt.Fprintf(w, "note the sandbox image %s is not built yet: the first start builds it (or run pilot-sandbox build)\n", m.Image())
+	case err != nil:
+		fmt.Fprintf(w, "FAIL could not inspect the image %s: %v\n", m.Image(), err)
+		return false
+	case labels[service.LabelImageHash] != m.ImageHash():
+		fmt.Fprintf(w, "note the sandbox image %s is out of date: the next start rebuilds it (or run pilot-sandbox build)\n", m.Image())
+	default:
+		fmt.Fprintf(w, "ok   the sandbox image %s is built and up to date (%s)\n", m.Image(), m.ImageHash())
+	}
+	return true
+}
+
+func checkStateDir(w io.Writer) bool {
+	dir := stateDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		fmt.Fprintf(w, "FAIL state directory %s: %v\n", dir, err)
+		return false
+	}
+	fmt.Fprintf(w, "ok   state and log files in %s\n", dir)
+	return true
+}
+
+// checkPolicy shows the lifecycle policy in force, the file it comes
+// from and what is wrong with that file, and how the disk limit is kept.
+func checkPolicy(ctx context.Context, w io.Writer, a *app) bool {
+	cfg, file, err := a.m.Policy()
+	var ue *projectfs.UserConfigError
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintf(w, "FAIL the lifecycle policy in %s:\n", file)
+		for _, p := range ue.Problems {
+			fmt.Fprintf(w, "     %s\n", strings.TrimSpace(p.Key+" "+p.Reason))
+		}
+		fmt.Fprintf(w, "     Until it is fixed, the keys at fault keep their defaults and no sandbox is\n")
+		fmt.Fprintf(w, "     stopped for idleness or disk use. Read as: %s\n", cfg)
+	case !fileExists(file):
+		fmt.Fprintf(w, "ok   the lifecycle policy is the default (%s does not exist): %s\n", file, cfg)
+	default:
+		fmt.Fprintf(w, "ok   the lifecycle policy from %s: %s\n", file, cfg)
+	}
+	if cfg.DiskBytes > 0 {
+		if bounded, why := a.docker.DiskLimitSupport(ctx); bounded {
+			fmt.Fprintf(w, "ok   disk: the engine bounds each new sandbox's files (%s); the sidecar measures them too\n", why)
+		} else {
+			fmt.Fprintf(w, "note disk: the sidecar measures each running sandbox's files and stops it past the limit,\n     as the engine cannot bound them (%s)\n", why)
+		}
+	}
+	return err == nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

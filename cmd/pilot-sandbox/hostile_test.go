@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
 // The attacks of issue 16 that need a real sandbox or a real sidecar: what
@@ -72,9 +75,8 @@ func guardMemory(t *testing.T, s *sidecar) (peak func() int64) {
 	}
 }
 
-// findAgent starts the Python programs the tests run in the sandbox through
-// sandbox/exec, as the sandbox's own code could: agent_stdout finds the
-// desktop agent and opens its stdout.
+// findAgent starts the Python programs the tests run in the sandbox:
+// agent_stdout finds the desktop agent and opens its stdout.
 const findAgent = `
 import os
 def agent_stdout(flags):
@@ -89,14 +91,22 @@ def agent_stdout(flags):
     return os.open('/proc/%d/fd/1' % max(agents), os.O_WRONLY | flags)
 `
 
+// runPython runs a program as the desktop's user, past the sidecar: the
+// sandbox's own user can no longer open the agent's stdout (the two-users
+// tests in service check that), so these tests of the sidecar's bounds
+// stand for a desktop process gone bad.
 func runPython(t *testing.T, s *sidecar, project, program string) string {
 	t.Helper()
-	command := "python3 - <<'EOF'\n" + findAgent + program + "\nEOF"
-	out := result(t, s.call("sandbox/exec", map[string]any{"projectPath": project, "command": command, "timeoutMs": 120000}, 3*time.Minute))
-	if out["exitCode"] != 0.0 {
-		t.Fatalf("in the sandbox: %v", out)
+	st := result(t, s.call("sandbox/status", map[string]any{"projectPath": project}, time.Minute))
+	id, _ := st["containerId"].(string)
+	res, err := dockertest.Engine(t).Exec(context.Background(), id, service.ExecSpec{
+		Cmd: []string{"python3", "-"}, Stdin: strings.NewReader(findAgent + program),
+		User: desktop.DesktopUser, Timeout: 2 * time.Minute,
+	})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("in the sandbox: %v %+v %s", err, res, res.Stderr)
 	}
-	return strings.TrimSpace(out["stdout"].(string))
+	return strings.TrimSpace(string(res.Stdout))
 }
 
 // screenshot asks the sidecar for one, and returns its error's message, or

@@ -3,11 +3,13 @@
 //
 //	pilot-sandbox serve [--framing lsp|ndjson]   JSON-RPC on stdio (PROTOCOL.md)
 //	pilot-sandbox ui [--project DIR] [--listen ADDR] [--no-open]   the panel in a browser
-//	pilot-sandbox start|stop|status|remove [--project DIR]
+//	pilot-sandbox mcp [--project DIR] [--enable-tools]   MCP on stdio for coding agents
+//	pilot-sandbox start|stop|status [--project DIR]
+//	pilot-sandbox remove [--project DIR | --container ID]
 //	pilot-sandbox exec [--project DIR] [--timeout D] -- COMMAND...
 //	pilot-sandbox screenshot [--project DIR] [-o FILE]
 //	pilot-sandbox tool [NAME [--project DIR] [JSON arguments]]
-//	pilot-sandbox list | doctor | build | version
+//	pilot-sandbox list | prune [--yes] | doctor | build | version
 package main
 
 import (
@@ -34,11 +36,13 @@ func commands() []command {
 	return []command{
 		{"serve", "serve the JSON-RPC protocol on stdin/stdout (for the desktop app)", runServe},
 		{"ui", "serve the sandbox panel in a browser, on 127.0.0.1", runUI},
+		{"mcp", "serve the project's agent tools over MCP on stdin/stdout (for coding agents)", runMCP},
 		{"start", "start the project's sandbox and print how to watch it", runStart},
 		{"stop", "stop the project's sandbox (its files are kept)", runStop},
 		{"status", "show the project's sandbox", runStatus},
 		{"remove", "delete the project's sandbox and everything in it", runRemove},
 		{"list", "list every sandbox", runList},
+		{"prune", "remove the sandboxes whose project directory is gone", runPrune},
 		{"exec", "run a shell command in the project's sandbox", runExec},
 		{"screenshot", "save a PNG of the project's sandbox display", runScreenshot},
 		{"tool", "run one of the agent tools, or list them", runTool},

@@ -27,6 +27,10 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	// Nor the user's lifecycle policy: a policy of their own for the tests
+	// that need one, none for the others, whose sandboxes may run beside
+	// many more of other tests'.
+	os.Setenv("XDG_CONFIG_HOME", writeConfig(dir, "no-policy", `{"idleStop": "0", "maxRunning": 0, "disk": "0"}`))
 	binary = filepath.Join(dir, "pilot-sandbox")
 	build := exec.Command("go", "build", "-o", binary, ".")
 	build.Stderr = os.Stderr
@@ -36,6 +40,19 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// writeConfig makes an XDG config directory under dir whose
+// pilot-sandbox/config.json holds config, and returns it.
+func writeConfig(dir, name, config string) string {
+	home := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Join(home, "pilot-sandbox"), 0o700); err != nil {
+		panic(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "pilot-sandbox", "config.json"), []byte(config), 0o600); err != nil {
+		panic(err)
+	}
+	return home
 }
 
 // sidecar is a running `pilot-sandbox serve` with the test as its client.

@@ -46,7 +46,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	exitCode := -1
 	svc, stopPorts := newSidecarService(m, log)
 	defer stopPorts()
-	server := rpc.NewServer(svc, tools.New(m), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
+	set := tools.New(m)
+	defer set.Close()
+	server := rpc.NewServer(svc, set, rpc.Info{Name: "pilot-sandbox", Version: version}, log)
 	server.Serve(ctx, rpc.NewStream(framing, e.stdin, e.stdout, nil), rpc.ConnOptions{
 		OnExit: func(code int) {
 			exitCode = code
@@ -55,6 +57,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		// Reconciliation starts once the client gets events, so that what
 		// it finds (a sandbox that died, a corrupt state file) reaches it.
 		OnSubscribed: func() { wg.Go(func() { m.Run(ctx) }) },
+		// Until Run's first look at Docker, a status would miss the
+		// sandboxes found running.
+		Reconciled: m.Reconciled(),
 	})
 	cancel()
 	wg.Wait()

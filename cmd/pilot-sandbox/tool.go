@@ -42,7 +42,11 @@ func runTool(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stderr, "pilot-sandbox tool: give the arguments as one JSON object in quotes, e.g. '{\"x\": 100, \"y\": 200}'\n")
 		return errUsage
 	}
-	res, err := tools.New(c.manager).Call(ctx, c.project, name, arguments)
+	// A person at a shell waits for the end: no answer bound, which would
+	// leave a long start to die with this process.
+	set := tools.New(c.manager, tools.Bound(0))
+	defer set.Close()
+	res, err := set.Call(ctx, c.project, name, arguments)
 	if err != nil {
 		return err
 	}

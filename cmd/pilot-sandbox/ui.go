@@ -115,6 +115,7 @@ func panelHandler(m *service.Manager, log zerolog.Logger, project string, port i
 			fmt.Sprintf("http://127.0.0.1:%d", port),
 			fmt.Sprintf("http://localhost:%d", port),
 		},
+		Reconciled: m.Reconciled(),
 	})
 	if err != nil {
 		return nil, err

@@ -5,11 +5,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/adrg/xdg"
 	"github.com/rs/zerolog"
 
 	"github.com/pilot-sandbox/pilot-sandbox/engine"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/resources"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
@@ -24,13 +26,30 @@ func stateDir() string {
 const (
 	// envImage is the sandbox image's tag (default pilot-sandbox:latest).
 	envImage = "PILOT_IMAGE"
+	// envDefaultImage is the image variant of projects that name none:
+	// "browser" (the default) or "desktop". scripts/test.sh sets desktop,
+	// so tests that do not test the browser run the small image.
+	envDefaultImage = "PILOT_DEFAULT_IMAGE"
 	// envBaseImage overrides the Dockerfile's BASE_IMAGE build argument.
 	envBaseImage = "PILOT_BASE_IMAGE"
 	// envScope sets the pilot.sandbox label value of the sandboxes this
 	// process makes and sees (default "true"): the tests set their own, so
 	// they never touch a user's real sandboxes or projects.
 	envScope = "PILOT_SCOPE"
+	// envTestPolicy, set to 1, lets config.json's idleStop be as short as
+	// a second and makes the policy look every second, for tests.
+	envTestPolicy = "PILOT_TEST_POLICY"
 )
+
+// policyConfig is where the user's lifecycle policy comes from:
+// pilot-sandbox/config.json under the XDG config directory.
+func policyConfig() service.PolicyConfig {
+	cfg := service.PolicyConfig{File: projectfs.UserConfigFile(xdg.ConfigHome)}
+	if os.Getenv(envTestPolicy) == "1" {
+		cfg.MinIdleStop, cfg.Interval = time.Second, time.Second
+	}
+	return cfg
+}
 
 // app is what a command works with: its logger, and the manager on the
 // engine; close closes the log file.
@@ -62,12 +81,20 @@ func newManager(log zerolog.Logger) (*service.Manager, *engine.Client, error) {
 		Image:     os.Getenv(envImage),
 		Resources: resources.SandboxImage(),
 		Agent:     resources.DesktopAgent(),
-		StateDir:  stateDir(),
-		Scope:     os.Getenv(envScope),
-		Logger:    log,
+		// The browser image's tag follows PILOT_IMAGE (BrowserTag).
+		BrowserResources: resources.BrowserImage(),
+		Seccomp:          resources.ChromiumSeccomp(),
+		DefaultVariant:   os.Getenv(envDefaultImage),
+		StateDir:         stateDir(),
+		Scope:            os.Getenv(envScope),
+		Policy:           policyConfig(),
+		Logger:           log,
 	}
 	if base := os.Getenv(envBaseImage); base != "" {
 		cfg.BuildArgs = map[string]string{"BASE_IMAGE": base}
+	}
+	if v := cfg.DefaultVariant; v != "" && v != service.VariantBrowser && v != service.VariantDesktop {
+		return nil, nil, fmt.Errorf("%s must be %q or %q; it is %q", envDefaultImage, service.VariantBrowser, service.VariantDesktop, v)
 	}
 	m, err := service.New(docker, cfg)
 	if err != nil {

@@ -2,10 +2,12 @@
 // sandboxes. A test that needs Docker calls Engine (or Manager) first: the
 // test is skipped when no engine answers, and fails instead when
 // PILOT_REQUIRE_DOCKER=1, as in CI, so a missing engine cannot pass for a
-// green run.
+// green run. With -short it is skipped whatever the engine: the fast loop
+// runs no sandbox.
 package dockertest
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"path/filepath"
@@ -29,6 +31,10 @@ const RequireEnv = "PILOT_REQUIRE_DOCKER"
 // Engine returns a client for the engine the sidecar would use.
 func Engine(t testing.TB) *engine.Client {
 	t.Helper()
+	if testing.Short() {
+		// -short is the fast loop: no sandbox, engine or not.
+		t.Skip("-short: this test needs a real sandbox")
+	}
 	c := engine.New("")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -51,8 +57,15 @@ func Config(t testing.TB) service.Config {
 		Image:     os.Getenv("PILOT_IMAGE"),
 		Resources: resources.SandboxImage(),
 		Agent:     resources.DesktopAgent(),
-		StateDir:  t.TempDir(),
-		Logger:    zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel),
+		// Browser tests set sandbox.image "browser" in their project; the
+		// rest run the desktop image unless PILOT_DEFAULT_IMAGE says
+		// otherwise, so the suite does not build and run Chromium's image
+		// for every sandbox.
+		BrowserResources: resources.BrowserImage(),
+		Seccomp:          resources.ChromiumSeccomp(),
+		DefaultVariant:   cmp.Or(os.Getenv("PILOT_DEFAULT_IMAGE"), service.VariantDesktop),
+		StateDir:         t.TempDir(),
+		Logger:           zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel),
 	}
 	if base := os.Getenv("PILOT_BASE_IMAGE"); base != "" {
 		cfg.BuildArgs = map[string]string{"BASE_IMAGE": base}

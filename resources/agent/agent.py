@@ -524,8 +524,9 @@ class Desktop:
             if p.returncode == 0:
                 return {"text": decode_text(p.stdout), "empty": False}
         # No program serves the clipboard. Text a viewer pasted through VNC
-        # is then in the root window's cut buffer: x11vnc puts it there (and,
-        # as seen with 0.9.16, takes no selection despite its manual).
+        # may then be in the root window's cut buffer: x11vnc puts it there,
+        # and takes the selections too only once its own window exists
+        # (the entrypoint asks for that at once; older images wait 8 s).
         n = ctypes.c_int()
         data = x11.XFetchBytes(self.d, ctypes.byref(n))
         if not data or n.value == 0:

@@ -26,7 +26,7 @@ export const PROTOCOL_VERSION = 1;
  * An error answered by the server. `kind` is the stable string to switch
  * on (docs/protocol.md, Errors); `field` names the bad param of an
  * invalid_params error; `log` holds the last lines of a failed image build
- * or start.
+ * or start; `running` lists the sandboxes that run, for too_many_sandboxes.
  */
 export class RpcError extends Error {
   /**
@@ -46,6 +46,8 @@ export class RpcError extends Error {
     this.field = this.data.field;
     /** @type {string[] | undefined} */
     this.log = this.data.log;
+    /** @type {{projectPath: string, containerId?: string, containerName: string}[] | undefined} */
+    this.running = this.data.running;
   }
 }
 
@@ -245,6 +247,13 @@ export class Client {
    * @returns {Promise<{removed: boolean}>}
    */
   remove(projectPath) { return this.request('sandbox/remove', { projectPath }); }
+
+  /**
+   * Removes a sandbox by its container, whatever became of its project.
+   * @param {string} containerId
+   * @returns {Promise<{removed: boolean}>}
+   */
+  removeContainer(containerId) { return this.request('sandbox/remove', { containerId }); }
 
   /**
    * @param {string} projectPath

@@ -28,6 +28,8 @@
  * @property {number} createdAt milliseconds since the Unix epoch
  * @property {number} [startedAt]
  * @property {string} [error]
+ * @property {string} [stopReason] why the lifecycle policy stopped it ("stopped after 30m without activity")
+ * @property {number} [diskBytes] its own files, as last measured, when a disk limit is set
  */
 
 /**

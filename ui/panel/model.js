@@ -85,14 +85,18 @@ const BADGES = {
 };
 
 /**
- * The status badge: its label, its colour, and the error it stands for.
+ * The status badge: its label, its colour, and the error it stands for,
+ * or why the lifecycle policy stopped the sandbox.
  *
  * @param {Model} m
  * @returns {{label: string, tone: Tone, detail: string}}
  */
 export function badge(m) {
   const p = phase(m);
-  return { ...BADGES[p], detail: p === 'error' ? errorText(m) : '' };
+  let detail = '';
+  if (p === 'error') detail = errorText(m);
+  else if (p === 'stopped') detail = m.sandbox?.stopReason ?? '';
+  return { ...BADGES[p], detail };
 }
 
 /**

@@ -287,6 +287,9 @@ export class PilotSandboxPanel extends HTMLElement {
     // navigating this page, no pop-ups, no forms.
     frame.setAttribute('sandbox', 'allow-scripts allow-same-origin');
     frame.referrerPolicy = 'no-referrer';
+    // The clipboard both ways, in control (README, Copy and paste): a
+    // frame of another origin may use it only if allowed here.
+    if (this.#model.mode === 'control') frame.allow = 'clipboard-read; clipboard-write';
     frame.src = src;
     frame.addEventListener('load', () => this.#expectViewer(frame));
     this.#root.querySelector('.frame-slot')?.append(frame);

@@ -3,7 +3,7 @@
 
 import { execFileSync, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { closeSync, mkdtempSync, openSync, realpathSync, rmSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -64,14 +64,19 @@ export function tempProject(prefix) {
 }
 
 /**
- * The environment for a server under test: its own state directory, and
- * the rest of ours (DOCKER_HOST, PILOT_IMAGE).
+ * The environment for a server under test: its own state directory, a
+ * config directory whose config.json turns the lifecycle policy off (the
+ * user's own must not stop or refuse the tests' sandboxes), and the rest
+ * of ours (DOCKER_HOST, PILOT_IMAGE).
  *
  * @param {Record<string, string>} [extra]
  * @returns {NodeJS.ProcessEnv}
  */
 export function serverEnv(extra = {}) {
-  return { ...process.env, XDG_STATE_HOME: tempDir('pilot-ui-state-'), ...extra };
+  const config = tempDir('pilot-ui-config-');
+  mkdirSync(join(config, 'pilot-sandbox'));
+  writeFileSync(join(config, 'pilot-sandbox', 'config.json'), '{"idleStop": "0", "maxRunning": 0, "disk": "0"}\n');
+  return { ...process.env, XDG_STATE_HOME: tempDir('pilot-ui-state-'), XDG_CONFIG_HOME: config, ...extra };
 }
 
 /** An engine address where no Docker answers. */

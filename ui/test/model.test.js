@@ -59,6 +59,12 @@ test('the error badge carries its message', () => {
   assert.equal(badge(model({ sandbox: sandbox() })).detail, '');
 });
 
+test('a sandbox the policy stopped says why', () => {
+  const why = 'stopped after 30m without activity';
+  assert.equal(badge(model({ sandbox: sandbox({ status: 'stopped', stopReason: why }) })).detail, why);
+  assert.equal(badge(model({ sandbox: sandbox({ status: 'stopped' }) })).detail, '');
+});
+
 test('controls work only when they can', () => {
   assert.deepEqual(controls(model({ sandbox: null })), { start: true, stop: false, tools: true, mode: false });
   assert.deepEqual(controls(model({ sandbox: sandbox() })), { start: false, stop: true, tools: true, mode: true });

@@ -20,6 +20,8 @@ const skip = skipBrowser || (await skipWithoutDocker());
 let browser;
 /** @type {import('../client/types.js').SandboxState} */
 let sandbox;
+/** @type {(command: string) => Promise<import('../client/types.js').ExecResult>} */
+let sandboxExec;
 if (!skip) {
   browser = await launchBrowser();
   // Not spawnServe: its own cleanup could stop the sidecar before this
@@ -31,12 +33,16 @@ if (!skip) {
     await stop();
   };
   sandbox = await client.start(project.path);
+  sandboxExec = (command) => client.exec(project.path, command, { timeoutMs: 10_000 });
 }
 
-/** @param {string} src */
-const framePage = (src) => `<!DOCTYPE html><title>parent</title>
+/**
+ * @param {string} src
+ * @param {string} [allow] the frame's permissions policy
+ */
+const framePage = (src, allow = '') => `<!DOCTYPE html><title>parent</title>
 <script>window.messages = []; addEventListener('message', (e) => messages.push(e.data));</script>
-<iframe title="desktop" style="width: 960px; height: 600px; border: 0" src="${src}"></iframe>`;
+<iframe title="desktop" style="width: 960px; height: 600px; border: 0" allow="${allow}" src="${src}"></iframe>`;
 
 /**
  * Waits for the viewer's frame and a painted desktop in it.
@@ -167,3 +173,51 @@ test('a wrong password is refused, and said so', { skip, timeout: 120_000 }, asy
   assert.ok(errors.some((e) => /viewer\.js: pilot-sandbox viewer: the VNC server refused the password/.test(e)), errors.join('\n'));
   assert.ok(errors.every((e) => /password|websock\.js: WebSocket connection to '\S+' failed/.test(e)), errors.join('\n'));
 });
+
+// x11vnc 0.9.16 takes the selections only once a viewer has been connected
+// for 8 s unless told otherwise (resources/docker/sandbox/entrypoint.sh):
+// both directions are checked right after connecting.
+test('the clipboard both ways', { skip, timeout: 120_000 }, async () => {
+  const { page, context, assertNoErrors } = await newPage(browser, 'viewer-clipboard');
+  const origin = await serve(framePage(sandbox.viewerUrl, 'clipboard-read; clipboard-write'));
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(sandbox.viewerUrl).origin });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
+  await page.goto(origin);
+  const frame = await (await page.getByTitle('desktop').elementHandle())?.contentFrame();
+  assert.ok(frame, 'no frame');
+  await viewerSaid(page, 'connected');
+  await paintedViewer(page);
+
+  // Browser to desktop: copied in the browser, on the desktop's CLIPBOARD
+  // once the viewer has the focus.
+  const fromBrowser = `from the browser ${Date.now()}`;
+  await page.evaluate((text) => navigator.clipboard.writeText(text), fromBrowser);
+  await frame.locator('canvas').click({ position: { x: 5, y: 5 } });
+  await frame.evaluate(() => window.dispatchEvent(new Event('focus')));
+  assert.equal(await desktopClipboard(fromBrowser), fromBrowser);
+
+  // Desktop to browser: copied in the desktop, posted to the parent and on
+  // the browser's clipboard.
+  const fromDesktop = `from the desktop ${Date.now()}`;
+  await sandboxExec(`printf %s '${fromDesktop}' | xclip -selection clipboard -in`);
+  const posted = await page.waitForFunction((text) => /** @type {any} */ (window).messages
+    .some((/** @type {any} */ m) => m?.source === 'pilot-sandbox-viewer' && m.type === 'clipboard' && m.text === text), fromDesktop, { timeout: 15_000 });
+  assert.ok(await posted.jsonValue());
+  assert.equal(await frame.evaluate(() => navigator.clipboard.readText()), fromDesktop);
+  assertNoErrors();
+});
+
+/**
+ * The desktop's CLIPBOARD, polled until it reads want, for at most 15 s.
+ *
+ * @param {string} want
+ * @returns {Promise<string>} what it read last
+ */
+async function desktopClipboard(want) {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const { stdout } = await sandboxExec('xclip -o -selection clipboard');
+    if (stdout === want || Date.now() > deadline) return stdout;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

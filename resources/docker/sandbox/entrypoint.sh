@@ -1,12 +1,22 @@
 #!/bin/bash
-# Starts the sandbox desktop and stays in the foreground while all of it runs.
+# Starts the sandbox desktop as the user desktop and keeps it running.
 #
 # - Waits for Xvfb through -displayfd instead of sleeping.
 # - Clears the X lock and socket a stopped container keeps in /tmp, or Xvfb
 #   refuses to start the display again ("Server is already active").
-# - Exits non-zero as soon as any desktop process dies, so a broken sandbox
-#   shows as stopped with an error instead of looking alive.
-# - Starts pilot-pidguard, which ends fork floods.
+# - Gives the display a new cookie at each start, in a file the sandbox
+#   group can read (XAUTHORITY): the sandbox user's X clients work, and no
+#   other user's.
+# - Supervises each desktop process: one that exits is started again, after
+#   a pause that doubles while it keeps dying young. One that cannot be kept
+#   up (5 deaths in a row within 10 s of starting) ends the sandbox with a
+#   non-zero status, so a broken desktop shows as an error instead of
+#   looking alive.
+# - Logs go into desktop's home: in the sandbox's /tmp, a file of the
+#   sandbox user's could stand where a log is written.
+# - pilot-pidguard, which ends fork floods, is not started here: it must
+#   signal the sandbox user's processes, so the sidecar starts it as that
+#   user once the desktop answers.
 # - The VNC passwords come from a file the sidecar copies into the container
 #   before it starts (never the environment or the command line); without
 #   it the desktop does not start.
@@ -16,40 +26,66 @@ display_number="${DISPLAY#:}"
 display_number="${display_number%%.*}"
 resolution="${RESOLUTION:-1280x800x24}"
 passwd_file=/etc/pilot-sandbox/vnc/passwd
+xauth_file="${XAUTHORITY:-/run/pilot-x/Xauthority}"
 
 log() { printf 'pilot-desktop: %s\n' "$*" >&2; }
 
-pids=()
-guard=
-names=()
-# stop_all ends every desktop process: SIGTERM, then SIGKILL for any still
-# running after 3 s. Waiting on one that ignores SIGTERM would hold a stop
-# until Docker's own SIGKILL at the end of its grace period, and the sandbox
-# would then look killed (exit code 137) instead of stopped.
-stop_all() {
-  trap - TERM INT
-  [ -n "$guard" ] && kill "$guard" 2>/dev/null
-  [ "${#pids[@]}" -gt 0 ] || return 0
-  kill "${pids[@]}" 2>/dev/null
-  local deadline=$((SECONDS + 3)) i alive
-  while :; do
-    alive=()
-    for i in "${!pids[@]}"; do
-      kill -0 "${pids[$i]}" 2>/dev/null && alive+=("$i")
-    done
-    [ "${#alive[@]}" -eq 0 ] && break
+cd "$HOME" || exit 1
+
+# stop_child PID: SIGTERM, then SIGKILL if it still runs after 3 s. Waiting
+# on one that ignores SIGTERM would hold a stop until Docker's own SIGKILL,
+# and the sandbox would then look killed (exit code 137) instead of stopped.
+stop_child() {
+  local pid=$1 deadline=$((SECONDS + 3))
+  kill "$pid" 2>/dev/null
+  while kill -0 "$pid" 2>/dev/null; do
     if [ "$SECONDS" -ge "$deadline" ]; then
-      for i in "${alive[@]}"; do
-        log "${names[$i]} did not stop on SIGTERM: killing it"
-        kill -KILL "${pids[$i]}" 2>/dev/null
-      done
+      kill -KILL "$pid" 2>/dev/null
       break
     fi
     sleep 0.1
   done
-  wait 2>/dev/null
+  wait "$pid" 2>/dev/null
 }
-# started NAME: records the process just started in the background.
+
+# supervise NAME COMMAND...: runs COMMAND, again each time it exits. Runs in
+# a subshell of its own; SIGTERM stops it and its command.
+supervise() {
+  local name=$1 child= pause=1 quick=0 began status
+  shift
+  trap '[ -n "$child" ] && stop_child "$child"; exit 0' TERM
+  while :; do
+    began=$SECONDS
+    "$@" &
+    child=$!
+    wait "$child"
+    status=$?
+    child=
+    if ((SECONDS - began >= 10)); then
+      quick=0 pause=1
+    elif ((++quick >= 5)); then
+      log "${name} exited ${quick} times in a row within 10 s of starting (status ${status}): giving up"
+      exit 1
+    fi
+    log "${name} exited (status ${status}); starting it again in ${pause} s"
+    sleep "$pause" & wait $!
+    pause=$((pause < 16 ? pause * 2 : 16))
+  done
+}
+
+pids=()
+names=()
+stop_all() {
+  trap - TERM INT
+  local pid
+  for pid in "${pids[@]}"; do
+    kill "$pid" 2>/dev/null
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid" 2>/dev/null
+  done
+}
+# started NAME: records the supervisor just started in the background.
 started() { pids+=("$!"); names+=("$1"); }
 trap 'stop_all; exit 0' TERM INT
 
@@ -60,17 +96,38 @@ if [ ! -s "$passwd_file" ]; then
   exit 1
 fi
 
-# Ends fork floods (see the script). Not among the desktop's pids below: if
-# it stops, the desktop goes on without it.
-/usr/local/bin/pilot-pidguard &
-guard=$!
-
-rm -f "/tmp/.X${display_number}-lock" "/tmp/.X11-unix/X${display_number}"
+# write_cookie writes an X authority file with one MIT-MAGIC-COOKIE-1 for
+# the display on any host (family 0xffff): big-endian lengths, then bytes.
+write_cookie() {
+  local hex escaped
+  hex=$(mcookie) || return 1
+  escaped=$(printf '%s' "$hex" | sed 's/../\\x&/g')
+  (
+    umask 027
+    {
+      printf '\xff\xff\x00\x00'
+      printf "\\x00\\x$(printf %02x "${#display_number}")%s" "$display_number"
+      printf '\x00\x12MIT-MAGIC-COOKIE-1\x00\x10'
+      printf "$escaped"
+    } >"${xauth_file}.new" && mv -f "${xauth_file}.new" "$xauth_file"
+  )
+}
+if ! write_cookie; then
+  log "could not write the display's cookie to ${xauth_file}"
+  exit 1
+fi
 
 ready_fifo="$(mktemp -u /tmp/.pilot-xvfb-ready.XXXXXX)"
 mkfifo -m 0600 "$ready_fifo"
-Xvfb ":${display_number}" -screen 0 "$resolution" -nolisten tcp \
-  -displayfd 3 3>"$ready_fifo" &
+# run_xvfb clears what an earlier Xvfb left and starts one; only the first
+# says when it is ready, through the FIFO this script reads.
+run_xvfb() {
+  rm -f "/tmp/.X${display_number}-lock" "/tmp/.X11-unix/X${display_number}"
+  local args=(":${display_number}" -screen 0 "$resolution" -nolisten tcp -auth "$xauth_file")
+  [ -p "$ready_fifo" ] && exec Xvfb "${args[@]}" -displayfd 3 3>"$ready_fifo"
+  exec Xvfb "${args[@]}"
+}
+supervise Xvfb run_xvfb &
 started Xvfb
 if ! read -r -t 20 _ <"$ready_fifo"; then
   rm -f "$ready_fifo"
@@ -81,20 +138,26 @@ fi
 rm -f "$ready_fifo"
 log "display :${display_number} ready at ${resolution}"
 
-fluxbox >/tmp/fluxbox.log 2>&1 &
+supervise fluxbox sh -c 'exec fluxbox >>$HOME/fluxbox.log 2>&1' &
 started fluxbox
 
 # read: makes x11vnc read the file at each connection, so passwords the
-# sidecar installs for the next start are never stale.
-x11vnc -display ":${display_number}" -rfbport 5900 -forever -shared \
-  -passwdfile "read:${passwd_file}" -noxdamage -quiet -o /tmp/x11vnc.log &
+# sidecar installs for the next start are never stale. -noremote: the
+# sandbox's X clients may not give it commands through X properties.
+# X11VNC_AVOID_WINDOWS=never: x11vnc 0.9.16 creates the window it owns
+# selections with, and starts watching them, only once a viewer has been
+# connected for 8 s (45 s without a window manager), to stay clear of a
+# display manager this desktop does not have. Until then text a viewer
+# pastes stops in CUT_BUFFER0 and the CLIPBOARD is not sent to viewers.
+supervise x11vnc env X11VNC_AVOID_WINDOWS=never x11vnc -display ":${display_number}" -rfbport 5900 -forever -shared \
+  -passwdfile "read:${passwd_file}" -noremote -noxdamage -quiet -o "$HOME/x11vnc.log" &
 started x11vnc
 
-websockify --web /usr/share/novnc 6080 127.0.0.1:5900 >/tmp/websockify.log 2>&1 &
+supervise websockify sh -c 'exec websockify --web /usr/share/novnc 6080 127.0.0.1:5900 >>$HOME/websockify.log 2>&1' &
 started websockify
 
 wait -n "${pids[@]}"
 status=$?
-log "a desktop process exited (status ${status}); stopping the sandbox"
+log "a desktop process could not be kept running (status ${status}); stopping the sandbox"
 stop_all
 exit 1

@@ -8,9 +8,14 @@
 # sandbox has been at its limit for a few seconds, this freezes every
 # process, kills the process group that holds the most slots, or, when no
 # group holds a quarter of them (each process in a session of its own),
-# every process that is not part of the desktop, and thaws the rest. The desktop (this script's process group, started by the
-# entrypoint) and PID 1 are never touched; the sidecar restarts its desktop
-# agent on its next call.
+# every process that is not part of the desktop, and thaws the rest.
+#
+# The sidecar starts it, as the sandbox user, once the desktop answers: the
+# desktop's own user may not signal that user's processes. It looks only at
+# processes of its own user (the desktop's are out of its reach, and out of
+# a flood's), and never touches its own process group or PID 1. In images
+# from before the desktop had a user of its own, the entrypoint starts it;
+# the sidecar restarts the desktop agent on its next call.
 #
 # The loop uses builtins only: while the flood lasts, nothing can fork,
 # this script included.
@@ -59,6 +64,7 @@ groups_outside() {
     pid=${f#/proc/}
     pid=${pid%/stat}
     [ "$pid" = 1 ] || [ "$pgrp" = "$desktop" ] || [ "$pgrp" = 1 ] && continue
+    [ -O "/proc/$pid" ] || continue # test -O is a builtin: no fork
     # shellcheck disable=SC2004 # the keys of an associative array need the $
     out[$pgrp]=$((${out[$pgrp]:-0} + 1))
     names[$pgrp]=$comm

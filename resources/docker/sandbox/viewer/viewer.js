@@ -17,14 +17,27 @@
 // Messages from the parent window (postMessage, from window.parent only):
 //   {target: 'pilot-sandbox-viewer', type: 'connect', password, viewOnly?}
 //   {target: 'pilot-sandbox-viewer', type: 'disconnect'}
+//   {target: 'pilot-sandbox-viewer', type: 'paste', text}: puts text on the
+//     desktop's clipboard (ignored when watching)
 // Messages to it, {source: 'pilot-sandbox-viewer', type, ...}:
 //   type 'state': state is connecting | connected | disconnected |
 //     credentials-required | failed, with viewOnly, width and height (the
 //     desktop's size, once connected) and message (why, for the last three)
 //   type 'release-focus': the user pressed Ctrl+Alt+Shift+Escape to leave the
 //     desktop with the keyboard (it captures Tab and every other key)
+//   type 'clipboard': text was copied in the desktop (text)
 // They carry no password, so they go to any parent origin ('*'): an opaque
-// origin cannot be named.
+// origin cannot be named. The clipboard's text goes too: a parent that
+// frames the viewer sees the desktop anyway.
+//
+// The clipboard both ways (README, Copy and paste):
+// - Text copied in the desktop comes as noVNC's clipboard event: the viewer
+//   writes it to the browser's clipboard (the browser allows that only in a
+//   focused page, with clipboard-write permission in a frame) and posts it
+//   to the parent.
+// - The browser's clipboard goes to the desktop when the viewer gets the
+//   focus (a read the browser allows only with clipboard-read permission),
+//   on a paste event (a paste from the browser's menu), or by message.
 
 import RFB from '../core/rfb.js';
 import { initLogging } from '../core/util/logging.js';
@@ -53,6 +66,9 @@ let wanted = false; // whether the viewer should be connected
 let reconnectDelay = 1000;
 /** @type {ReturnType<typeof setTimeout> | undefined} */
 let reconnectTimer;
+// The text both sides last agreed on, so neither side's copy comes back
+// to it as a new one.
+let lastClipboard = '';
 
 initLogging(params.get('log') ?? 'warn');
 
@@ -95,6 +111,7 @@ function connect() {
   client.background = '#1d2128';
   client.addEventListener('connect', () => {
     reconnectDelay = 1000;
+    if (document.hasFocus()) readBrowserClipboard();
     report('connected');
     document.title = `Sandbox desktop${settings.viewOnly ? ' (watching)' : ''}`;
   });
@@ -103,6 +120,7 @@ function connect() {
     if (settings.password) return; // a wrong one: securityfailure follows
     report('credentials-required', 'This address needs the password the sidecar gave with it (after #).');
   });
+  client.addEventListener('clipboard', (event) => fromDesktop(event.detail.text));
   client.addEventListener('securityfailure', (event) => {
     wanted = false; // the same password would fail again
     const reason = event.detail.reason || `status ${event.detail.status}`;
@@ -127,6 +145,36 @@ function onDisconnect(client, clean) {
   reconnectDelay = Math.min(2 * reconnectDelay, MAX_RECONNECT_DELAY_MS);
 }
 
+/**
+ * Text copied in the desktop: to the browser's clipboard and the parent.
+ *
+ * @param {string} text
+ */
+function fromDesktop(text) {
+  if (typeof text !== 'string' || text === lastClipboard) return;
+  lastClipboard = text;
+  post({ type: 'clipboard', text });
+  // Rejected without the focus or the permission: the parent has the text.
+  navigator.clipboard?.writeText(text).catch(() => {});
+}
+
+/**
+ * Puts text on the desktop's clipboard, unless watching.
+ *
+ * @param {string} text
+ */
+function toDesktop(text) {
+  if (!rfb || settings.viewOnly || typeof text !== 'string' || !text || text === lastClipboard) return;
+  lastClipboard = text;
+  rfb.clipboardPasteFrom(text);
+}
+
+/** Sends the browser's clipboard to the desktop, if the browser lets us read it. */
+function readBrowserClipboard() {
+  if (settings.viewOnly || !navigator.clipboard?.readText) return;
+  navigator.clipboard.readText().then(toDesktop, () => {});
+}
+
 function disconnect() {
   wanted = false;
   clearTimeout(reconnectTimer);
@@ -142,8 +190,13 @@ window.addEventListener('message', (event) => {
     connect();
   } else if (data.type === 'disconnect') {
     disconnect();
+  } else if (data.type === 'paste') {
+    toDesktop(data.text);
   }
 });
+
+window.addEventListener('focus', readBrowserClipboard);
+window.addEventListener('paste', (event) => toDesktop(event.clipboardData?.getData('text/plain') ?? ''));
 
 // Capture phase, before noVNC's keyboard handler on the canvas sees it.
 window.addEventListener('keydown', (event) => {

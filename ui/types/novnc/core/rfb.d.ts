@@ -16,6 +16,7 @@ export interface RFBEventMap {
   credentialsrequired: CustomEvent<{ types: string[] }>;
   securityfailure: CustomEvent<{ status: number; reason?: string }>;
   desktopname: CustomEvent<{ name: string }>;
+  clipboard: CustomEvent<{ text: string }>;
 }
 
 export default class RFB extends EventTarget {
@@ -33,5 +34,6 @@ export default class RFB extends EventTarget {
   sendCredentials(credentials: { password?: string }): void;
   focus(): void;
   blur(): void;
+  clipboardPasteFrom(text: string): void;
   addEventListener<K extends keyof RFBEventMap>(type: K, listener: (event: RFBEventMap[K]) => void): void;
 }
