@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -72,6 +73,9 @@ func checkObject(raw []byte, s *jsonschema.Schema, field string) ([]byte, error)
 	if err := json.Unmarshal(raw, &members); err != nil {
 		return nil, &Error{Field: field, Reason: "must be an object; got " + abbreviate(raw)}
 	}
+	if isMap(s) {
+		return checkMap(members, s.AdditionalProperties, field)
+	}
 	if err := checkUnknown(members, s, field); err != nil {
 		return nil, err
 	}
@@ -96,18 +100,31 @@ func checkObject(raw []byte, s *jsonschema.Schema, field string) ([]byte, error)
 	return out.close(), nil
 }
 
+// checkMap checks a map's members, in name order, against their schema.
+func checkMap(members map[string]json.RawMessage, s *jsonschema.Schema, field string) ([]byte, error) {
+	var out object
+	for _, name := range slices.Sorted(maps.Keys(members)) {
+		checked, err := check(members[name], s, join(field, name))
+		if err != nil {
+			return nil, err
+		}
+		out.add(name, checked)
+	}
+	return out.close(), nil
+}
+
 // object writes a checked object's members as JSON, as they come.
 type object struct{ buf []byte }
 
-// add writes a member. Names are the struct's json tags, which need no
-// escaping beyond quotes.
+// add writes a member, its name quoted as JSON quotes it.
 func (o *object) add(name string, value []byte) {
 	if o.buf == nil {
 		o.buf = append(o.buf, '{')
 	} else {
 		o.buf = append(o.buf, ',')
 	}
-	o.buf = strconv.AppendQuote(o.buf, name)
+	quoted, _ := json.Marshal(name) // a string always marshals
+	o.buf = append(o.buf, quoted...)
 	o.buf = append(append(o.buf, ':'), value...)
 }
 

@@ -49,6 +49,15 @@ func walk(s *jsonschema.Schema, f func(*jsonschema.Schema)) {
 	if s.Items != nil {
 		walk(s.Items, f)
 	}
+	if isMap(s) {
+		walk(s.AdditionalProperties, f)
+	}
+}
+
+// isMap is the schema of a Go map: an object whose members, named as the
+// client likes, all have one schema.
+func isMap(s *jsonschema.Schema) bool {
+	return s.AdditionalProperties != nil && !isFalse(s.AdditionalProperties)
 }
 
 // normalize states what the decoder does. A member left out and a member
@@ -62,7 +71,7 @@ func normalize(s *jsonschema.Schema) {
 			s.Type, s.Types = s.Types[0], nil
 		}
 	}
-	if s.Type == "object" && s.Properties == nil {
+	if s.Type == "object" && s.Properties == nil && !isMap(s) {
 		s.Properties = map[string]*jsonschema.Schema{}
 	}
 }
@@ -89,8 +98,8 @@ func supported(s *jsonschema.Schema) error {
 		if s.Format != "" && (s.Format != pathFormat || s.Type != "string") {
 			err = errors.Join(err, fmt.Errorf("the decoder does not check format %q", s.Format))
 		}
-		if s.Type == "object" && !isFalse(s.AdditionalProperties) {
-			err = errors.Join(err, errors.New("an object must be a struct: maps are not decoded"))
+		if s.Type == "object" && !isFalse(s.AdditionalProperties) && (!isMap(s) || len(s.Properties) > 0) {
+			err = errors.Join(err, errors.New("an object must be a struct or a map"))
 		}
 		for name := range s.Properties {
 			if !slices.Contains(s.PropertyOrder, name) {

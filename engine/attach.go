@@ -55,6 +55,11 @@ type session struct {
 func (s *session) Read(p []byte) (int, error)  { return s.stdout.Read(p) }
 func (s *session) Write(p []byte) (int, error) { return s.stdin.Write(p) }
 
+// CloseWrite closes the command's stdin and leaves its output open: the
+// command reads the end of its input (go-dockerclient half-closes the
+// connection once the input ends).
+func (s *session) CloseWrite() error { return s.stdin.Close() }
+
 func (s *session) Close() error {
 	s.once.Do(func() {
 		s.stdin.Close()

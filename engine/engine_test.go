@@ -125,8 +125,10 @@ func TestCopyToKeepsOwnerAndMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.TrimSpace(string(res.Stdout)); got != "root:sandbox 440" {
-		t.Errorf("password file is %q, want root:sandbox with mode 440", got)
+	// Owned by root, readable by the desktop's group only: the sandbox
+	// user (every exec) can neither read nor replace it.
+	if got := strings.TrimSpace(string(res.Stdout)); got != "root:desktop 440" {
+		t.Errorf("password file is %q, want root:desktop with mode 440", got)
 	}
 }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"io"
 	"sync"
 	"time"
 
@@ -23,8 +24,8 @@ func (e *Client) Exec(ctx context.Context, id string, spec service.ExecSpec) (se
 	if err != nil {
 		return service.ExecResult{}, err
 	}
-	stdout := &cappedBuffer{max: spec.MaxOutput}
-	stderr := &cappedBuffer{max: spec.MaxOutput}
+	stdout := &cappedBuffer{max: spec.MaxOutput, sink: spec.Stdout}
+	stderr := &cappedBuffer{max: spec.MaxOutput, sink: spec.Stderr}
 	stream, err := api.StartExecNonBlocking(ex.ID, docker.StartExecOptions{
 		InputStream:  spec.Stdin,
 		OutputStream: stdout,
@@ -33,18 +34,21 @@ func (e *Client) Exec(ctx context.Context, id string, spec service.ExecSpec) (se
 	if err != nil {
 		return service.ExecResult{}, e.classify(err)
 	}
-	timedOut, err := waitStream(ctx, stream, spec.Timeout)
+	end, err := waitStream(ctx, stream, spec.Timeout, spec.Finished)
 	// The stream's copy goroutine may still be writing after a close.
 	res := service.ExecResult{
 		Stdout:    stdout.freeze(),
 		Stderr:    stderr.freeze(),
-		TimedOut:  timedOut,
+		TimedOut:  end == streamTimedOut,
 		Truncated: stdout.truncated() || stderr.truncated(),
+		ExitCode:  -1,
 	}
-	if err != nil {
+	if err != nil || end == streamFinished {
+		// Finished: the caller knows the exit code. The engine may not
+		// say it until the streams close: inspecting waits for that.
 		return res, err
 	}
-	res.ExitCode, err = e.exitCode(ctx, ex.ID, !timedOut)
+	res.ExitCode, err = e.exitCode(ctx, ex.ID, end == streamEnded)
 	return res, err
 }
 
@@ -74,9 +78,19 @@ func (e *Client) createExec(ctx context.Context, id string, spec service.ExecSpe
 	return api, ex, nil
 }
 
-// waitStream waits for the exec stream to end, closing it on timeout or when
-// ctx ends.
-func waitStream(ctx context.Context, stream docker.CloseWaiter, timeout time.Duration) (timedOut bool, err error) {
+// streamEnd is how waitStream stopped waiting.
+type streamEnd int
+
+const (
+	streamEnded    streamEnd = iota // the stream closed
+	streamFinished                  // the caller said the command is over
+	streamTimedOut
+	streamCancelled
+)
+
+// waitStream waits for the exec stream to end, or for finished to close,
+// closing it on timeout or when ctx ends.
+func waitStream(ctx context.Context, stream docker.CloseWaiter, timeout time.Duration, finished <-chan struct{}) (streamEnd, error) {
 	done := make(chan error, 1)
 	go func() { done <- stream.Wait() }()
 	var expire <-chan time.Time
@@ -85,18 +99,23 @@ func waitStream(ctx context.Context, stream docker.CloseWaiter, timeout time.Dur
 		defer t.Stop()
 		expire = t.C
 	}
+	end := streamEnded
 	select {
 	case <-done:
-		return false, nil
+		return streamEnded, nil
+	case <-finished:
+		end = streamFinished
 	case <-expire:
-		stream.Close()
-		<-done
-		return true, nil
+		end = streamTimedOut
 	case <-ctx.Done():
-		stream.Close()
-		<-done
-		return false, ctx.Err()
+		end = streamCancelled
 	}
+	stream.Close()
+	<-done
+	if end == streamCancelled {
+		return end, ctx.Err()
+	}
+	return end, nil
 }
 
 // exitCode reads the exec's exit code, waiting (when wait is set) for the
@@ -129,12 +148,14 @@ func (e *Client) exitCode(ctx context.Context, execID string, wait bool) (int, e
 }
 
 // cappedBuffer keeps the first max bytes written to it (all of them when max
-// is 0) and counts the rest. After freeze it drops every write, because the
-// library's copy goroutine can outlive a closed stream.
+// is 0) and counts the rest; with a sink, it passes everything on to it
+// instead. After freeze it drops every write, because the library's copy
+// goroutine can outlive a closed stream.
 type cappedBuffer struct {
-	max int
+	max  int
+	sink io.Writer
 
-	mu      sync.Mutex // guards the fields below
+	mu      sync.Mutex // guards the fields below, and the sink's writes
 	buf     []byte
 	dropped int64
 	frozen  bool
@@ -145,6 +166,9 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 	defer b.mu.Unlock()
 	if b.frozen {
 		return len(p), nil
+	}
+	if b.sink != nil {
+		return b.sink.Write(p)
 	}
 	keep := len(p)
 	if b.max > 0 && len(b.buf)+keep > b.max {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 	"github.com/pilot-sandbox/pilot-sandbox/mcpserver"
+	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/rpc"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
@@ -87,7 +88,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	set := tools.New(m)
 	b.Cleanup(set.Close)
 
-	rpcServer := rpc.NewServer(m, set, rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
+	rpcServer := rpc.NewServer(ports.Serve(m, zerolog.Nop()), set, rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
 	serveClient := serve(b, func(ctx context.Context, conn net.Conn) {
 		rpcServer.Serve(ctx, rpc.NewStream(rpc.FramingNDJSON, conn, conn, conn), rpc.ConnOptions{})
 	})

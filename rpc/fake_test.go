@@ -1,10 +1,12 @@
 package rpc
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 
 	"github.com/pilot-sandbox/pilot-sandbox/service"
@@ -48,6 +51,8 @@ type fakeService struct {
 	states   map[string]service.State // by canonical project path
 	gate     chan struct{}            // closed to release the held calls
 	held     map[*int]heldCall        // calls waiting at a gate, by a unique key
+	procs    []service.Process        // started in the background
+	exposed  map[int]bool             // exposed ports
 	touched  []string                 // the projects Touch was called with
 }
 
@@ -364,7 +369,92 @@ func (f *fakeService) Exec(ctx context.Context, path string, r service.ExecReque
 	if r.Command == "" {
 		return service.ExecOutput{}, &service.ArgumentError{Name: "command", Reason: "must not be empty"}
 	}
-	return service.ExecOutput{ExitCode: 3, Stdout: fmt.Sprintf("ran %q in %q for %s\n", r.Command, r.WorkDir, r.Timeout), Stderr: "warning\n"}, nil
+	out := service.ExecOutput{ExitCode: 3, Stdout: fmt.Sprintf("ran %q in %q for %s\n", r.Command, r.WorkDir, r.Timeout), Stderr: "warning\n"}
+	if r.Stdin != nil || r.Env != nil {
+		out.Stdout += fmt.Sprintf("stdin %q, env %v\n", *cmp.Or(r.Stdin, new(string)), r.Env)
+	}
+	if r.Output != nil {
+		r.Output(service.StreamStdout, out.Stdout)
+		r.Output(service.StreamStderr, out.Stderr)
+	}
+	return out, nil
+}
+
+func (f *fakeService) Background(ctx context.Context, path string, r service.ExecRequest) (service.BackgroundProcess, error) {
+	if err := f.running(ctx, path); err != nil {
+		return service.BackgroundProcess{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pid := 100 + len(f.procs)
+	p := service.Process{PID: pid, Command: r.Command, StartedAt: 1700000000000, LogPath: fmt.Sprintf("/tmp/pilot-bg/%d.log", pid)}
+	f.procs = append(f.procs, p)
+	return service.BackgroundProcess{PID: p.PID, LogPath: p.LogPath}, nil
+}
+
+func (f *fakeService) Processes(ctx context.Context, path string) ([]service.Process, error) {
+	if err := f.running(ctx, path); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]service.Process{}, f.procs...), nil
+}
+
+func (f *fakeService) Kill(ctx context.Context, path string, pid int) error {
+	if err := f.running(ctx, path); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := slices.IndexFunc(f.procs, func(p service.Process) bool { return p.PID == pid })
+	if i < 0 {
+		return &service.ArgumentError{Name: "pid", Reason: "no such background process"}
+	}
+	f.procs = slices.Delete(f.procs, i, i+1)
+	return nil
+}
+
+func (f *fakeService) ExposePort(ctx context.Context, path string, port int) (ports.Exposed, error) {
+	if err := f.running(ctx, path); err != nil {
+		return ports.Exposed{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.exposed == nil {
+		f.exposed = map[int]bool{}
+	}
+	f.exposed[port] = true
+	return fakeExposed(port), nil
+}
+
+func fakeExposed(port int) ports.Exposed {
+	return ports.Exposed{Port: port, HostPort: 40000 + port, URL: fmt.Sprintf("http://127.0.0.1:%d/", 40000+port)}
+}
+
+func (f *fakeService) ExposedPorts(path string) []ports.Exposed {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := []ports.Exposed{}
+	for _, port := range slices.Sorted(maps.Keys(f.exposed)) {
+		out = append(out, fakeExposed(port))
+	}
+	return out
+}
+
+func (f *fakeService) ListeningPorts(ctx context.Context, path string) ([]ports.Listening, error) {
+	if err := f.running(ctx, path); err != nil {
+		return nil, err
+	}
+	return []ports.Listening{{Port: 8000, Process: "python3"}, {Port: 9222}}, nil
+}
+
+func (f *fakeService) ClosePort(path string, port int) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	closed := f.exposed[port]
+	delete(f.exposed, port)
+	return closed, nil
 }
 
 func (f *fakeService) Screenshot(ctx context.Context, path string) (desktop.Screenshot, error) {

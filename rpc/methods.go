@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -106,12 +105,6 @@ type (
 	listResult struct {
 		Sandboxes []service.State `json:"sandboxes"`
 	}
-	execParams struct {
-		projectParams
-		Command   string    `json:"command" jsonschema:"The shell command, run under bash -lc."`
-		TimeoutMs int64     `json:"timeoutMs,omitzero" jsonschema:"Milliseconds before the command is killed."`
-		Workdir   args.Path `json:"workdir,omitempty" jsonschema:"The directory in the sandbox to run it in; the sandbox user's home when left out."`
-	}
 	screenshotParams struct {
 		projectParams
 		Format  string `json:"format,omitempty" jsonschema:"png, lossless, or jpeg, many times smaller for pictures and photos (not for text)."`
@@ -140,16 +133,6 @@ type (
 	}
 )
 
-// TuneSchema states the service's limits: a command is not empty, and
-// timeoutMs has the service's default and maximum.
-func (execParams) TuneSchema(s *jsonschema.Schema) {
-	s.Properties["command"].MinLength = jsonschema.Ptr(1)
-	t := s.Properties["timeoutMs"]
-	t.Minimum = jsonschema.Ptr(1.0)
-	t.Maximum = jsonschema.Ptr(float64(service.MaxExecTimeout.Milliseconds()))
-	t.Default = json.RawMessage(strconv.FormatInt(service.DefaultExecTimeout.Milliseconds(), 10))
-}
-
 // TuneSchema states the formats and the JPEG quality's bounds.
 func (screenshotParams) TuneSchema(s *jsonschema.Schema) {
 	s.Properties["format"].Enum = []any{desktop.FormatPNG, desktop.FormatJPEG}
@@ -173,7 +156,12 @@ func (s *Server) methodTable() []method {
 		s.afterReconcile(mayFail(typed("sandbox/remove", "Deletes a sandbox's container and its project's .pilot/sandbox.json: by projectPath (whose directory may be gone), or by containerId.", s.remove), docker...)),
 		s.afterReconcile(mayFail(typed("sandbox/status", "The project's sandbox, or null when it has none.", s.status), docker...)),
 		s.afterReconcile(mayFail(typed("sandbox/list", "Every sandbox on the engine.", s.list), docker...)),
-		s.afterReconcile(mayFail(typed("sandbox/exec", "Runs a shell command under bash -lc in the running sandbox as its user, with DISPLAY set. A non-zero exit is a result.", s.exec), needsRunning...)),
+		s.afterReconcile(mayFail(typed("sandbox/exec", "Runs a shell command under bash -lc in the running sandbox as its user, with DISPLAY set, and answers when it ends (a background child it leaves does not hold the answer). A non-zero exit is a result. With outputToken, the output also comes as sandbox/output notifications before the answer; with background, the command runs on and the answer is its pid and log file.", s.exec), needsRunning...)),
+		s.afterReconcile(mayFail(typed("sandbox/processes", "The background processes started through sandbox/exec that still run.", s.processes), needsRunning...)),
+		s.afterReconcile(mayFail(typed("sandbox/kill", "Ends a background process started through sandbox/exec, with every process it started: SIGTERM, then SIGKILL after 2 s.", s.kill), needsRunning...)),
+		s.afterReconcile(mayFail(typed("sandbox/ports/expose", "Makes a port of the running sandbox (even one its program binds to 127.0.0.1 inside) answer on a free port of the host's 127.0.0.1, while the sandbox runs and this sidecar serves. Exposing a port again returns the same host port.", s.exposePort), needsRunning...)),
+		s.afterReconcile(mayFail(typed("sandbox/ports/list", "The exposed ports, and what listens on TCP in the running sandbox now.", s.listPorts), needsRunning...)),
+		typed("sandbox/ports/close", "Ends an exposed port and its connections: closed is false when it was not exposed.", s.closePort),
 		s.afterReconcile(mayFail(typed("sandbox/browser", "The ws:// address of the sandbox's Chromium DevTools Protocol, on a 127.0.0.1 port of the host with a secret that changes at every start, for Playwright's connectOverCDP or Puppeteer's connect; Chromium starts if it is not running.", s.browser),
 			append([]int64{codeNoBrowser}, needsRunning...)...)),
 		s.afterReconcile(mayFail(typed("sandbox/screenshot", "An image of the sandbox's whole display, at its full size: PNG, or JPEG if asked.", s.screenshot), needsRunning...)),
@@ -248,14 +236,6 @@ func (s *Server) list(ctx context.Context, _ *session, _ noParams) (listResult, 
 		states = []service.State{}
 	}
 	return listResult{Sandboxes: states}, err
-}
-
-func (s *Server) exec(ctx context.Context, _ *session, p execParams) (service.ExecOutput, error) {
-	return s.svc.Exec(ctx, string(p.ProjectPath), service.ExecRequest{
-		Command: p.Command,
-		Timeout: time.Duration(p.TimeoutMs) * time.Millisecond,
-		WorkDir: string(p.Workdir),
-	})
 }
 
 func (s *Server) screenshot(ctx context.Context, _ *session, p screenshotParams) (screenshotResult, error) {

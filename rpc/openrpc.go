@@ -90,6 +90,7 @@ func (s *Server) openRPC() *openRPCDoc {
 	doc.Notifications = []openRPCMethod{
 		serverNotification(gen, "sandbox/event", "After every status change of any sandbox, including changes found at startup and containers that die, stop or vanish outside the sidecar. state is null when the project has no sandbox any more.", reflect.TypeFor[eventParams]()),
 		serverNotification(gen, "sandbox/progress", "While a start or image build runs. stage is image, create, start or ready.", reflect.TypeFor[service.Progress]()),
+		serverNotification(gen, "sandbox/output", "The output of a sandbox/exec that gave an outputToken, as text, in order, before its answer. token is the request's outputToken; stream is stdout or stderr.", reflect.TypeFor[outputParams]()),
 		serverNotification(gen, "sandbox/warning", "A file of a project's .pilot directory the sidecar found corrupt or unreadable (and, if it had to write it, kept as keptAs), or could not write while the sandbox runs on. A file that is a symbolic link, a device, a pipe or over 1 MiB is refused: it counts as absent and is never read or written through. problem is corrupt, unreadable, unwritable or refused; message says what happened and what to do. Sent once per problem.", reflect.TypeFor[service.Warning]()),
 	}
 	doc.Components = openRPCComponents{Schemas: gen.defs, Errors: errorComponents()}

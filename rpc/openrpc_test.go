@@ -56,7 +56,7 @@ func TestDiscoverCoversTheProtocol(t *testing.T) {
 	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z$./A-Z]+)`").FindAllStringSubmatch(string(spec), -1) {
 		name := m[1]
 		switch {
-		case name == "sandbox/event" || name == "sandbox/progress" || name == "sandbox/warning":
+		case name == "sandbox/event" || name == "sandbox/progress" || name == "sandbox/warning" || name == "sandbox/output":
 			if !slices.Contains(notifications, name) {
 				t.Errorf("notification %s is not in rpc.discover", name)
 			}

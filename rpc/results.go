@@ -8,6 +8,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 
+	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/sandboxfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
@@ -31,16 +32,24 @@ func asMap(s *jsonschema.Schema) schema {
 // schemaNames gives the protocol's shared result types the names
 // PROTOCOL.md uses; they go into components.schemas and are referenced.
 var schemaNames = map[reflect.Type]string{
-	reflect.TypeFor[service.State]():        "SandboxState",
-	reflect.TypeFor[service.DockerStatus](): "DockerStatus",
-	reflect.TypeFor[desktop.Display]():      "Display",
-	reflect.TypeFor[service.Progress]():     "SandboxProgress",
-	reflect.TypeFor[service.ExecOutput]():   "ExecResult",
-	reflect.TypeFor[tools.Tool]():           "Tool",
-	reflect.TypeFor[tools.Content]():        "Content",
-	reflect.TypeFor[tools.Result]():         "ToolResult",
-	reflect.TypeFor[Info]():                 "Info",
-	reflect.TypeFor[sandboxfs.Entry]():      "FileEntry",
+	reflect.TypeFor[service.State]():             "SandboxState",
+	reflect.TypeFor[service.DockerStatus]():      "DockerStatus",
+	reflect.TypeFor[desktop.Display]():           "Display",
+	reflect.TypeFor[service.Progress]():          "SandboxProgress",
+	reflect.TypeFor[service.ExecOutput]():        "ExecResult",
+	reflect.TypeFor[service.BackgroundProcess](): "BackgroundProcess",
+	reflect.TypeFor[service.Process]():           "Process",
+	reflect.TypeFor[ports.Exposed]():             "ExposedPort",
+	reflect.TypeFor[tools.Tool]():                "Tool",
+	reflect.TypeFor[tools.Content]():             "Content",
+	reflect.TypeFor[tools.Result]():              "ToolResult",
+	reflect.TypeFor[Info]():                      "Info",
+	reflect.TypeFor[sandboxfs.Entry]():           "FileEntry",
+}
+
+// schemaAlternatives are results that are one of several types.
+var schemaAlternatives = map[reflect.Type][]reflect.Type{
+	reflect.TypeFor[execAnswer](): {reflect.TypeFor[service.ExecOutput](), reflect.TypeFor[service.BackgroundProcess]()},
 }
 
 // schemaOverrides are types whose JSON form reflection cannot see: enums
@@ -77,6 +86,13 @@ func (g *resultSchemas) result(t reflect.Type) schema {
 func (g *resultSchemas) of(t reflect.Type) schema {
 	if s, ok := schemaOverrides[t]; ok {
 		return s
+	}
+	if alts, ok := schemaAlternatives[t]; ok {
+		var oneOf []schema
+		for _, a := range alts {
+			oneOf = append(oneOf, g.of(a))
+		}
+		return schema{"oneOf": oneOf}
 	}
 	if name, ok := schemaNames[t]; ok {
 		if _, done := g.defs[name]; !done {

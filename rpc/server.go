@@ -39,6 +39,10 @@ type Service interface {
 	List(ctx context.Context) ([]service.State, error)
 	Close(ctx context.Context, project string) (*service.State, error)
 	Exec(ctx context.Context, project string, req service.ExecRequest) (service.ExecOutput, error)
+	Background(ctx context.Context, project string, req service.ExecRequest) (service.BackgroundProcess, error)
+	Processes(ctx context.Context, project string) ([]service.Process, error)
+	Kill(ctx context.Context, project string, pid int) error
+	Ports
 	Screenshot(ctx context.Context, project string) (desktop.Screenshot, error)
 	ToolsEnabled(project string) (bool, error)
 	SetToolsEnabled(project string, enabled bool) (bool, error)

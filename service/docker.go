@@ -158,6 +158,16 @@ type ExecSpec struct {
 	// MaxOutput caps stdout and stderr each; zero means no cap. Output past
 	// the cap is read and dropped, and Truncated is set.
 	MaxOutput int
+	// Stdout and Stderr, when set, take the output as it comes instead of
+	// the result (whose Stdout and Stderr stay empty, MaxOutput unused).
+	// Both are written from one goroutine, in the order the engine sent
+	// the output, and never after Exec returns.
+	Stdout, Stderr io.Writer
+	// Finished, when closed, tells Exec the command is over though its
+	// output may still be open (a background child holds it): Exec stops
+	// reading and returns at once, with ExitCode -1 (the caller knows it;
+	// the engine may not say it until the output closes).
+	Finished <-chan struct{}
 }
 
 // ExecResult is how a command ended.

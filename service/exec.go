@@ -5,13 +5,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"math"
-	"strconv"
+	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/jsonsize"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/shell"
 )
 
 // Limits of sandbox/exec (PROTOCOL.md).
@@ -20,10 +25,14 @@ const (
 	MaxExecTimeout     = 600 * time.Second
 	MaxExecOutput      = 10 << 20 // each of stdout and stderr, as read and as JSON encodes it
 	// execGrace is how long after the in-container timeout the sidecar stops
-	// waiting for the stream on its own (a child may still hold stdout).
+	// waiting for the stream on its own (the wrapper itself was killed).
 	execGrace = 3 * time.Second
-	// execOOMScore is the oom_score_adj of commands run with Exec.
-	execOOMScore = 500
+)
+
+// Output streams, as ExecRequest.Output names them.
+const (
+	StreamStdout = "stdout"
+	StreamStderr = "stderr"
 )
 
 // ExecRequest is a shell command to run in a project's sandbox.
@@ -31,6 +40,13 @@ type ExecRequest struct {
 	Command string
 	Timeout time.Duration // 0 means DefaultExecTimeout
 	WorkDir string        // "" means the sandbox user's home
+	// Stdin is the command's standard input; without it, stdin is empty.
+	Stdin *string
+	// Env adds to (and overrides) the command's environment.
+	Env map[string]string
+	// Output, when set, is called with the output as it comes, as text, in
+	// order, each stream up to its cap; never after Exec returns.
+	Output func(stream, text string)
 }
 
 // ExecOutput is how a shell command ended. A non-zero exit is a result, not
@@ -45,29 +61,27 @@ type ExecOutput struct {
 
 // Exec runs a command under bash -lc as the sandbox user, with DISPLAY set,
 // bounded by its timeout. The command runs under timeout(1), which on expiry
-// kills its whole process group; a program it started in the background with
-// its output redirected keeps running after Exec returns.
+// kills its whole process group. Exec answers when the command itself
+// ends: a program it started in the background keeps running, and what it
+// writes after that is not read (shell.Finish).
 func (m *Manager) Exec(ctx context.Context, path string, req ExecRequest) (ExecOutput, error) {
-	timeout := req.Timeout
-	switch {
-	case req.Command == "":
-		return ExecOutput{}, &ArgumentError{Name: "command", Reason: "must not be empty"}
-	case timeout == 0:
-		timeout = DefaultExecTimeout
-	case timeout < 0 || timeout > MaxExecTimeout:
-		return ExecOutput{}, &ArgumentError{Name: "timeoutMs", Reason: fmt.Sprintf("must be between 1 and %d", MaxExecTimeout.Milliseconds())}
+	timeout, err := execTimeout(req)
+	if err != nil {
+		return ExecOutput{}, err
 	}
-	secs := strconv.Itoa(int(math.Ceil(timeout.Seconds())))
+	env, err := execEnv(req.Env)
+	if err != nil {
+		return ExecOutput{}, err
+	}
 	started := time.Now()
-	res, err := m.ExecArgv(ctx, path, ExecSpec{
-		// choom: if the sandbox runs out of memory, the kernel kills the
-		// commands an agent ran before the desktop (and its agent), whose
-		// score stays 0; raising one's own score takes no privilege.
-		Cmd:       []string{"choom", "-n", strconv.Itoa(execOOMScore), "--", "timeout", "--kill-after=2", secs, "bash", "-lc", req.Command},
+	res, err := m.execMarked(ctx, path, ExecSpec{
+		Cmd:       shell.Foreground(req.Command, int(math.Ceil(timeout.Seconds()))),
 		WorkDir:   req.WorkDir,
+		Env:       env,
+		Stdin:     stdinReader(req.Stdin),
 		Timeout:   timeout + execGrace,
 		MaxOutput: MaxExecOutput,
-	})
+	}, req.Output)
 	if err != nil {
 		return ExecOutput{}, err
 	}
@@ -76,15 +90,91 @@ func (m *Manager) Exec(ctx context.Context, path string, req ExecRequest) (ExecO
 	expired := (res.ExitCode == 124 || res.ExitCode == 137) && time.Since(started) >= timeout
 	// The cap holds for the reply too, whose JSON escapes a NUL byte in 6
 	// bytes: 10 MiB of them made a 126 MB reply.
-	stdout, cutOut := jsonsize.Cut(string(bytes.ToValidUTF8(res.Stdout, []byte("\uFFFD"))), MaxExecOutput)
-	stderr, cutErr := jsonsize.Cut(string(bytes.ToValidUTF8(res.Stderr, []byte("\uFFFD"))), MaxExecOutput)
+	outText, cutOut := jsonsize.Cut(string(bytes.ToValidUTF8(res.Stdout, []byte("\uFFFD"))), MaxExecOutput)
+	errText, cutErr := jsonsize.Cut(string(bytes.ToValidUTF8(res.Stderr, []byte("\uFFFD"))), MaxExecOutput)
 	return ExecOutput{
 		ExitCode:  res.ExitCode,
-		Stdout:    stdout,
-		Stderr:    stderr,
+		Stdout:    outText,
+		Stderr:    errText,
 		TimedOut:  res.TimedOut || expired,
 		Truncated: res.Truncated || cutOut || cutErr,
 	}, nil
+}
+
+// execMarked runs spec.Cmd so that the call ends when the command does,
+// not when the last holder of its output lets go (shell.Finish), passing
+// its output to output (when set) as it comes. Without it, an exec that
+// leaves a child holding its output makes Docker hold the next execs'
+// exit codes too, for 2 to 4 s (measured).
+func (m *Manager) execMarked(ctx context.Context, path string, spec ExecSpec, output func(stream, text string)) (ExecResult, error) {
+	stdout := shell.NewCollector(spec.MaxOutput, emitter(output, StreamStdout))
+	stderr := shell.NewCollector(spec.MaxOutput, emitter(output, StreamStderr))
+	marker := shell.NewMarker()
+	finish := shell.NewFinish(marker, stdout, stderr)
+	spec.Cmd = shell.Marked(marker, spec.Cmd...)
+	spec.Stdout, spec.Stderr, spec.Finished = finish.Stdout(), finish.Stderr(), finish.Done()
+	res, err := m.ExecArgv(ctx, path, spec)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	finish.Flush()
+	stdout.Close()
+	stderr.Close()
+	if code, ok := finish.Status(); ok {
+		res.ExitCode = code
+	}
+	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
+	res.Truncated = res.Truncated || stdout.Truncated() || stderr.Truncated()
+	return res, nil
+}
+
+// execTimeout checks the request's command and timeout, and returns the
+// timeout to use.
+func execTimeout(req ExecRequest) (time.Duration, error) {
+	switch {
+	case req.Command == "":
+		return 0, &ArgumentError{Name: "command", Reason: "must not be empty"}
+	case req.Timeout == 0:
+		return DefaultExecTimeout, nil
+	case req.Timeout < 0 || req.Timeout > MaxExecTimeout:
+		return 0, &ArgumentError{Name: "timeoutMs", Reason: fmt.Sprintf("must be between 1 and %d", MaxExecTimeout.Milliseconds())}
+	}
+	return req.Timeout, nil
+}
+
+// envName is what a shell takes for a variable's name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// execEnv checks a request's environment and returns it as NAME=value, in
+// name order.
+func execEnv(env map[string]string) ([]string, error) {
+	out := make([]string, 0, len(env))
+	for _, name := range slices.Sorted(maps.Keys(env)) {
+		switch {
+		case !envName.MatchString(name):
+			return nil, &ArgumentError{Name: "env." + name, Reason: "is not a variable name: letters, digits and _, not starting with a digit"}
+		case strings.ContainsRune(env[name], 0):
+			return nil, &ArgumentError{Name: "env." + name, Reason: "must not hold a NUL character"}
+		}
+		out = append(out, name+"="+env[name])
+	}
+	return out, nil
+}
+
+// emitter is output's callback for one stream, or nil.
+func emitter(output func(stream, text string), stream string) func(string) {
+	if output == nil {
+		return nil
+	}
+	return func(text string) { output(stream, text) }
+}
+
+// stdinReader is the exec's stdin: nil for none.
+func stdinReader(stdin *string) io.Reader {
+	if stdin == nil {
+		return nil
+	}
+	return strings.NewReader(*stdin)
 }
 
 // ExecArgv runs argv in the project's running sandbox as the sandbox user
@@ -108,6 +198,19 @@ func (m *Manager) ExecArgv(ctx context.Context, path string, spec ExecSpec) (Exe
 		return ExecResult{}, fmt.Errorf("%w: %v", ErrNotRunning, err)
 	}
 	return res, err
+}
+
+// ExecAttachArgv starts argv in the project's running sandbox as the
+// sandbox user, with its stdin and stdout attached, and returns at once.
+func (m *Manager) ExecAttachArgv(ctx context.Context, path string, spec ExecSpec) (ExecSession, error) {
+	_, st, err := m.running(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if spec.User == "" {
+		spec.User = desktop.User
+	}
+	return m.docker.ExecAttach(ctx, st.ContainerID, spec)
 }
 
 // running returns the project's state if its sandbox is running.

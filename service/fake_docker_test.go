@@ -36,10 +36,13 @@ type fakeDocker struct {
 	// onStart decides what a started container does; nil: it runs.
 	onStart func(c *Container)
 	// exec answers commands other than reading the VNC password file.
-	exec   func(cmd []string) (ExecResult, error)
-	logs   []string
-	events chan ContainerEvent
-	now    time.Time
+	exec func(cmd []string) (ExecResult, error)
+	// execSpec, when set, answers commands instead of exec, given the
+	// whole spec.
+	execSpec func(spec ExecSpec) (ExecResult, error)
+	logs     []string
+	events   chan ContainerEvent
+	now      time.Time
 	// agent answers a desktop agent's requests; nil answers {}. An answer of
 	// nil ends the agent's process.
 	agent    func(req map[string]any) map[string]any
@@ -344,12 +347,22 @@ func (f *fakeDocker) Exec(ctx context.Context, id string, spec ExecSpec) (ExecRe
 		}
 		return ExecResult{Stdout: []byte(content)}, nil
 	}
-	exec := f.exec
+	exec, execSpec := f.exec, f.execSpec
 	f.mu.Unlock()
+	if execSpec != nil {
+		return execSpec(spec)
+	}
 	if exec == nil {
 		return ExecResult{}, nil
 	}
-	return exec(spec.Cmd)
+	res, err := exec(spec.Cmd)
+	// With sinks, the output goes to them, as the engine does it.
+	if spec.Stdout != nil {
+		spec.Stdout.Write(res.Stdout)
+		spec.Stderr.Write(res.Stderr)
+		res.Stdout, res.Stderr = nil, nil
+	}
+	return res, err
 }
 
 func (f *fakeDocker) ExecAttach(ctx context.Context, id string, spec ExecSpec) (ExecSession, error) {

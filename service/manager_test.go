@@ -14,6 +14,7 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/shell"
 	"github.com/rs/zerolog"
 )
 
@@ -619,8 +620,8 @@ func TestExecValidatesAndNeedsARunningSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"choom", "-n", "500", "--", "timeout", "--kill-after=2", "2", "bash", "-lc", "echo $HOME; exit 3"}
-	if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
+	want := shell.Marked(got[4], "choom", "-n", "500", "--", "timeout", "--kill-after=2", "2", "bash", "-lc", "echo $HOME; exit 3")
+	if strings.Join(got, "\x00") != strings.Join(want, "\x00") || !strings.HasPrefix(got[4], "\x1epilot-exit-") {
 		t.Errorf("argv = %q, want %q", got, want)
 	}
 	if out.ExitCode != 3 || out.Stdout != "out\uFFFD" || out.Stderr != "err" || out.TimedOut {
@@ -631,6 +632,38 @@ func TestExecValidatesAndNeedsARunningSandbox(t *testing.T) {
 	}
 	if _, err := h.m.Exec(context.Background(), dir, ExecRequest{Command: "true"}); !errors.Is(err, ErrNotRunning) || errors.Is(err, ErrNoSandbox) {
 		t.Errorf("exec on a stopped sandbox: %v", err)
+	}
+}
+
+// TestExecAnswersWhenTheCommandEnds: the engine is told to stop reading
+// once both markers came, though the stream stays open (a background
+// child holds it), and what follows the markers is dropped.
+func TestExecAnswersWhenTheCommandEnds(t *testing.T) {
+	h := newHarness(t, nil)
+	dir := project(t)
+	h.docker.execSpec = func(spec ExecSpec) (ExecResult, error) {
+		marker := spec.Cmd[4]
+		spec.Stdout.Write([]byte("out" + marker + "late"))
+		spec.Stderr.Write([]byte("err" + marker + "4;"))
+		select {
+		case <-spec.Finished:
+			return ExecResult{ExitCode: -1}, nil
+		case <-time.After(30 * time.Second): // a guard against hanging, not a measure
+			return ExecResult{}, errors.New("the stream was read on after both markers")
+		}
+	}
+	if _, err := h.m.Start(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	var streamed []string
+	out, err := h.m.Exec(context.Background(), dir, ExecRequest{Command: "x & y", Output: func(stream, text string) {
+		streamed = append(streamed, stream+":"+text)
+	}})
+	if err != nil || out.ExitCode != 4 || out.Stdout != "out" || out.Stderr != "err" {
+		t.Errorf("exec: %+v, %v", out, err)
+	}
+	if strings.Join(streamed, ",") != "stdout:out,stderr:err" {
+		t.Errorf("streamed %q", streamed)
 	}
 }
 

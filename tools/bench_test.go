@@ -17,6 +17,7 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/rpc"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
@@ -50,7 +51,7 @@ func newBenchOn(b *testing.B, display desktop.Display) *bench {
 		b.Fatal(err)
 	}
 	server, client := net.Pipe()
-	s := rpc.NewServer(m, tools.New(m), rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
+	s := rpc.NewServer(ports.Serve(m, zerolog.Nop()), tools.New(m), rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
 	done := make(chan struct{})
 	go func() {
 		s.Serve(context.Background(), rpc.NewStream(rpc.FramingNDJSON, server, server, server), rpc.ConnOptions{})

@@ -46,11 +46,14 @@ func (execArgs) TuneSchema(s *jsonschema.Schema) {
 func execTool(sb Sandbox) tool {
 	desc := fmt.Sprintf("Run a shell command in the sandbox (bash -lc, as its unprivileged user, with DISPLAY set so GUI "+
 		"programs open on its screen). Returns the exit code, stdout and stderr; past %d characters, only their "+
-		"start and end, and the path of a file in the sandbox holding all of it (read it with sed -n or grep). To "+
-		"start a GUI program that keeps running, redirect its output and background it: xterm >/dev/null 2>&1 & "+
+		"start and end, and the path of a file in the sandbox holding all of it (read it with sed -n or grep). The "+
+		"answer comes when the command ends, even if it left a program running in the background. To run a server "+
+		"or a GUI program that keeps running, background it with its output in a file: "+
+		"npm run dev >/tmp/dev.log 2>&1 & (then read the log to see it is up). "+
 		"The sandbox has a web browser (Chromium): pilot-open URL opens a page in it on the screen (a new tab when it "+
-		"runs) and returns at once; serve the app inside the sandbox and open http://localhost:PORT/. "+
-		"timeoutSeconds: 1 to %d (default %d); the command is killed when it runs out.",
+		"runs) and returns at once; serve the app inside the sandbox and open http://localhost:PORT/. Ports the user "+
+		"forwarded reach the user's own dev server on their machine at localhost:PORT, so a page opened in the "+
+		"sandbox can test it too. timeoutSeconds: 1 to %d (default %d); the command is killed when it runs out.",
 		maxExecText, maxExecSeconds, defaultExecSeconds)
 	return define("sandbox_exec", desc, func(ctx context.Context, project string, a execArgs) (Result, error) {
 		out, err := sb.Exec(ctx, project, service.ExecRequest{

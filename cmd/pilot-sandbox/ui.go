@@ -106,7 +106,9 @@ func parseUIFlags(e *env, args []string) (uiOptions, error) {
 // panelHandler joins the panel's files and the JSON-RPC WebSocket, which
 // accepts the token and pages from the panel's own origin only.
 func panelHandler(m *service.Manager, log zerolog.Logger, project string, port int, token string) (http.Handler, error) {
-	server := rpc.NewServer(m, tools.New(m), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
+	// The exposed ports last as long as this process.
+	svc, _ := newSidecarService(m, log)
+	server := rpc.NewServer(svc, tools.New(m), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
 	ws, err := server.WebSocketHandler(rpc.WebSocketOptions{
 		Token: token,
 		Origins: []string{

@@ -1,0 +1,22 @@
+package main
+
+import (
+	"github.com/rs/zerolog"
+
+	"github.com/pilot-sandbox/pilot-sandbox/ports"
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// newSidecarService returns what the protocol serves for m: the manager
+// and the sandbox ports this process exposes on the host. The exposed
+// ports of a sandbox close when it stops; stop closes them all.
+func newSidecarService(m *service.Manager, log zerolog.Logger) (svc ports.Serving, stop func()) {
+	svc = ports.Serve(m, log)
+	events, unsubscribe := m.Subscribe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		svc.Watch(events)
+	}()
+	return svc, func() { unsubscribe(); <-done }
+}

@@ -1,0 +1,284 @@
+// Package ports carries TCP connections between the host's loopback and a
+// sandbox's: a port of the sandbox exposed on a host port (sandbox/ports/
+// expose), and what listens inside. The sidecar carries the bytes itself,
+// over an exec into the container, so the sandbox needs no published port
+// and the host no route into it.
+package ports
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// Sandboxes runs commands in a project's sandbox; *service.Manager is one.
+type Sandboxes interface {
+	ExecArgv(ctx context.Context, project string, spec service.ExecSpec) (service.ExecResult, error)
+	ExecAttachArgv(ctx context.Context, project string, spec service.ExecSpec) (service.ExecSession, error)
+}
+
+// Serving is a manager with its exposed ports: what the protocol serves.
+type Serving struct {
+	*service.Manager
+	*Exposer
+}
+
+// Serve returns m with a new exposer for it.
+func Serve(m *service.Manager, log zerolog.Logger) Serving {
+	return Serving{m, NewExposer(m, log)}
+}
+
+// Exposed is a sandbox port answering on the host.
+type Exposed struct {
+	Port     int    `json:"port"`
+	HostPort int    `json:"hostPort"`
+	URL      string `json:"url"`
+}
+
+// checkTimeout bounds the check that the sandbox can carry a port.
+const checkTimeout = 30 * time.Second
+
+// Exposer keeps the exposed ports of every project this sidecar serves.
+type Exposer struct {
+	sb  Sandboxes
+	log zerolog.Logger
+
+	mu      sync.Mutex // guards exposed
+	exposed map[string][]*exposure
+}
+
+// exposure is one exposed port: its listener and the connections it
+// carries.
+type exposure struct {
+	Exposed
+	project string
+	ln      net.Listener
+
+	pool chan service.ExecSession // relays started, waiting to connect
+
+	mu      sync.Mutex // guards conns and warming, and sends to pool
+	conns   map[net.Conn]struct{}
+	warming int // relays starting for the pool
+}
+
+// NewExposer returns an exposer running its relays through sb.
+func NewExposer(sb Sandboxes, log zerolog.Logger) *Exposer {
+	return &Exposer{sb: sb, log: log, exposed: map[string][]*exposure{}}
+}
+
+// ExposePort makes the sandbox's port answer on a free port of the host's
+// 127.0.0.1, until Close, the sandbox stops or the sidecar ends. Exposing
+// a port again returns the same host port.
+func (e *Exposer) ExposePort(ctx context.Context, project string, port int) (Exposed, error) {
+	project, err := projectfs.Canonical(project)
+	if err != nil {
+		return Exposed{}, err
+	}
+	if port < 1 || port > 65535 {
+		return Exposed{}, &service.ArgumentError{Name: "port", Reason: "must be from 1 to 65535"}
+	}
+	if x := e.find(project, port); x != nil {
+		return x.Exposed, nil
+	}
+	if err := e.check(ctx, project); err != nil {
+		return Exposed{}, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return Exposed{}, fmt.Errorf("listen on the host: %w", err)
+	}
+	hostPort := ln.Addr().(*net.TCPAddr).Port
+	x := &exposure{
+		Exposed: Exposed{Port: port, HostPort: hostPort, URL: "http://127.0.0.1:" + strconv.Itoa(hostPort) + "/"},
+		project: project, ln: ln, conns: map[net.Conn]struct{}{}, pool: make(chan service.ExecSession, warmRelays),
+	}
+	e.mu.Lock()
+	if prev := e.findLocked(project, port); prev != nil { // exposed meanwhile
+		e.mu.Unlock()
+		ln.Close()
+		return prev.Exposed, nil
+	}
+	e.exposed[project] = append(e.exposed[project], x)
+	e.mu.Unlock()
+	for range warmRelays {
+		e.warm(x)
+	}
+	go e.serve(x)
+	e.log.Info().Str("project", project).Int("port", port).Int("hostPort", hostPort).Msg("exposed a sandbox port")
+	return x.Exposed, nil
+}
+
+// check makes sure the sandbox runs and has what the relay needs.
+func (e *Exposer) check(ctx context.Context, project string) error {
+	res, err := e.sb.ExecArgv(ctx, project, service.ExecSpec{Cmd: []string{"python3", "-S", "-c", "import socket"}, Timeout: checkTimeout, MaxOutput: 4096})
+	switch {
+	case err != nil:
+		return err
+	case res.ExitCode != 0:
+		return fmt.Errorf("the sandbox cannot carry a port: python3 -S -c 'import socket' exited %d: %s", res.ExitCode, res.Stderr)
+	}
+	return nil
+}
+
+// serve accepts the host's connections to x until its listener closes,
+// and carries each over a relay of its own.
+func (e *Exposer) serve(x *exposure) {
+	for {
+		conn, err := x.ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				e.log.Warn().Err(err).Int("port", x.Port).Msg("exposed port: accept failed")
+			}
+			return
+		}
+		if !x.track(conn) {
+			conn.Close()
+			return
+		}
+		go func() {
+			defer x.untrack(conn)
+			e.carry(x, conn)
+		}()
+	}
+}
+
+// carry relays one connection.
+func (e *Exposer) carry(x *exposure, conn net.Conn) {
+	session, err := e.relay(x)
+	if err != nil {
+		e.log.Info().Err(err).Int("port", x.Port).Msg("exposed port: no relay into the sandbox")
+		conn.Close()
+		return
+	}
+	pump(conn, session)
+	if stderr := session.Stderr(); stderr != "" {
+		e.log.Info().Int("port", x.Port).Str("relay", stderr).Msg("exposed port: the relay said")
+	}
+}
+
+// track adds a connection, unless x is closed.
+func (x *exposure) track(conn net.Conn) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.conns == nil {
+		return false
+	}
+	x.conns[conn] = struct{}{}
+	return true
+}
+
+func (x *exposure) untrack(conn net.Conn) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.conns, conn)
+}
+
+// close stops the listener and ends every connection and waiting relay.
+func (x *exposure) close() {
+	x.ln.Close()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for c := range x.conns {
+		c.Close()
+	}
+	x.conns = nil
+	x.drainPool()
+}
+
+func (e *Exposer) find(project string, port int) *exposure {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.findLocked(project, port)
+}
+
+func (e *Exposer) findLocked(project string, port int) *exposure {
+	i := slices.IndexFunc(e.exposed[project], func(x *exposure) bool { return x.Port == port })
+	if i < 0 {
+		return nil
+	}
+	return e.exposed[project][i]
+}
+
+// ExposedPorts lists a project's exposed ports, by port.
+func (e *Exposer) ExposedPorts(project string) []Exposed {
+	if canonical, err := projectfs.Canonical(project); err == nil {
+		project = canonical
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := []Exposed{}
+	for _, x := range e.exposed[project] {
+		out = append(out, x.Exposed)
+	}
+	slices.SortFunc(out, func(a, b Exposed) int { return a.Port - b.Port })
+	return out
+}
+
+// ClosePort ends the exposure of a project's port and its connections; false
+// if it was not exposed.
+func (e *Exposer) ClosePort(project string, port int) (bool, error) {
+	project, err := projectfs.Canonical(project)
+	if err != nil {
+		return false, err
+	}
+	e.mu.Lock()
+	list := e.exposed[project]
+	i := slices.IndexFunc(list, func(x *exposure) bool { return x.Port == port })
+	if i < 0 {
+		e.mu.Unlock()
+		return false, nil
+	}
+	x := list[i]
+	e.exposed[project] = slices.Delete(list, i, i+1)
+	e.mu.Unlock()
+	x.close()
+	return true, nil
+}
+
+// ListeningPorts lists what listens on TCP in the project's sandbox.
+func (e *Exposer) ListeningPorts(ctx context.Context, project string) ([]Listening, error) {
+	return Listen(ctx, e.sb, project)
+}
+
+// closeProject ends every exposure of a project.
+func (e *Exposer) closeProject(project string) {
+	e.mu.Lock()
+	list := e.exposed[project]
+	delete(e.exposed, project)
+	e.mu.Unlock()
+	for _, x := range list {
+		x.close()
+	}
+	if len(list) > 0 {
+		e.log.Info().Str("project", project).Int("ports", len(list)).Msg("closed the exposed ports of a sandbox that is not running")
+	}
+}
+
+// Watch closes a project's exposed ports when its sandbox is no longer
+// running, until events closes; on return, every exposure is closed.
+func (e *Exposer) Watch(events <-chan service.Event) {
+	for ev := range events {
+		if ev.Kind == service.EventState && (ev.State == nil || ev.State.Status != service.StatusRunning) {
+			e.closeProject(ev.Project)
+		}
+	}
+	e.mu.Lock()
+	projects := make([]string, 0, len(e.exposed))
+	for p := range e.exposed {
+		projects = append(projects, p)
+	}
+	e.mu.Unlock()
+	for _, p := range projects {
+		e.closeProject(p)
+	}
+}

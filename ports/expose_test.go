@@ -1,0 +1,224 @@
+package ports_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/ports"
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// sandbox is a running sandbox with an exposer for it.
+type sandbox struct {
+	m       *service.Manager
+	project string
+	x       *ports.Exposer
+	events  func() // ends the exposer's watch
+}
+
+func startSandbox(t testing.TB) *sandbox {
+	t.Helper()
+	m, docker := dockertest.Manager(t, func(c *service.Config) { c.Logger = zerolog.Nop() })
+	dockertest.Run(t, m)
+	project := dockertest.Project(t, docker)
+	if _, err := m.Start(context.Background(), project); err != nil {
+		t.Fatal(err)
+	}
+	x := ports.NewExposer(m, zerolog.Nop())
+	events, unsubscribe := m.Subscribe()
+	done := make(chan struct{})
+	go func() { x.Watch(events); close(done) }()
+	sb := &sandbox{m: m, project: project, x: x, events: func() { unsubscribe(); <-done }}
+	t.Cleanup(sb.events)
+	return sb
+}
+
+// sh runs a command in the sandbox and returns its stdout, failing the
+// test if it fails.
+func (sb *sandbox) sh(t testing.TB, command string) string {
+	t.Helper()
+	out, err := sb.m.Exec(context.Background(), sb.project, service.ExecRequest{Command: command, Timeout: time.Minute})
+	if err != nil || out.ExitCode != 0 {
+		t.Fatalf("%s: %+v, %v", command, out, err)
+	}
+	return out.Stdout
+}
+
+// background starts a server in the sandbox and waits until port listens.
+func (sb *sandbox) background(t testing.TB, command string, port int) {
+	t.Helper()
+	if _, err := sb.m.Background(context.Background(), sb.project, service.ExecRequest{Command: command}); err != nil {
+		t.Fatal(err)
+	}
+	dockertest.PollExec(t, sb.m, sb.project, "port "+strconv.Itoa(port)+" listens", "exec 3<>/dev/tcp/127.0.0.1/"+strconv.Itoa(port))
+}
+
+// echoServer answers each connection with what it read, up to the
+// client's end of input, then closes.
+const echoServer = `python3 -c '
+import socket
+l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(("127.0.0.1", 8801)); l.listen()
+while True:
+    c, _ = l.accept()
+    while True:
+        d = c.recv(65536)
+        if not d: break
+        c.sendall(d)
+    c.close()
+'`
+
+func TestExposedPortCarriesASandboxServer(t *testing.T) {
+	sb := startSandbox(t)
+	ctx := context.Background()
+	sum := strings.Fields(sb.sh(t, `mkdir -p /tmp/site && head -c 52428800 /dev/urandom >/tmp/site/big.bin && sha256sum /tmp/site/big.bin`))[0]
+	sb.background(t, "cd /tmp/site && exec python3 -m http.server 8800 --bind 127.0.0.1", 8800)
+	sb.background(t, echoServer, 8801)
+
+	listening, err := sb.x.ListeningPorts(ctx, sb.project)
+	if err != nil || !hasListener(listening, 8800, "python3") || !hasListener(listening, 8801, "python3") {
+		t.Errorf("listening: %+v, %v", listening, err)
+	}
+	exposed, err := sb.x.ExposePort(ctx, sb.project, 8800)
+	if err != nil || exposed.URL != "http://127.0.0.1:"+strconv.Itoa(exposed.HostPort)+"/" {
+		t.Fatalf("expose: %+v, %v", exposed, err)
+	}
+	if again, _ := sb.x.ExposePort(ctx, sb.project, 8800); again != exposed {
+		t.Errorf("exposed again: %+v, first %+v", again, exposed)
+	}
+
+	started := time.Now()
+	got := download(t, exposed.URL+"big.bin")
+	t.Logf("50 MiB through the exposed port in %s", time.Since(started).Round(time.Millisecond))
+	if got != sum {
+		t.Errorf("sha256 %s through the exposed port, %s in the sandbox", got, sum)
+	}
+
+	t.Run("each side's end reaches the other", func(t *testing.T) {
+		echo, err := sb.x.ExposePort(ctx, sb.project, 8801)
+		if err != nil {
+			t.Fatal(err)
+		}
+		halfClose(t, echo.HostPort)
+	})
+	t.Run("a client that goes away ends its relay", func(t *testing.T) {
+		conn, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(exposed.HostPort))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		io.ReadFull(conn, make([]byte, 12)) // "HTTP/1.0 200": the relay runs
+		conn.Close()
+		// No connection to 8800 (0x2260) is left open inside.
+		dockertest.PollExec(t, sb.m, sb.project, "the relay's connection ends", `! awk '$3 ~ /:2260$/ && $4 == "01"' /proc/net/tcp | grep -q .`)
+	})
+	t.Run("close ends it", func(t *testing.T) {
+		if closed, err := sb.x.ClosePort(sb.project, 8800); !closed || err != nil {
+			t.Errorf("close: %v, %v", closed, err)
+		}
+		if closed, _ := sb.x.ClosePort(sb.project, 8800); closed {
+			t.Error("closed twice")
+		}
+		if _, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(exposed.HostPort)); err == nil {
+			t.Error("the host port still answers after close")
+		}
+		dockertest.PollExec(t, sb.m, sb.project, "no relay to 8800 waits", `! ps -eo args= | grep -q '^python3 -S -c.* 8800$'`)
+	})
+	t.Run("a stop ends the others", func(t *testing.T) {
+		echo := sb.x.ExposedPorts(sb.project)
+		if len(echo) != 1 || echo[0].Port != 8801 {
+			t.Fatalf("exposed: %+v", echo)
+		}
+		if _, err := sb.m.Stop(ctx, sb.project); err != nil {
+			t.Fatal(err)
+		}
+		pollHost(t, "the exposed port closes with the sandbox", func() bool {
+			c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(echo[0].HostPort))
+			if err == nil {
+				c.Close()
+			}
+			return err != nil && len(sb.x.ExposedPorts(sb.project)) == 0
+		})
+	})
+}
+
+func TestExposeRefusesWhatItCannotCarry(t *testing.T) {
+	sb := startSandbox(t)
+	if _, err := sb.x.ExposePort(context.Background(), sb.project, 0); !errors.Is(err, service.ErrInvalidArgument) {
+		t.Errorf("port 0: %v", err)
+	}
+	if _, err := sb.m.Stop(context.Background(), sb.project); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sb.x.ExposePort(context.Background(), sb.project, 8800); !errors.Is(err, service.ErrNotRunning) {
+		t.Errorf("a stopped sandbox: %v", err)
+	}
+	if len(sb.x.ExposedPorts(sb.project)) != 0 {
+		t.Error("a refused port is listed")
+	}
+}
+
+// halfClose writes to the echo server through port, ends its input, and
+// expects everything back, then the end of the connection.
+func halfClose(t *testing.T, port int) {
+	conn, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(time.Minute)) // a guard against hanging, not a measure
+	msg := strings.Repeat("echo through the sandbox\n", 40000)
+	go func() {
+		io.WriteString(conn, msg)
+		conn.(*net.TCPConn).CloseWrite()
+	}()
+	back, err := io.ReadAll(conn)
+	if err != nil || string(back) != msg {
+		t.Errorf("echoed %d of %d bytes, then %v", len(back), len(msg), err)
+	}
+}
+
+func download(t testing.TB, url string) string {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, res.Body); err != nil || res.StatusCode != 200 {
+		t.Fatalf("GET %s: %s, %v", url, res.Status, err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func hasListener(ls []ports.Listening, port int, process string) bool {
+	for _, l := range ls {
+		if l.Port == port && l.Process == process {
+			return true
+		}
+	}
+	return false
+}
+
+// pollHost waits up to 20 s for cond.
+func pollHost(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not so after 20s", what)
+		}
+	}
+}
