@@ -165,6 +165,14 @@ export class Client {
   onProgress(handler) { return this.on('sandbox/progress', handler); }
 
   /**
+   * Output of an exec that gave an outputToken, as it comes.
+   *
+   * @param {(output: {projectPath: string, token: string | number, stream: 'stdout' | 'stderr', data: string}) => void} handler
+   * @returns {() => void} ends the subscription
+   */
+  onOutput(handler) { return this.on('sandbox/output', handler); }
+
+  /**
    * Called once when the connection closes, with the reason if it failed.
    *
    * @param {(error?: Error) => void} handler
@@ -302,6 +310,49 @@ export class Client {
     if (quality !== undefined) params.quality = quality;
     return this.request('sandbox/screenshot', params);
   }
+
+  /**
+   * The processes started in the background (exec with background: true).
+   *
+   * @param {string} projectPath
+   * @returns {Promise<{processes: {pid: number, command: string, startedAt: number}[]}>}
+   */
+  processes(projectPath) { return this.request('sandbox/processes', { projectPath }); }
+
+  /**
+   * Ends a background process and its children.
+   *
+   * @param {string} projectPath
+   * @param {number} pid
+   * @returns {Promise<any>}
+   */
+  kill(projectPath, pid) { return this.request('sandbox/kill', { projectPath, pid }); }
+
+  /**
+   * Makes the sandbox's port (even one bound to its own 127.0.0.1) answer
+   * on a host 127.0.0.1 port, for a preview in the user's browser.
+   *
+   * @param {string} projectPath
+   * @param {number} port
+   * @returns {Promise<{port: number, hostPort: number, url: string}>}
+   */
+  exposePort(projectPath, port) { return this.request('sandbox/ports/expose', { projectPath, port }); }
+
+  /**
+   * The forwarded and exposed ports, and what listens inside now.
+   *
+   * @param {string} projectPath
+   * @returns {Promise<any>}
+   */
+  listPorts(projectPath) { return this.request('sandbox/ports/list', { projectPath }); }
+
+  /**
+   * @param {string} projectPath
+   * @param {number} port
+   * @param {'forwarded' | 'exposed'} direction
+   * @returns {Promise<{closed: boolean}>}
+   */
+  closePort(projectPath, port, direction) { return this.request('sandbox/ports/close', { projectPath, port, direction }); }
 
   /**
    * The address of the sandbox's Chromium DevTools Protocol, for

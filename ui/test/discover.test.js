@@ -24,6 +24,11 @@ const wrappers = {
   'sandbox/exec': 'exec',
   'sandbox/screenshot': 'screenshot',
   'sandbox/browser': 'browser',
+  'sandbox/processes': 'processes',
+  'sandbox/kill': 'kill',
+  'sandbox/ports/expose': 'exposePort',
+  'sandbox/ports/list': 'listPorts',
+  'sandbox/ports/close': 'closePort',
   'sandbox/files/write': 'writeFile',
   'sandbox/files/read': 'readFile',
   'sandbox/files/list': 'listFiles',
@@ -62,7 +67,7 @@ test('rpc.discover is a valid OpenRPC document', async () => {
     Object.keys(doc.components.errors).map((k) => doc.components.errors[k].code).sort(),
     [-32800, -32700, -32603, -32602, -32601, -32600, -32010, -32009, -32008, -32007, -32006, -32005, -32004, -32003, -32002, -32001].sort(),
   );
-  assert.deepEqual(doc['x-notifications'].map((/** @type {any} */ n) => n.name), ['sandbox/event', 'sandbox/progress', 'sandbox/warning']);
+  assert.deepEqual(doc['x-notifications'].map((/** @type {any} */ n) => n.name), ['sandbox/event', 'sandbox/progress', 'sandbox/output', 'sandbox/warning']);
   assert.equal(await stop(), 0);
 });
 
