@@ -176,7 +176,7 @@ test('an MCP client sees and drives the sandbox, and follows the switch', { skip
       command: "xterm -T second -geometry 40x10+700+100 -e sh -c 'cat > /tmp/second' >/dev/null 2>&1 &",
     } });
     await until(mcp, 'the second terminal focused', focused('second'));
-    assert.equal(textOf(await mcp.callTool({ name: 'sandbox_click', arguments: { x: 200, y: 150 } })), 'Left-clicked at (200, 150).');
+    assert.equal(textOf(await mcp.callTool({ name: 'sandbox_click', arguments: { x: 200, y: 150 } })), 'Left-clicked at (200, 150). The pointer is at (200, 150).');
     await until(mcp, 'the first terminal focused by the click', focused('first'));
     await mcp.callTool({ name: 'sandbox_type', arguments: { text: 'héllo from MCP' } });
     await mcp.callTool({ name: 'sandbox_key', arguments: { keys: 'Return' } });
