@@ -45,6 +45,19 @@ ensure_engine() {
     log "no Docker engine answers and this user cannot start one: start Docker, or run as root"
     return 1
   fi
+  # A dockerd that is still shutting down, or a pid file a crashed one left,
+  # makes a new one refuse to start ("pid file found").
+  local pidfile=/var/run/docker.pid old
+  if [ -f "$pidfile" ]; then
+    old="$(cat "$pidfile" 2>/dev/null || true)"
+    for _ in $(seq 1 60); do
+      [ -n "$old" ] && kill -0 "$old" 2>/dev/null || break
+      sleep 0.5
+    done
+    if [ -z "$old" ] || ! kill -0 "$old" 2>/dev/null; then
+      rm -f "$pidfile"
+    fi
+  fi
   log "starting dockerd"
   mkdir -p /var/log
   nohup dockerd >/var/log/pilot-sandbox-dockerd.log 2>&1 &
