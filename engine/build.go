@@ -32,6 +32,7 @@ func (e *Client) BuildImage(ctx context.Context, spec service.BuildSpec) error {
 	err = api.BuildImage(docker.BuildImageOptions{
 		Context:             ctx,
 		Name:                spec.Tag,
+		Dockerfile:          spec.Dockerfile,
 		InputStream:         spec.Context,
 		OutputStream:        pw,
 		RawJSONStream:       true,

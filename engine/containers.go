@@ -85,6 +85,8 @@ func containerConfig(spec service.ContainerSpec) *docker.Config {
 		Labels:       spec.Labels,
 		Env:          spec.Env,
 		ExposedPorts: exposed,
+		User:         spec.User,
+		Entrypoint:   spec.Entrypoint,
 	}
 }
 
@@ -137,6 +139,17 @@ func ptrIfPositive(v int64) *int64 {
 }
 
 func tcpPort(p int) docker.Port { return docker.Port(strconv.Itoa(p) + "/tcp") }
+
+// RemoveImage removes an image tag, and the layers only it used.
+func (e *Client) RemoveImage(ctx context.Context, ref string) error {
+	api, err := e.connect(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return e.classify(api.RemoveImageExtended(ref, docker.RemoveImageOptions{Context: ctx}))
+}
 
 // CopyTo extracts a tar archive into dir in the container.
 func (e *Client) CopyTo(ctx context.Context, id, dir string, archive io.Reader) error {

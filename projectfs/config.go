@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	units "github.com/docker/go-units"
@@ -31,9 +32,12 @@ type Config struct {
 	ShmSize *string  `json:"shmSize,omitempty"`
 	Display *Display `json:"display,omitempty"`
 	// Image is the image variant: "browser" or "desktop" (PROTOCOL.md,
-	// Images). A project Dockerfile ({"dockerfile": PATH}) needs the
-	// user's approval, a flow not built yet, so it is refused.
+	// Images), or the project's own Dockerfile ({"dockerfile": PATH}),
+	// which is built only once the user approved it (ReadBuildContext).
 	Image ImageChoice `json:"image,omitempty"`
+	// Network "none" gives the sandbox no network at all. It asks for
+	// less than the default, so it needs no approval.
+	Network *string `json:"network,omitempty"`
 }
 
 // ImageChoice is sandbox.image as written (raw JSON), checked by
@@ -62,6 +66,28 @@ func (c Config) ImageVariant() string {
 	return v
 }
 
+// ImageDockerfile is the project Dockerfile's path relative to the
+// project ("" when sandbox.image names a variant). Only call it on a
+// Config that ReadConfig accepted.
+func (c Config) ImageDockerfile() string {
+	var obj struct {
+		Dockerfile string `json:"dockerfile"`
+	}
+	if json.Unmarshal([]byte(c.Image), &obj) != nil {
+		return ""
+	}
+	return obj.Dockerfile
+}
+
+// NetworkNone says whether the project asks for no network.
+func (c Config) NetworkNone() bool { return c.Network != nil && *c.Network == NetworkNone }
+
+// NetworkNone is the one value of sandbox.network (and of config.json's
+// network): no network at all.
+const NetworkNone = "none"
+
+const wantImage = `must be "browser", "desktop" or {"dockerfile": "PATH"}`
+
 // checkImage says what is wrong with sandbox.image, or "".
 func checkImage(raw json.RawMessage) string {
 	var v string
@@ -69,15 +95,37 @@ func checkImage(raw json.RawMessage) string {
 		if v == ImageBrowser || v == ImageDesktop {
 			return ""
 		}
-		return fmt.Sprintf("must be %q or %q; it is %q", ImageBrowser, ImageDesktop, v)
+		return fmt.Sprintf("%s; it is %q", wantImage, v)
 	}
 	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) == nil {
-		if _, ok := obj["dockerfile"]; ok {
-			return "names a project Dockerfile: project Dockerfiles need the approval flow, not yet available; use \"browser\" or \"desktop\""
-		}
+	if json.Unmarshal(raw, &obj) != nil || len(obj) != 1 || obj["dockerfile"] == nil {
+		return fmt.Sprintf("%s; it is %s", wantImage, raw)
 	}
-	return fmt.Sprintf("must be %q or %q; it is %s", ImageBrowser, ImageDesktop, raw)
+	var path string
+	if json.Unmarshal(obj["dockerfile"], &path) != nil {
+		return fmt.Sprintf("%s: PATH must be a string; it is %s", wantImage, obj["dockerfile"])
+	}
+	if reason := checkDockerfilePath(path); reason != "" {
+		return fmt.Sprintf("names the Dockerfile %q, which %s", path, reason)
+	}
+	return ""
+}
+
+// checkDockerfilePath says what is wrong with a project Dockerfile's path,
+// or "": it must name a file inside the project, relative to it, with /
+// between its parts.
+func checkDockerfilePath(path string) string {
+	switch {
+	case path == "":
+		return "is empty"
+	case len(path) > 1024:
+		return "is longer than 1024 bytes"
+	case strings.ContainsAny(path, "\\\x00"):
+		return "has a backslash or NUL: write it relative to the project with /"
+	case !filepath.IsLocal(filepath.FromSlash(path)) || filepath.ToSlash(filepath.Clean(path)) != path:
+		return "must be a clean path relative to the project, inside it (such as .pilot/Dockerfile)"
+	}
+	return ""
 }
 
 // Display is a display size in pixels, as the files write it.
@@ -134,7 +182,7 @@ func ReadConfig(project string) (Config, error) {
 			return fail("sandbox."+typeErr.Field, "must be a JSON "+jsonKind(typeErr.Type.Kind().String())+", not "+typeErr.Value)
 		}
 		return fail("sandbox", "is not valid: "+err.Error()+
-			" (known fields: memory, cpus, processes, shmSize, display, image)")
+			" (known fields: memory, cpus, processes, shmSize, display, image, network)")
 	}
 	if field, reason := cfg.check(); field != "" {
 		return fail(field, reason)
@@ -181,6 +229,9 @@ func (c Config) check() (field, reason string) {
 		if reason := checkImage(json.RawMessage(c.Image)); reason != "" {
 			return "sandbox.image", reason
 		}
+	}
+	if c.Network != nil && *c.Network != NetworkNone {
+		return "sandbox.network", fmt.Sprintf("must be %q (no network), or left out; it is %q", NetworkNone, *c.Network)
 	}
 	if d := c.Display; d != nil {
 		if d.Width < minDisplayWidth || d.Width > maxDisplayWidth {

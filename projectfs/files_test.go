@@ -254,10 +254,19 @@ func TestProjectConfigImage(t *testing.T) {
 		{`{"sandbox": {}}`, "", ""},
 		{`{"sandbox": {"image": "browser"}}`, "browser", ""},
 		{`{"sandbox": {"image": "desktop"}}`, "desktop", ""},
-		{`{"sandbox": {"image": "firefox"}}`, "", `must be "browser" or "desktop"; it is "firefox"`},
-		{`{"sandbox": {"image": 3}}`, "", `must be "browser" or "desktop"; it is 3`},
-		{`{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`, "", "approval flow, not yet available"},
-		{`{"sandbox": {"image": {"other": 1}}}`, "", `must be "browser" or "desktop"`},
+		{`{"sandbox": {"image": "firefox"}}`, "", `must be "browser", "desktop" or {"dockerfile": "PATH"}; it is "firefox"`},
+		{`{"sandbox": {"image": 3}}`, "", `must be "browser", "desktop" or {"dockerfile": "PATH"}; it is 3`},
+		{`{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`, "", ""},
+		{`{"sandbox": {"image": {"dockerfile": "docker/dev.Dockerfile"}}}`, "", ""},
+		{`{"sandbox": {"image": {"dockerfile": "../Dockerfile"}}}`, "", "inside it"},
+		{`{"sandbox": {"image": {"dockerfile": "/etc/Dockerfile"}}}`, "", "inside it"},
+		{`{"sandbox": {"image": {"dockerfile": ".pilot/../../x"}}}`, "", "inside it"},
+		{`{"sandbox": {"image": {"dockerfile": "./.pilot/Dockerfile"}}}`, "", "clean path"},
+		{`{"sandbox": {"image": {"dockerfile": ".pilot\\Dockerfile"}}}`, "", "backslash"},
+		{`{"sandbox": {"image": {"dockerfile": ""}}}`, "", "is empty"},
+		{`{"sandbox": {"image": {"dockerfile": 7}}}`, "", "PATH must be a string"},
+		{`{"sandbox": {"image": {"dockerfile": "Dockerfile", "context": "."}}}`, "", `{"dockerfile": "PATH"}`},
+		{`{"sandbox": {"image": {"other": 1}}}`, "", `must be "browser", "desktop" or {"dockerfile": "PATH"}`},
 	} {
 		dir := t.TempDir()
 		os.MkdirAll(filepath.Join(dir, Dir), 0o755)

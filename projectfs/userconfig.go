@@ -18,7 +18,8 @@ import (
 // under the XDG config directory. Every key is optional.
 //
 //	{"idleStop": "30m", "maxRunning": 4, "disk": "10g",
-//	 "caps": {"memory": "4g", "cpus": 2, "processes": 4096, "shmSize": "2g"}}
+//	 "caps": {"memory": "4g", "cpus": 2, "processes": 4096, "shmSize": "2g"},
+//	 "network": "none"}
 //
 // It belongs to the user, not to a project: a repository cannot raise it.
 type UserConfig struct {
@@ -33,6 +34,9 @@ type UserConfig struct {
 	// Caps are the most a project's .pilot/settings.json may ask without
 	// the user's approval.
 	Caps Caps
+	// NetworkNone gives every sandbox no network at all ("network":
+	// "none").
+	NetworkNone bool
 }
 
 // Caps are resource limits in the units the engine takes.
@@ -143,7 +147,7 @@ func (p *configParser) fail(key, format string, args ...any) {
 	p.problems = append(p.problems, ConfigProblem{Key: key, Reason: fmt.Sprintf(format, args...)})
 }
 
-var userConfigKeys = []string{"idleStop", "maxRunning", "disk", "caps"}
+var userConfigKeys = []string{"idleStop", "maxRunning", "disk", "caps", "network"}
 
 func (p *configParser) parse(doc map[string]json.RawMessage, cfg *UserConfig) {
 	for _, key := range sortedNames(doc) {
@@ -157,6 +161,13 @@ func (p *configParser) parse(doc map[string]json.RawMessage, cfg *UserConfig) {
 			p.size(key, raw, minDisk, true, &cfg.DiskBytes)
 		case "caps":
 			p.caps(raw, &cfg.Caps)
+		case "network":
+			var s string
+			if json.Unmarshal(raw, &s) != nil || (s != NetworkNone && s != "default") {
+				p.fail(key, `must be "none" (no network for any sandbox) or "default"; it is %s`, raw)
+				continue
+			}
+			cfg.NetworkNone = s == NetworkNone
 		default:
 			p.fail(key, "is not a known key (known: %s)", strings.Join(userConfigKeys, ", "))
 		}
@@ -277,6 +288,9 @@ func (c UserConfig) String() string {
 	}
 	fmt.Fprintf(&b, ", caps: memory %s, cpus %g, processes %d, shmSize %s",
 		units.BytesSize(float64(c.Caps.MemoryBytes)), c.Caps.CPUs, c.Caps.Processes, units.BytesSize(float64(c.Caps.ShmBytes)))
+	if c.NetworkNone {
+		b.WriteString(", network none")
+	}
 	return b.String()
 }
 

@@ -42,6 +42,9 @@ type Docker interface {
 	// RemoveContainer removes the container and its anonymous volumes, running
 	// or not.
 	RemoveContainer(ctx context.Context, id string) error
+	// RemoveImage removes an image tag (and the layers only it used), or
+	// answers ErrImageNotFound.
+	RemoveImage(ctx context.Context, ref string) error
 	// InspectContainer looks a container up by ID or name.
 	InspectContainer(ctx context.Context, idOrName string) (Container, error)
 	// ListContainers lists all containers, running or not, that carry every
@@ -78,11 +81,14 @@ type EngineInfo struct {
 
 // BuildSpec is an image build.
 type BuildSpec struct {
-	Tag       string
-	Context   io.Reader // a tar archive with the Dockerfile at its root
-	Labels    map[string]string
-	BuildArgs map[string]string
-	Output    func(line string) // may be nil
+	Tag     string
+	Context io.Reader // a tar archive with the Dockerfile at its root
+	// Dockerfile is the Dockerfile's name in the context; "" is
+	// "Dockerfile".
+	Dockerfile string
+	Labels     map[string]string
+	BuildArgs  map[string]string
+	Output     func(line string) // may be nil
 }
 
 // ContainerSpec is what the manager asks of a new sandbox container.
@@ -103,6 +109,11 @@ type ContainerSpec struct {
 	// Seccomp is the container's seccomp profile as JSON; "" is Docker's
 	// default.
 	Seccomp string
+	// User and Entrypoint, when set, replace the image's: a project's own
+	// image may end as USER root, and must still run the desktop as its
+	// own user.
+	User       string
+	Entrypoint []string
 }
 
 // Capacity is what the Docker engine has to give: a sandbox cannot have

@@ -51,6 +51,10 @@ var (
 	// ErrNotFound: no such file or directory in the sandbox. See
 	// sandboxfs.NotFoundError.
 	ErrNotFound = sandboxfs.ErrNotFound
+	// ErrNeedsApproval: the project's repository content asks for what the
+	// user has not approved (a Dockerfile, limits above the caps). See
+	// ApprovalError.
+	ErrNeedsApproval = errors.New("needs the user's approval")
 	// ErrPortInUse is returned by a Docker implementation when the engine
 	// could not publish a port because something else holds it.
 	ErrPortInUse = errors.New("host port in use")

@@ -276,6 +276,18 @@ func (f *fakeDocker) StopContainer(ctx context.Context, id string, grace time.Du
 	return nil
 }
 
+func (f *fakeDocker) RemoveImage(ctx context.Context, ref string) error {
+	defer f.mu.Unlock()
+	if err := f.enter("RemoveImage"); err != nil {
+		return err
+	}
+	if _, ok := f.images[ref]; !ok {
+		return ErrImageNotFound
+	}
+	delete(f.images, ref)
+	return nil
+}
+
 func (f *fakeDocker) RemoveContainer(ctx context.Context, id string) error {
 	defer f.mu.Unlock()
 	if err := f.enter("RemoveContainer"); err != nil {

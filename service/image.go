@@ -42,15 +42,19 @@ type imageBuild struct {
 	tag   string
 	build imagebuild.Context
 	args  map[string]string
+	// dockerfile is the Dockerfile's name in the context ("" for
+	// Dockerfile), and project the project whose own image it is ("" for
+	// the sidecar's images).
+	dockerfile, project string
 }
 
 // imagesFor lists the images a variant needs, the one below first.
 func (m *Manager) imagesFor(variant string) []imageBuild {
-	desktop := imageBuild{m.cfg.Image, m.build, m.cfg.BuildArgs}
+	desktop := imageBuild{tag: m.cfg.Image, build: m.build, args: m.cfg.BuildArgs}
 	if variant != VariantBrowser {
 		return []imageBuild{desktop}
 	}
-	return []imageBuild{desktop, {m.cfg.BrowserImage, m.browserBuild, map[string]string{"DESKTOP": m.cfg.Image}}}
+	return []imageBuild{desktop, {tag: m.cfg.BrowserImage, build: m.browserBuild, args: map[string]string{"DESKTOP": m.cfg.Image}}}
 }
 
 // tagFor is the image tag of a variant.
@@ -100,11 +104,16 @@ func (m *Manager) ensureOne(ctx context.Context, project string, img imageBuild)
 
 	tail := imagebuild.NewTail(buildLogLines)
 	steps := imagebuild.NewSteps(func(msg string, cur, total int) { m.progress(project, StageImage, msg, cur, total) })
+	want := map[string]string{LabelImageHash: img.build.Hash, LabelSandbox: "image"}
+	if img.project != "" {
+		want[LabelProject] = img.project
+	}
 	err = m.docker.BuildImage(ctx, BuildSpec{
-		Tag:       img.tag,
-		Context:   bytes.NewReader(img.build.Tar),
-		Labels:    map[string]string{LabelImageHash: img.build.Hash, LabelSandbox: "image"},
-		BuildArgs: img.args,
+		Tag:        img.tag,
+		Context:    bytes.NewReader(img.build.Tar),
+		Dockerfile: img.dockerfile,
+		Labels:     want,
+		BuildArgs:  img.args,
 		Output: func(line string) {
 			tail.Add(line)
 			steps.Line(line)

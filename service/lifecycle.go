@@ -62,11 +62,11 @@ func (m *Manager) find(ctx context.Context, b *box) (Container, error) {
 
 // create makes the project's container, building the image first if needed.
 func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
-	spec, variant, err := m.containerSpec(ctx, b)
+	spec, plan, err := m.containerSpec(ctx, b)
 	if err != nil {
 		return Container{}, err
 	}
-	if err := m.ensureVariant(ctx, b.project, variant); err != nil {
+	if err := m.ensurePlan(ctx, b.project, plan, &spec); err != nil {
 		return Container{}, err
 	}
 	m.progress(b.project, StageCreate, "Creating the sandbox container "+spec.Name, 0, 0)
@@ -74,22 +74,26 @@ func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 }
 
 // containerSpec is the project's new container as its settings and the
-// policy make it. It announces the sandbox as starting.
-func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, string, error) {
+// policy make it, and the image it needs. It announces the sandbox as
+// starting once nothing the user must approve stands in the way.
+func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, imagePlan, error) {
 	name := ContainerName(b.project)
 	pc, limits, err := m.projectLimits(ctx, b)
 	if err != nil {
-		return ContainerSpec{}, "", err
+		return ContainerSpec{}, imagePlan{}, err
+	}
+	if err := m.checkNetwork(b.project, pc); err != nil {
+		return ContainerSpec{}, imagePlan{}, err
 	}
 	display := m.cfg.Display
 	if pc.Display != nil {
 		display = desktop.Display(*pc.Display)
 	}
-	variant := m.cfg.DefaultVariant
-	if v := pc.ImageVariant(); v != "" {
-		variant = v
+	plan, err := m.planImage(b.project, pc)
+	if err != nil {
+		return ContainerSpec{}, imagePlan{}, err
 	}
-	image := m.tagFor(variant)
+	variant, image := plan.variant, plan.tag
 	m.commit(b, &State{
 		ProjectPath: b.project, ContainerName: name, Image: image,
 		Status: StatusStarting, Display: display, CreatedAt: m.cfg.Now().UnixMilli(),
@@ -105,12 +109,12 @@ func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, str
 		Limits:    limits,
 		DiskBytes: policy.DiskBytes,
 	}
-	if variant == VariantBrowser {
+	if variant != VariantDesktop {
 		// Chromium's own sandbox needs user namespaces (README, "The
 		// browser's sandbox"); desktop sandboxes keep Docker's profile.
 		spec.Seccomp = m.cfg.Seccomp
 	}
-	return spec, variant, nil
+	return spec, plan, nil
 }
 
 // createNamed creates the container, or finds the one another sidecar

@@ -27,6 +27,11 @@ func (m *Manager) projectLimits(ctx context.Context, b *box) (projectfs.Config, 
 	if err != nil {
 		return pc, Limits{}, err
 	}
+	if ask, ok := limitsAsk(pc, m.caps()); ok {
+		if err := m.require(project, ask); err != nil {
+			return pc, Limits{}, err
+		}
+	}
 	capacity, err := m.docker.Capacity(ctx)
 	if err != nil {
 		return pc, Limits{}, err

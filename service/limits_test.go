@@ -86,13 +86,13 @@ func TestLimitsApplyAtEveryStart(t *testing.T) {
 	if _, err := h.m.Stop(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
-	writeSettings(t, dir, `{"sandbox": {"memory": "6g", "cpus": 1, "shmSize": "2g", "display": {"width": 1920, "height": 1080}}}`)
+	writeSettings(t, dir, `{"sandbox": {"memory": "3g", "cpus": 1, "shmSize": "2g", "display": {"width": 1920, "height": 1080}}}`)
 	h.drain()
 	if _, err := h.m.Start(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
 	c, _ = h.docker.InspectContainer(ctx, st.ContainerID)
-	if want := (Limits{6 << 30, 1e9, 1024, 1 << 30}); c.Limits != want {
+	if want := (Limits{3 << 30, 1e9, 1024, 1 << 30}); c.Limits != want {
 		t.Errorf("restarted with %+v, want %+v (shm kept)", c.Limits, want)
 	}
 	var messages []string
@@ -102,7 +102,7 @@ func TestLimitsApplyAtEveryStart(t *testing.T) {
 		}
 	}
 	all := strings.Join(messages, "\n")
-	for _, want := range []string{"Applied the project's limits: memory 6GiB, CPUs 1, processes 1024",
+	for _, want := range []string{"Applied the project's limits: memory 3GiB, CPUs 1, processes 1024",
 		"display size in settings.json (1920x1080) applies to a new sandbox: this one keeps 1024x768",
 		"shmSize in settings.json (2g) applies to a new sandbox: this one keeps 1GiB"} {
 		if !strings.Contains(all, want) {

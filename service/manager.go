@@ -140,6 +140,7 @@ type Manager struct {
 	relays       relays // sandbox/browser's DevTools relays (browser.go)
 	registry     *projectfs.Registry
 	locks        projectfs.Locks
+	approvals    projectfs.Approvals // the user's approvals (approval.go)
 	events       broker
 	policy       *policy // the user's lifecycle policy (policy.go)
 
@@ -252,6 +253,7 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 		reconciled:   make(chan struct{}),
 	}
 	m.locks = projectfs.NewLocks(cfg.StateDir)
+	m.approvals = projectfs.NewApprovals(cfg.StateDir)
 	m.registry, err = projectfs.OpenRegistry(cfg.StateDir)
 	if err != nil {
 		// The registry only helps clean up; a broken one must not stop the sidecar.

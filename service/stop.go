@@ -101,6 +101,7 @@ func (m *Manager) remove(ctx context.Context, b *box) (bool, error) {
 		return false, fmt.Errorf("remove container: %w", err)
 	}
 	m.forget(b)
+	m.removeProjectImage(ctx, b.project)
 	m.log.Info().Str("project", b.project).Str("container", c.ID).Msg("sandbox removed")
 	return true, nil
 }

@@ -1,0 +1,183 @@
+package service
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	units "github.com/docker/go-units"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+)
+
+// A project's .pilot/settings.json and Dockerfile come with its repository,
+// which may be a stranger's. What they ask beyond the safe defaults (a
+// Dockerfile to build, whose RUN steps run as root with the network; limits
+// above the user's caps) is done only once the user approved exactly that
+// content: each request has a digest over that content, and the approval
+// of a digest is kept in the user's own state (projectfs.Approvals). A
+// change of the content changes the digest, and asks again.
+
+// Kinds of approval (PROTOCOL.md, "Repository content needs the user's
+// approval").
+const (
+	ApprovalDockerfile = "dockerfile"
+	ApprovalLimits     = "limits"
+)
+
+// Approval is one thing the project asks the user: what it is, in plain
+// words, and the digest of exactly the content it covers.
+type Approval struct {
+	Kind    string `json:"kind"`
+	Summary string `json:"summary"`
+	Digest  string `json:"digest"`
+}
+
+// ApprovalError is a start that waits for the user's approval
+// (ErrNeedsApproval).
+type ApprovalError struct {
+	Project  string
+	Approval Approval
+}
+
+func (e *ApprovalError) Error() string {
+	return fmt.Sprintf("the project asks to %s: this needs your approval (sandbox/approve, or pilot-sandbox approve --project %s)",
+		e.Approval.Summary, e.Project)
+}
+
+func (e *ApprovalError) Unwrap() error { return ErrNeedsApproval }
+
+// Pending is what the project's settings ask now that the user has not
+// approved, the Dockerfile first.
+func (m *Manager) Pending(ctx context.Context, path string) ([]Approval, error) {
+	project, err := projectfs.Canonical(path)
+	if err != nil {
+		return nil, err
+	}
+	asks, err := m.asks(project)
+	if err != nil {
+		return nil, err
+	}
+	var pending []Approval
+	for _, a := range asks {
+		if !m.approvals.Approved(project, a.Kind, a.Digest) {
+			pending = append(pending, a)
+		}
+	}
+	return pending, nil
+}
+
+// Approve records the user's approval of what the project asks now, named
+// by its digest. A digest that is not one the project asks now (its
+// content changed, or it was never asked) is an ArgumentError, and
+// nothing is recorded.
+func (m *Manager) Approve(ctx context.Context, path, digest string) error {
+	project, err := projectfs.Canonical(path)
+	if err != nil {
+		return err
+	}
+	asks, err := m.asks(project)
+	if err != nil {
+		return err
+	}
+	var now []string
+	for _, a := range asks {
+		if a.Digest == digest {
+			ap := projectfs.Approval{Kind: a.Kind, Digest: a.Digest, Summary: a.Summary}
+			if err := m.approvals.Approve(project, ap, m.cfg.Now()); err != nil {
+				return err
+			}
+			m.log.Info().Str("project", project).Str("kind", a.Kind).Str("digest", digest).Msg("the user approved: " + a.Summary)
+			return nil
+		}
+		now = append(now, a.Kind+" "+a.Digest)
+	}
+	reason := "is not what the project asks now: it asks for nothing that needs approval"
+	if len(now) > 0 {
+		reason = "is not what the project asks now (its content changed, or it never asked it); it asks: " + strings.Join(now, ", ")
+	}
+	return &ArgumentError{Name: "digest", Reason: reason}
+}
+
+// asks is everything the project's settings ask that needs approval,
+// approved or not.
+func (m *Manager) asks(project string) ([]Approval, error) {
+	pc, err := projectfs.ReadConfig(project)
+	if err != nil {
+		return nil, err
+	}
+	var asks []Approval
+	if df := pc.ImageDockerfile(); df != "" {
+		bc, err := projectfs.ReadBuildContext(project, df)
+		if err != nil {
+			return nil, err
+		}
+		asks = append(asks, m.dockerfileAsk(bc))
+	}
+	if a, ok := limitsAsk(pc, m.caps()); ok {
+		asks = append(asks, a)
+	}
+	return asks, nil
+}
+
+// require fails with an ApprovalError unless the user approved a.
+func (m *Manager) require(project string, a Approval) error {
+	if m.approvals.Approved(project, a.Kind, a.Digest) {
+		return nil
+	}
+	return &ApprovalError{Project: project, Approval: a}
+}
+
+// caps are the user's caps in force.
+func (m *Manager) caps() projectfs.Caps {
+	cfg, _ := m.currentPolicy()
+	return cfg.Caps
+}
+
+// dockerfileAsk is the approval a project Dockerfile needs.
+func (m *Manager) dockerfileAsk(bc projectfs.BuildContext) Approval {
+	summary := fmt.Sprintf("build %s (%s) FROM the browser image and run it as this project's sandbox; "+
+		"its build context %s holds %d files (%s), and its build steps run as root with network access",
+		bc.Dockerfile, units.BytesSize(float64(bc.DockerfileSize)), bc.Dir+"/", bc.Files, units.BytesSize(float64(bc.Bytes)))
+	return Approval{Kind: ApprovalDockerfile, Summary: summary, Digest: bc.Digest}
+}
+
+// limitsAsk is the approval the project's limits above caps need, if any:
+// its summary and digest cover those limits only, as asked.
+func limitsAsk(pc projectfs.Config, caps projectfs.Caps) (Approval, bool) {
+	var said, hashed []string
+	over := func(name, asked, capText, value string) {
+		said = append(said, fmt.Sprintf("%s %s (your cap %s)", name, asked, capText))
+		hashed = append(hashed, name+"="+value)
+	}
+	size := func(n int64) string { return units.BytesSize(float64(n)) }
+	if pc.Memory != nil {
+		if n, _ := projectfs.ParseSize(*pc.Memory); n > caps.MemoryBytes {
+			over("memory", *pc.Memory, size(caps.MemoryBytes), strconv.FormatInt(n, 10))
+		}
+	}
+	if pc.CPUs != nil && *pc.CPUs > caps.CPUs {
+		v := strconv.FormatFloat(*pc.CPUs, 'g', -1, 64)
+		over("cpus", v, strconv.FormatFloat(caps.CPUs, 'g', -1, 64), v)
+	}
+	if pc.Processes != nil && *pc.Processes > caps.Processes {
+		v := strconv.FormatInt(*pc.Processes, 10)
+		over("processes", v, strconv.FormatInt(caps.Processes, 10), v)
+	}
+	if pc.ShmSize != nil {
+		if n, _ := projectfs.ParseSize(*pc.ShmSize); n > caps.ShmBytes {
+			over("shmSize", *pc.ShmSize, size(caps.ShmBytes), strconv.FormatInt(n, 10))
+		}
+	}
+	if len(said) == 0 {
+		return Approval{}, false
+	}
+	sum := sha256.Sum256([]byte("limits\x00" + strings.Join(hashed, "\x00")))
+	return Approval{
+		Kind:    ApprovalLimits,
+		Summary: "run its sandbox with " + strings.Join(said, ", "),
+		Digest:  "sha256:" + hex.EncodeToString(sum[:]),
+	}, true
+}
