@@ -144,10 +144,10 @@ func noLinkOnTheWay(root *os.Root, rel string) string {
 // packer collects a build context's entries, then packs them.
 type packer struct {
 	root  *os.Root
-	base  string            // the context directory, relative to the project
-	dirs  []string          // relative to base
-	files []string          // relative to base
-	sizes map[string]int64  // relative to base
+	base  string           // the context directory, relative to the project
+	dirs  []string         // relative to base
+	files []string         // relative to base
+	sizes map[string]int64 // relative to base
 	infos map[string]fs.FileInfo
 	total int64
 }

@@ -37,6 +37,9 @@ const (
 	codeNoBrowser int64 = -32009
 	// codeNotFound: no such file or directory in the sandbox.
 	codeNotFound int64 = -32010
+	// codeNeedsApproval: repository content asks for what the user has
+	// not approved.
+	codeNeedsApproval int64 = -32011
 	// codeRequestCancelled is LSP's answer to a request the client
 	// cancelled with $/cancelRequest (an addition to PROTOCOL.md).
 	codeRequestCancelled int64 = -32800
@@ -67,6 +70,7 @@ var errorTable = map[int64]errorInfo{
 	codeTooManySandboxes:  {"too_many_sandboxes", "As many sandboxes run as maxRunning in the user's config.json allows; data.running lists them ({projectPath, containerId, containerName}), so that one can be stopped."},
 	codeNoBrowser:         {"no_browser", "sandbox/browser on a sandbox whose image has no browser (sandbox.image \"desktop\")."},
 	codeNotFound:          {"not_found", "No such file or directory in the sandbox (sandbox/files/*); message names the path."},
+	codeNeedsApproval:     {"needs_approval", "The project's repository content (.pilot/settings.json, its Dockerfile) asks for what the user has not approved: a Dockerfile to build, or limits above the caps in config.json. data.approval is {kind: \"dockerfile\" | \"limits\", summary, digest}; sandbox/approve with the digest records the approval."},
 	codeRequestCancelled:  {"request_cancelled", "The client cancelled the request with $/cancelRequest."},
 }
 
@@ -84,6 +88,8 @@ type errorData struct {
 	// Running are the sandboxes that count against maxRunning
 	// (too_many_sandboxes).
 	Running []service.RunningSandbox `json:"running,omitempty"`
+	// Approval is what the user is asked to approve (needs_approval).
+	Approval *service.Approval `json:"approval,omitempty"`
 }
 
 func newError(code int64, message string, data *errorData) *jsonrpc2.Error {
@@ -108,6 +114,7 @@ func toWire(err error) *jsonrpc2.Error {
 		file     *projectfs.FileError
 		tooMany  *service.TooManyError
 		refused  *sandboxfs.FieldError
+		approval *service.ApprovalError
 	)
 	switch {
 	case errors.As(err, &wire):
@@ -127,6 +134,8 @@ func toWire(err error) *jsonrpc2.Error {
 		return newError(codeDockerUnavailable, err.Error(), nil)
 	case errors.Is(err, service.ErrNotRunning):
 		return newError(codeNotRunning, err.Error(), nil)
+	case errors.As(err, &approval):
+		return newError(codeNeedsApproval, err.Error(), &errorData{Approval: &approval.Approval})
 	case errors.As(err, &logged) && errors.Is(err, service.ErrImageBuild):
 		return newError(codeImageBuildFailed, err.Error(), &errorData{Log: logged.Log})
 	case errors.As(err, &logged):

@@ -202,6 +202,17 @@ func (f *fakeService) progress(project, stage, msg string, current, total int) {
 	}})
 }
 
+// Approve approves "sha256:good" only.
+func (f *fakeService) Approve(ctx context.Context, path, digest string) error {
+	if _, err := f.enter(ctx, path); err != nil {
+		return err
+	}
+	if digest != "sha256:good" {
+		return &service.ArgumentError{Name: "digest", Reason: "is not what the project asks now"}
+	}
+	return nil
+}
+
 func (f *fakeService) Start(ctx context.Context, path string) (service.State, error) {
 	project, err := f.enter(ctx, path)
 	if err != nil {

@@ -30,6 +30,9 @@ const ProtocolVersion = 1
 type Service interface {
 	DockerStatus(ctx context.Context) service.DockerStatus
 	Start(ctx context.Context, project string) (service.State, error)
+	// Approve records the user's approval of what the project asks
+	// (sandbox/approve).
+	Approve(ctx context.Context, project, digest string) error
 	Stop(ctx context.Context, project string) (service.State, error)
 	// Browser returns the sandbox's Chromium DevTools address (sandbox/browser).
 	Browser(ctx context.Context, project string) (string, error)

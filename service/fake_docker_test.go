@@ -33,6 +33,9 @@ type fakeDocker struct {
 	startErrs  []error
 	buildErr   error
 	buildLines []string
+	// builds are the builds asked, their contexts read into buildTars.
+	builds    []BuildSpec
+	buildTars [][]byte
 	// onStart decides what a started container does; nil: it runs.
 	onStart func(c *Container)
 	// exec answers commands other than reading the VNC password file.
@@ -133,7 +136,11 @@ func (f *fakeDocker) BuildImage(ctx context.Context, spec BuildSpec) error {
 	if down != nil {
 		return down
 	}
-	io.Copy(io.Discard, spec.Context)
+	tarball, _ := io.ReadAll(spec.Context)
+	f.mu.Lock()
+	f.builds = append(f.builds, spec)
+	f.buildTars = append(f.buildTars, tarball)
+	f.mu.Unlock()
 	for _, l := range lines {
 		if spec.Output != nil {
 			spec.Output(l)
