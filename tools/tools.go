@@ -145,6 +145,11 @@ func failure(err error) Result {
 		return Errorf("The sandbox is not running. Start it with sandbox_start, then take a screenshot.")
 	case errors.Is(err, service.ErrDockerUnavailable):
 		return Errorf("Docker is not available, so the sandbox cannot run. Tell the user: " + err.Error())
+	case errors.Is(err, service.ErrNeedsApproval):
+		// Only the user may approve: no tool does, so the model is told
+		// to ask rather than to work around it.
+		return Errorf("The sandbox cannot start until the user approves what the project's files ask: " + err.Error() +
+			". Tell the user; only they can approve it (the Sandbox panel's Approve button, or pilot-sandbox approve).")
 	case errors.Is(err, service.ErrAgent):
 		return Errorf(strings.TrimPrefix(err.Error(), service.ErrAgent.Error()+": ") + ".")
 	case errors.Is(err, context.Canceled):

@@ -124,7 +124,7 @@ func runStart(ctx context.Context, e *env, args []string) error {
 	defer c.close()
 	stopProgress := c.showProgress()
 	started := time.Now()
-	st, err := c.manager.Start(ctx, c.project)
+	st, err := c.startApproving(ctx)
 	stopProgress()
 	if err != nil {
 		return err

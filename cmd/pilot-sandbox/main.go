@@ -5,6 +5,7 @@
 //	pilot-sandbox ui [--project DIR] [--listen ADDR] [--no-open]   the panel in a browser
 //	pilot-sandbox mcp [--project DIR] [--enable-tools]   MCP on stdio for coding agents
 //	pilot-sandbox start|stop|status [--project DIR]
+//	pilot-sandbox approve [--project DIR] [--yes]
 //	pilot-sandbox remove [--project DIR | --container ID]
 //	pilot-sandbox exec [--project DIR] [--timeout D] -- COMMAND...
 //	pilot-sandbox screenshot [--project DIR] [-o FILE]
@@ -38,6 +39,7 @@ func commands() []command {
 		{"ui", "serve the sandbox panel in a browser, on 127.0.0.1", runUI},
 		{"mcp", "serve the project's agent tools over MCP on stdin/stdout (for coding agents)", runMCP},
 		{"start", "start the project's sandbox and print how to watch it", runStart},
+		{"approve", "approve what the project's own files ask (a Dockerfile, limits above your caps)", runApprove},
 		{"stop", "stop the project's sandbox (its files are kept)", runStop},
 		{"status", "show the project's sandbox", runStatus},
 		{"remove", "delete the project's sandbox and everything in it", runRemove},
