@@ -1,0 +1,149 @@
+package service_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// A project Dockerfile that ends as USER root, after installing a package
+// from Debian as root: refused until approved (nothing built), then built
+// on the browser image and run with the desktop and every exec as the
+// sandbox's users; a changed Dockerfile and limits above the caps ask
+// again; a wrong digest records nothing; the approval is in the user's
+// state, not the project; removing the sandbox removes its image.
+func TestProjectDockerfileOnTheEngine(t *testing.T) {
+	m, docker := dockertest.Manager(t, nil)
+	dir := dockertest.Project(t, docker)
+	ctx := context.Background()
+	tag := service.ProjectTag(dockertest.Config(t).Image, dir)
+	t.Cleanup(func() { docker.RemoveImage(context.Background(), tag) })
+	writeProjectFile(t, dir, "settings.json", `{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`)
+	writeProjectFile(t, dir, "Dockerfile", `ARG PILOT_BASE
+FROM ${PILOT_BASE}
+USER root
+RUN apt-get update -o Acquire::Languages=none \
+ && apt-get install -y --no-install-recommends jq \
+ && rm -rf /var/lib/apt/lists/*
+COPY marker.txt /etc/pilot-marker
+RUN chmod 0600 /etc/pilot-marker && cp /etc/pilot-marker /etc/pilot-marker-readable && chmod 0644 /etc/pilot-marker-readable
+USER root
+`)
+	writeProjectFile(t, dir, "marker.txt", "made as root\n")
+
+	ask := needsApproval(t, m, dir, service.ApprovalDockerfile)
+	if _, err := docker.ImageLabels(ctx, tag); !errors.Is(err, service.ErrImageNotFound) {
+		t.Fatalf("the image exists before the approval: %v", err)
+	}
+	var arg *service.ArgumentError
+	if err := m.Approve(ctx, dir, "sha256:"+strings.Repeat("a", 64)); !errors.As(err, &arg) || arg.Name != "digest" {
+		t.Fatalf("a wrong digest: %v", err)
+	}
+	needsApproval(t, m, dir, service.ApprovalDockerfile)
+	if err := m.Approve(ctx, dir, ask.Digest); err != nil {
+		t.Fatal(err)
+	}
+	st, err := m.Start(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Image != tag {
+		t.Errorf("runs %s, want %s", st.Image, tag)
+	}
+	for command, want := range map[string]string{
+		`echo '{"a": 7}' | jq .a`:        "7",
+		`cat /etc/pilot-marker-readable`: "made as root",
+		`id -un`:                         "sandbox",
+		`stat -c %U /proc/1`:             "desktop", // the container's own user, whatever the Dockerfile's last USER
+		`cat /etc/pilot-marker 2>/dev/null || echo refused`: "refused",
+		`ps -o user= -C Xvfb`:                               "desktop",
+	} {
+		out, err := m.Exec(ctx, dir, service.ExecRequest{Command: command})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(string(out.Stdout)); got != want {
+			t.Errorf("%s: %q (%s), want %q", command, got, out.Stderr, want)
+		}
+	}
+	if _, err := m.Stop(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	// Limits above the caps ask first, even for the container that exists.
+	writeProjectFile(t, dir, "settings.json", `{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}, "memory": "6g"}}`)
+	needsApproval(t, m, dir, service.ApprovalLimits)
+	writeProjectFile(t, dir, "settings.json", `{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`)
+	// A changed Dockerfile asks again, with another digest.
+	writeProjectFile(t, dir, "Dockerfile", "ARG PILOT_BASE\nFROM ${PILOT_BASE}\nRUN true\n")
+	pending, err := m.Pending(ctx, dir)
+	if err != nil || len(pending) != 1 || pending[0].Digest == ask.Digest {
+		t.Errorf("pending after a change: %+v, %v", pending, err)
+	}
+	assertApprovalOutsideProject(t, dir)
+	if _, err := m.Remove(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := docker.ImageLabels(ctx, tag); !errors.Is(err, service.ErrImageNotFound) {
+		t.Errorf("the project's image outlived its sandbox: %v", err)
+	}
+	needsApproval(t, m, dir, service.ApprovalDockerfile)
+}
+
+// A Dockerfile that does not build fails the start with the build's log.
+func TestProjectDockerfileBuildError(t *testing.T) {
+	m, docker := dockertest.Manager(t, nil)
+	dir := dockertest.Project(t, docker)
+	ctx := context.Background()
+	t.Cleanup(func() { docker.RemoveImage(context.Background(), service.ProjectTag(dockertest.Config(t).Image, dir)) })
+	writeProjectFile(t, dir, "settings.json", `{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`)
+	writeProjectFile(t, dir, "Dockerfile", "ARG PILOT_BASE\nFROM ${PILOT_BASE}\nRUN echo pilot-broken-step >&2; exit 3\n")
+	if err := m.Approve(ctx, dir, needsApproval(t, m, dir, service.ApprovalDockerfile).Digest); err != nil {
+		t.Fatal(err)
+	}
+	_, err := m.Start(ctx, dir)
+	var logged *service.LogError
+	if !errors.Is(err, service.ErrImageBuild) || !errors.As(err, &logged) || !strings.Contains(strings.Join(logged.Log, "\n"), "pilot-broken-step") {
+		t.Fatalf("start: %v, want a build error with the step's output", err)
+	}
+}
+
+func writeProjectFile(t *testing.T, dir, name, text string) {
+	t.Helper()
+	os.MkdirAll(filepath.Join(dir, projectfs.Dir), 0o755)
+	if err := os.WriteFile(filepath.Join(dir, projectfs.Dir, name), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// needsApproval starts the sandbox and expects it to wait for an approval
+// of kind, which it returns.
+func needsApproval(t *testing.T, m *service.Manager, dir, kind string) service.Approval {
+	t.Helper()
+	_, err := m.Start(context.Background(), dir)
+	var ae *service.ApprovalError
+	if !errors.As(err, &ae) || ae.Approval.Kind != kind {
+		t.Fatalf("start: %v, want it to ask for a %s approval", err, kind)
+	}
+	return ae.Approval
+}
+
+// assertApprovalOutsideProject checks that nothing in the project holds an
+// approval's digest.
+func assertApprovalOutsideProject(t *testing.T, dir string) {
+	t.Helper()
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if data, _ := os.ReadFile(path); strings.Contains(string(data), "approvedAt") {
+				t.Errorf("%s holds an approval", path)
+			}
+		}
+		return nil
+	})
+}
