@@ -10,6 +10,7 @@
 /** @typedef {import('./types.js').DockerStatus} DockerStatus */
 /** @typedef {import('./types.js').SandboxState} SandboxState */
 /** @typedef {import('./types.js').InitializeResult} InitializeResult */
+/** @typedef {import('./types.js').Approval} Approval */
 /** @typedef {import('./types.js').ExecOptions} ExecOptions */
 /** @typedef {import('./types.js').ExecResult} ExecResult */
 /** @typedef {import('./types.js').Screenshot} Screenshot */
@@ -30,7 +31,8 @@ export const PROTOCOL_VERSION = 1;
  * An error answered by the server. `kind` is the stable string to switch
  * on (docs/protocol.md, Errors); `field` names the bad param of an
  * invalid_params error; `log` holds the last lines of a failed image build
- * or start; `running` lists the sandboxes that run, for too_many_sandboxes.
+ * or start; `running` lists the sandboxes that run, for too_many_sandboxes;
+ * `approval` is what needs_approval asks the user ({kind, summary, digest}).
  */
 export class RpcError extends Error {
   /**
@@ -52,6 +54,8 @@ export class RpcError extends Error {
     this.log = this.data.log;
     /** @type {{projectPath: string, containerId?: string, containerName: string}[] | undefined} */
     this.running = this.data.running;
+    /** @type {Approval | undefined} */
+    this.approval = this.data.approval;
   }
 }
 
@@ -247,6 +251,19 @@ export class Client {
    * @returns {Promise<SandboxState>}
    */
   start(projectPath, options) { return this.request('sandbox/start', { projectPath }, options); }
+
+  /**
+   * Records the user's approval of what the project's own files ask (a
+   * Dockerfile to build, limits above the caps), named by the digest a
+   * needs_approval error's `approval` gave. Call it only on the user's
+   * say-so: it is what stands between a stranger's repository and a build
+   * as root.
+   *
+   * @param {string} projectPath
+   * @param {string} digest
+   * @returns {Promise<{approved: boolean}>}
+   */
+  approve(projectPath, digest) { return this.request('sandbox/approve', { projectPath, digest }); }
 
   /**
    * @param {string} projectPath

@@ -33,6 +33,15 @@
  */
 
 /**
+ * What the project's own files ask that needs the user's approval
+ * (needs_approval's data.approval).
+ * @typedef {object} Approval
+ * @property {'dockerfile' | 'limits'} kind
+ * @property {string} summary what would happen, in plain words
+ * @property {string} digest names exactly this content, for sandbox/approve
+ */
+
+/**
  * @typedef {object} InitializeResult
  * @property {{name: string, version: string}} serverInfo
  * @property {number} protocolVersion

@@ -6,6 +6,7 @@
 /** @typedef {import('../client/types.js').DockerStatus} DockerStatus */
 /** @typedef {import('../client/types.js').SandboxState} SandboxState */
 /** @typedef {import('../client/types.js').SandboxProgress} SandboxProgress */
+/** @typedef {import('../client/types.js').Approval} Approval */
 
 /**
  * @typedef {object} Failure a call of this panel that failed
@@ -28,6 +29,7 @@
  * @property {'start' | 'stop' | null} action a call of this panel in flight
  * @property {SandboxProgress | null} progress of the start in progress
  * @property {Failure | null} failure of the last start or stop
+ * @property {Approval | null} approval what the last start asked the user to approve
  * @property {boolean | null} toolsEnabled null until known
  * @property {boolean} toolsPending a change of it is in flight
  * @property {string} toolsError why the last change failed
@@ -40,14 +42,14 @@
 export function initialModel() {
   return {
     connection: 'connecting', connectionError: '', docker: null,
-    loaded: false, sandbox: null, action: null, progress: null, failure: null,
+    loaded: false, sandbox: null, action: null, progress: null, failure: null, approval: null,
     toolsEnabled: null, toolsPending: false, toolsError: '',
     mode: 'watch', viewer: 'connecting', viewerMessage: '',
   };
 }
 
 /**
- * @typedef {'connecting' | 'lost' | 'docker' | 'stopped' | 'starting' | 'running' | 'stopping' | 'error'} Phase
+ * @typedef {'connecting' | 'lost' | 'docker' | 'stopped' | 'approval' | 'starting' | 'running' | 'stopping' | 'error'} Phase
  */
 
 /**
@@ -66,6 +68,8 @@ export function phase(m) {
   // first event says so.
   if (m.action === 'start' && (status === 'stopped' || status === 'error')) return 'starting';
   if (m.action === 'stop' && status === 'running') return 'stopping';
+  // The project's own files ask for something only the user may allow.
+  if (m.approval && (status === 'stopped' || status === 'error')) return 'approval';
   if (status === 'stopped' && m.failure) return 'error';
   return status;
 }
@@ -78,6 +82,7 @@ const BADGES = {
   lost: { label: 'Disconnected', tone: 'bad' },
   docker: { label: 'No Docker', tone: 'bad' },
   stopped: { label: 'Stopped', tone: 'neutral' },
+  approval: { label: 'Needs approval', tone: 'busy' },
   starting: { label: 'Starting…', tone: 'busy' },
   running: { label: 'Running', tone: 'good' },
   stopping: { label: 'Stopping…', tone: 'busy' },

@@ -54,6 +54,8 @@ export class PilotSandboxPanel extends HTMLElement {
     this.#on('.start', () => this.#start());
     this.#on('.start-sandbox', () => this.#start());
     this.#on('.stop', () => this.#stop());
+    this.#on('.approve', () => this.#approve());
+    this.#on('.cancel-approval', () => this.#set({ approval: null }));
     this.#on('.switch', () => this.#toggleTools());
     this.#on('.recheck', () => this.#load());
     this.#on('.reconnect', () => {
@@ -116,7 +118,7 @@ export class PilotSandboxPanel extends HTMLElement {
         this.#set({
           sandbox: state,
           ...(state?.status !== 'starting' && { progress: null }),
-          ...(state?.status === 'running' && { failure: null }),
+          ...(state?.status === 'running' && { failure: null, approval: null }),
         });
       }),
       client.onProgress((progress) => {
@@ -162,13 +164,31 @@ export class PilotSandboxPanel extends HTMLElement {
   async #start() {
     const client = this.#client;
     if (!client || !controls(this.#model).start) return;
-    this.#set({ action: 'start', failure: null, progress: null });
+    this.#set({ action: 'start', failure: null, approval: null, progress: null });
     try {
       this.#set({ sandbox: await client.start(this.project), action: null });
+    } catch (/** @type {any} */ err) {
+      this.#set({ action: null });
+      if (err?.kind === 'needs_approval' && err.approval) this.#set({ approval: err.approval });
+      else this.#failed(err);
+    }
+  }
+
+  /** The user approved what the project asks: record it, then start. */
+  async #approve() {
+    const client = this.#client;
+    const approval = this.#model.approval;
+    if (!client || !approval || this.#model.action !== null) return;
+    this.#set({ action: 'start', approval: null, failure: null, progress: null });
+    try {
+      await client.approve(this.project, approval.digest);
     } catch (err) {
       this.#set({ action: null });
       this.#failed(err);
+      return;
     }
+    this.#set({ action: null });
+    await this.#start();
   }
 
   async #stop() {

@@ -54,6 +54,8 @@ export function renderPanel(root, m, project) {
   $('.failure-log').hidden = !m.failure?.log?.length;
   $('.failure-log pre').textContent = (m.failure?.log ?? []).join('\n');
 
+  $('.approval-summary').textContent = m.approval?.summary ?? '';
+
   const progress = progressOf(m);
   const bar = /** @type {HTMLProgressElement} */ (root.querySelector('.progress'));
   if (progress.value === null) bar.removeAttribute('value');

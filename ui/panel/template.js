@@ -68,6 +68,17 @@ export function panelMarkup(stylesheet) {
       <button type="button" class="primary start-sandbox" disabled>Start Sandbox</button>
       <p class="hint">Docker required. The sandbox is a virtual desktop in a Docker container that the agent can see and control.</p>
     </section>
+    <section data-phase="approval" class="message" hidden>
+      ${warningIcon}
+      <h2>This project asks for your approval</h2>
+      <p class="approval-lead">Its own files (.pilot/settings.json, its Dockerfile) ask to:</p>
+      <p class="approval-summary"></p>
+      <p class="hint">A repository may be a stranger's. Approve only what you trust; any change to it asks again.</p>
+      <div class="approval-actions">
+        <button type="button" class="primary approve">Approve</button>
+        <button type="button" class="cancel-approval">Cancel</button>
+      </div>
+    </section>
     <section data-phase="starting" class="message" hidden>
       ${monitorIcon}
       <h2>Starting the sandbox…</h2>

@@ -17,6 +17,7 @@ const wrappers = {
   exit: 'exit',
   'docker/status': 'dockerStatus',
   'sandbox/start': 'start',
+  'sandbox/approve': 'approve',
   'sandbox/stop': 'stop',
   'sandbox/remove': 'remove',
   'sandbox/status': 'status',

@@ -32,6 +32,9 @@ function sandbox(fields = {}) {
  */
 const model = (patch) => ({ ...initialModel(), connection: 'connected', docker, loaded: true, toolsEnabled: false, ...patch });
 
+/** @type {import('../client/types.js').Approval} */
+const ask = { kind: 'limits', summary: 'run its sandbox with memory 8g (your cap 4GiB)', digest: 'sha256:0' };
+
 test('phases and badges', () => {
   for (const [name, m, wantPhase, wantLabel] of /** @type {[string, Model, string, string][]} */ ([
     ['before the connection', initialModel(), 'connecting', 'Connecting…'],
@@ -47,6 +50,9 @@ test('phases and badges', () => {
     ['a stop of the panel', model({ action: 'stop', sandbox: sandbox() }), 'stopping', 'Stopping…'],
     ['the sandbox in error', model({ sandbox: sandbox({ status: 'error', error: 'it broke' }) }), 'error', 'Error'],
     ['a failed start', model({ sandbox: sandbox({ status: 'stopped' }), failure: { message: 'no' } }), 'error', 'Error'],
+    ['a start that needs approval', model({ approval: ask }), 'approval', 'Needs approval'],
+    ['the approved start', model({ approval: null, action: 'start' }), 'starting', 'Starting…'],
+    ['an approval left while it runs', model({ approval: ask, sandbox: sandbox() }), 'running', 'Running'],
   ])) {
     assert.equal(phase(m), wantPhase, name);
     assert.equal(badge(m).label, wantLabel, name);
