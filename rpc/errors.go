@@ -110,11 +110,8 @@ func toWire(err error) *jsonrpc2.Error {
 		param    *args.Error
 		argument *service.ArgumentError
 		logged   *service.LogError
-		config   *projectfs.ConfigError
-		file     *projectfs.FileError
 		tooMany  *service.TooManyError
 		refused  *sandboxfs.FieldError
-		approval *service.ApprovalError
 	)
 	switch {
 	case errors.As(err, &wire):
@@ -134,16 +131,12 @@ func toWire(err error) *jsonrpc2.Error {
 		return newError(codeDockerUnavailable, err.Error(), nil)
 	case errors.Is(err, service.ErrNotRunning):
 		return newError(codeNotRunning, err.Error(), nil)
-	case errors.As(err, &approval):
-		return newError(codeNeedsApproval, err.Error(), &errorData{Approval: &approval.Approval})
 	case errors.As(err, &logged) && errors.Is(err, service.ErrImageBuild):
 		return newError(codeImageBuildFailed, err.Error(), &errorData{Log: logged.Log})
 	case errors.As(err, &logged):
 		return newError(codeStartFailed, err.Error(), &errorData{Log: logged.Log})
-	case errors.As(err, &config):
-		return newError(codeStartFailed, "the project's sandbox settings are wrong: "+config.Error(), &errorData{File: config.File})
-	case errors.As(err, &file):
-		return newError(codeProjectFile, file.Error(), &errorData{File: file.Path})
+	case projectWire(err) != nil:
+		return projectWire(err)
 	case errors.As(err, &tooMany):
 		return newError(codeTooManySandboxes, err.Error(), &errorData{Running: tooMany.Running})
 	case errors.Is(err, service.ErrNoBrowser):
@@ -163,4 +156,23 @@ func toWire(err error) *jsonrpc2.Error {
 	default:
 		return newError(codeInternal, "internal error: "+err.Error(), nil)
 	}
+}
+
+// projectWire is what an error about the project's own files means to a
+// client (what they ask, what is wrong with them), or nil.
+func projectWire(err error) *jsonrpc2.Error {
+	var (
+		approval *service.ApprovalError
+		config   *projectfs.ConfigError
+		file     *projectfs.FileError
+	)
+	switch {
+	case errors.As(err, &approval):
+		return newError(codeNeedsApproval, err.Error(), &errorData{Approval: &approval.Approval})
+	case errors.As(err, &config):
+		return newError(codeStartFailed, "the project's sandbox settings are wrong: "+config.Error(), &errorData{File: config.File})
+	case errors.As(err, &file):
+		return newError(codeProjectFile, file.Error(), &errorData{File: file.Path})
+	}
+	return nil
 }

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+)
+
+// pilot-sandbox start of a project asking limits above the caps, without
+// a terminal, says to run pilot-sandbox approve; approve shows the request
+// and wants --yes without a terminal; approve --yes records it in the
+// user's state, and start then works.
+func TestCommandLineApproves(t *testing.T) {
+	docker := dockertest.Engine(t)
+	state := t.TempDir()
+	env := []string{"XDG_STATE_HOME=" + state}
+	dir := dockertest.Project(t, docker)
+	os.MkdirAll(filepath.Join(dir, projectfs.Dir), 0o755)
+	os.WriteFile(projectfs.SettingsFile(dir), []byte(`{"sandbox": {"memory": "5g"}}`), 0o644)
+
+	_, errOut, code := cliRun(t, env, "y\n", "start", "--project", dir)
+	if code != 1 || !strings.Contains(errOut, "memory 5g (your cap 4GiB)") || !strings.Contains(errOut, "pilot-sandbox approve --project "+dir) {
+		t.Fatalf("start without a terminal: %d %s", code, errOut)
+	}
+	out, errOut, code := cliRun(t, env, "y\n", "approve", "--project", dir)
+	if code != 1 || !strings.Contains(out, "asks to run its sandbox with memory 5g") || !strings.Contains(errOut, "pilot-sandbox approve --yes") {
+		t.Fatalf("approve without a terminal: %d %s %s", code, out, errOut)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(state, "pilot-sandbox", "approvals")); len(entries) != 0 {
+		t.Fatalf("approve without a yes recorded %d files", len(entries))
+	}
+	out, errOut, code = cliRun(t, env, "", "approve", "--yes", "--project", dir)
+	if code != 0 || !strings.Contains(out, "Approved") {
+		t.Fatalf("approve --yes: %d %s %s", code, out, errOut)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(state, "pilot-sandbox", "approvals")); len(entries) != 1 {
+		t.Errorf("approvals kept: %d files, want 1", len(entries))
+	}
+	if out, _, code := cliRun(t, env, "", "approve", "--project", dir); code != 0 || !strings.Contains(out, "asks for nothing that needs your approval") {
+		t.Errorf("approve again: %d %s", code, out)
+	}
+	if out, errOut, code := cliRun(t, env, "", "start", "--project", dir); code != 0 || !strings.Contains(out, ": running") {
+		t.Errorf("start after approval: %d %s %s", code, out, errOut)
+	}
+}
