@@ -190,6 +190,20 @@ func TestProjectDockerfileNeedsApproval(t *testing.T) {
 	if spec.Seccomp != h.m.cfg.Seccomp {
 		t.Errorf("seccomp not the browser's")
 	}
+	// A changed Dockerfile applies to a new sandbox: a restart says so.
+	h.m.Stop(ctx, dir)
+	writeDockerfile(t, dir, "ARG PILOT_BASE\nFROM ${PILOT_BASE}\nRUN true\n")
+	h.drain()
+	if _, err := h.m.Start(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	said := false
+	for _, ev := range h.drain() {
+		said = said || ev.Kind == EventProgress && strings.Contains(ev.Progress.Message, ".pilot/Dockerfile changed since this sandbox was made")
+	}
+	if !said {
+		t.Errorf("a restart with a changed Dockerfile did not say it applies to a new sandbox")
+	}
 	// Removing the sandbox removes its image; a changed Dockerfile asks again.
 	if _, err := h.m.Remove(ctx, dir); err != nil {
 		t.Fatal(err)
@@ -197,9 +211,26 @@ func TestProjectDockerfileNeedsApproval(t *testing.T) {
 	if _, err := h.docker.ImageLabels(ctx, tag); !errors.Is(err, ErrImageNotFound) {
 		t.Errorf("the project's image outlived its sandbox: %v", err)
 	}
+	firstHash := last.Labels[LabelImageHash]
 	writeDockerfile(t, dir, "ARG PILOT_BASE\nFROM ${PILOT_BASE}\nUSER root\nRUN touch /made-again\n")
 	if _, err := h.m.Start(ctx, dir); !errors.As(err, &ae) || ae.Approval.Kind != ApprovalDockerfile {
-		t.Errorf("a changed Dockerfile: %v, want it asked again", err)
+		t.Fatalf("a changed Dockerfile: %v, want it asked again", err)
+	}
+	// Approved, the changed Dockerfile builds under a new hash.
+	if err := h.m.Approve(ctx, dir, ae.Approval.Digest); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.m.Start(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	rebuilt := h.docker.builds[len(h.docker.builds)-1]
+	if rebuilt.Tag != tag || rebuilt.Labels[LabelImageHash] == firstHash || rebuilt.Labels[LabelProject] != dir {
+		t.Errorf("rebuilt %s with %v, first hash %s", rebuilt.Tag, rebuilt.Labels, firstHash)
+	}
+	// The earlier approval no longer stands: content changed back asks again.
+	writeDockerfile(t, dir, "ARG PILOT_BASE\nFROM ${PILOT_BASE}\nUSER root\nRUN touch /made-as-root\n")
+	if pending, err := h.m.Pending(ctx, dir); err != nil || len(pending) != 1 {
+		t.Errorf("pending after changing back: %+v %v", pending, err)
 	}
 }
 

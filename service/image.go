@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/pilot-sandbox/pilot-sandbox/imagebuild"
@@ -46,6 +47,7 @@ type imageBuild struct {
 	// Dockerfile), and project the project whose own image it is ("" for
 	// the sidecar's images).
 	dockerfile, project string
+	labels              map[string]string // more labels for the image
 }
 
 // imagesFor lists the images a variant needs, the one below first.
@@ -108,6 +110,7 @@ func (m *Manager) ensureOne(ctx context.Context, project string, img imageBuild)
 	if img.project != "" {
 		want[LabelProject] = img.project
 	}
+	maps.Copy(want, img.labels)
 	err = m.docker.BuildImage(ctx, BuildSpec{
 		Tag:        img.tag,
 		Context:    bytes.NewReader(img.build.Tar),

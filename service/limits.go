@@ -57,6 +57,7 @@ func (m *Manager) applyLimits(ctx context.Context, b *box, c Container) error {
 		return err
 	}
 	m.noteCreationOnly(b, pc, c)
+	m.noteImageChange(ctx, b, pc, c)
 	want.ShmBytes = c.Limits.ShmBytes // fixed at creation
 	if want == c.Limits {
 		return nil

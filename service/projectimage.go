@@ -21,6 +21,10 @@ const VariantProject = "dockerfile"
 // own image runs whatever its Dockerfile sets.
 const desktopEntrypoint = "/usr/local/bin/pilot-desktop"
 
+// LabelContext, on a project's own image, is the digest of the build
+// context it was built from (what the user approved).
+const LabelContext = "pilot.sandbox.context"
+
 // pinnedLabels are the labels of the browser image a project's container
 // keeps whatever the project's Dockerfile set: they say which user runs the
 // desktop, where its VNC passwords go, which viewer page is the sidecar's,
@@ -81,6 +85,7 @@ func (m *Manager) ensurePlan(ctx context.Context, project string, plan imagePlan
 	}
 	img := m.projectBuild(project, plan)
 	m.imageMu.Lock()
+	img.labels = map[string]string{LabelContext: plan.context.Digest}
 	err := m.ensureOne(ctx, project, img)
 	m.imageMu.Unlock()
 	if err != nil {
@@ -144,4 +149,24 @@ func (m *Manager) checkNetwork(project string, pc projectfs.Config) error {
 		return &projectfs.ConfigError{File: m.policy.file, Field: "network", Reason: `is "none"` + why}
 	}
 	return nil
+}
+
+// noteImageChange says, in the start's progress, when the project's
+// Dockerfile (or its context) changed since its sandbox was made: the
+// image applies to a new sandbox, as every sandbox.image does.
+func (m *Manager) noteImageChange(ctx context.Context, b *box, pc projectfs.Config, c Container) {
+	df := pc.ImageDockerfile()
+	if df == "" || c.Image != ProjectTag(m.cfg.Image, b.project) {
+		return
+	}
+	labels, err := m.docker.ImageLabels(ctx, c.Image)
+	if err != nil {
+		return
+	}
+	bc, err := projectfs.ReadBuildContext(b.project, df)
+	if err == nil && bc.Digest == labels[LabelContext] {
+		return
+	}
+	m.progress(b.project, StageStart, fmt.Sprintf("%s changed since this sandbox was made: it applies to a new sandbox; "+
+		"remove the sandbox (its files go with it) to build and use it", df), 0, 0)
 }
