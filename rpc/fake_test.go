@@ -54,6 +54,7 @@ type fakeService struct {
 	procs    []service.Process        // started in the background
 	exposed  map[int]bool             // exposed ports
 	touched  []string                 // the projects Touch was called with
+	approved bool                     // the stranger project's request was approved
 }
 
 // heldCall is a call waiting at a gate.
@@ -78,7 +79,7 @@ const fakeEndpoint = "unix:///var/run/docker.sock"
 // fakeProjects makes the project directories fakeService knows under root,
 // plus a file and a symlink to ok.
 func fakeProjects(root string) error {
-	for _, name := range []string{"ok", "other", "none", "buildfail", "startfail", "bug", "slowdocker", "held", "readonly", "badsettings", "crowded"} {
+	for _, name := range []string{"ok", "other", "none", "buildfail", "startfail", "bug", "slowdocker", "held", "readonly", "badsettings", "crowded", "stranger"} {
 		if err := os.Mkdir(filepath.Join(root, name), 0o755); err != nil {
 			return err
 		}
@@ -202,14 +203,21 @@ func (f *fakeService) progress(project, stage, msg string, current, total int) {
 	}})
 }
 
-// Approve approves "sha256:good" only.
+// strangerAsks is what the project "stranger" asks before it starts.
+var strangerAsks = service.Approval{Kind: service.ApprovalDockerfile, Summary: "build .pilot/Dockerfile (40B) FROM the browser image", Digest: "sha256:good"}
+
+// Approve approves the stranger project's "sha256:good" only.
 func (f *fakeService) Approve(ctx context.Context, path, digest string) error {
-	if _, err := f.enter(ctx, path); err != nil {
+	project, err := f.enter(ctx, path)
+	if err != nil {
 		return err
 	}
-	if digest != "sha256:good" {
+	if filepath.Base(project) != "stranger" || digest != strangerAsks.Digest {
 		return &service.ArgumentError{Name: "digest", Reason: "is not what the project asks now"}
 	}
+	f.mu.Lock()
+	f.approved = true
+	f.mu.Unlock()
 	return nil
 }
 
@@ -220,6 +228,12 @@ func (f *fakeService) Start(ctx context.Context, path string) (service.State, er
 	}
 	if st, ok := f.state(project); ok && st.Status == service.StatusRunning {
 		return st, nil
+	}
+	f.mu.Lock()
+	asks := filepath.Base(project) == "stranger" && !f.approved
+	f.mu.Unlock()
+	if asks {
+		return service.State{}, &service.ApprovalError{Project: project, Approval: strangerAsks}
 	}
 	st := service.State{
 		ProjectPath: project, ContainerID: "c0ffee", ContainerName: "pilot-sandbox-" + filepath.Base(project),
