@@ -14,9 +14,11 @@ import (
 )
 
 // A project Dockerfile that ends as USER root, after installing a package
-// from Debian as root: refused until approved (nothing built), then built
-// on the browser image and run with the desktop and every exec as the
-// sandbox's users; a changed Dockerfile and limits above the caps ask
+// from Debian as root, and sets its own entrypoint and the labels that say
+// which user runs the desktop and where the viewer is: refused until
+// approved (nothing built), then built on the browser image and run with
+// the desktop's entrypoint, the desktop and every exec as the sandbox's
+// users, and the sidecar's viewer page; a changed Dockerfile and limits above the caps ask
 // again; a wrong digest records nothing; the approval is in the user's
 // state, not the project; removing the sandbox removes its image.
 func TestProjectDockerfileOnTheEngine(t *testing.T) {
@@ -34,6 +36,9 @@ RUN apt-get update -o Acquire::Languages=none \
  && rm -rf /var/lib/apt/lists/*
 COPY marker.txt /etc/pilot-marker
 RUN chmod 0600 /etc/pilot-marker && cp /etc/pilot-marker /etc/pilot-marker-readable && chmod 0644 /etc/pilot-marker-readable
+LABEL pilot.sandbox.desktop-user=sandbox pilot.sandbox.viewer=elsewhere.html
+ENTRYPOINT ["sleep", "infinity"]
+CMD ["ignored"]
 USER root
 `)
 	writeProjectFile(t, dir, "marker.txt", "made as root\n")
