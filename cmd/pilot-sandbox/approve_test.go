@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,5 +46,40 @@ func TestCommandLineApproves(t *testing.T) {
 	}
 	if out, errOut, code := cliRun(t, env, "", "start", "--project", dir); code != 0 || !strings.Contains(out, ": running") {
 		t.Errorf("start after approval: %d %s %s", code, out, errOut)
+	}
+}
+
+// On a terminal, approve shows the request and records it after a y, and
+// a start asks the same; a no records nothing. (script(1) gives the
+// command a terminal.)
+func TestCommandLineApprovesOnATerminal(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("no script(1) to give the command a terminal")
+	}
+	state := t.TempDir()
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, projectfs.Dir), 0o755)
+	os.WriteFile(projectfs.SettingsFile(dir), []byte(`{"sandbox": {"processes": 9000}}`), 0o644)
+	onTerminal := func(answer string) (string, int) {
+		cmd := exec.Command("script", "-q", "-e", "-c", binary+" approve --project "+dir, "/dev/null")
+		cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state)
+		cmd.Stdin = strings.NewReader(answer)
+		out, _ := cmd.CombinedOutput()
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	approvals := filepath.Join(state, "pilot-sandbox", "approvals")
+	out, code := onTerminal("n\n")
+	if code == 0 || !strings.Contains(out, "processes 9000 (your cap 4096)") || !strings.Contains(out, "Approve this? [y/N]") {
+		t.Fatalf("approve, answered no: %d %s", code, out)
+	}
+	if entries, _ := os.ReadDir(approvals); len(entries) != 0 {
+		t.Fatalf("a no recorded %d files", len(entries))
+	}
+	out, code = onTerminal("y\n")
+	if code != 0 || !strings.Contains(out, "Approved") {
+		t.Fatalf("approve, answered yes: %d %s", code, out)
+	}
+	if entries, _ := os.ReadDir(approvals); len(entries) != 1 {
+		t.Errorf("a yes kept %d files, want 1", len(entries))
 	}
 }
