@@ -50,7 +50,7 @@ func (e *ApprovalError) Error() string {
 func (e *ApprovalError) Unwrap() error { return ErrNeedsApproval }
 
 // Pending is what the project's settings ask now that the user has not
-// approved, the Dockerfile first.
+// approved, in the order a start asks it: the limits, then the Dockerfile.
 func (m *Manager) Pending(ctx context.Context, path string) ([]Approval, error) {
 	project, err := projectfs.Canonical(path)
 	if err != nil {
@@ -102,22 +102,22 @@ func (m *Manager) Approve(ctx context.Context, path, digest string) error {
 }
 
 // asks is everything the project's settings ask that needs approval,
-// approved or not.
+// approved or not: the limits first, as a start checks them first.
 func (m *Manager) asks(project string) ([]Approval, error) {
 	pc, err := projectfs.ReadConfig(project)
 	if err != nil {
 		return nil, err
 	}
 	var asks []Approval
+	if a, ok := limitsAsk(pc, m.caps()); ok {
+		asks = append(asks, a)
+	}
 	if df := pc.ImageDockerfile(); df != "" {
 		bc, err := projectfs.ReadBuildContext(project, df)
 		if err != nil {
 			return nil, err
 		}
 		asks = append(asks, m.dockerfileAsk(bc))
-	}
-	if a, ok := limitsAsk(pc, m.caps()); ok {
-		asks = append(asks, a)
 	}
 	return asks, nil
 }

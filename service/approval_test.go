@@ -263,3 +263,33 @@ func TestNetworkNoneIsRefused(t *testing.T) {
 		t.Errorf("a container was made")
 	}
 }
+
+// A project that asks both gets them one at a time, in the order Pending
+// lists them: the limits, then the Dockerfile.
+func TestBothAsksOneAtATime(t *testing.T) {
+	h := browserHarness(t)
+	dir := project(t)
+	ctx := context.Background()
+	writeSettings(t, dir, `{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}, "cpus": 3}}`)
+	writeDockerfile(t, dir, "ARG PILOT_BASE\nFROM ${PILOT_BASE}\n")
+	pending, err := h.m.Pending(ctx, dir)
+	if err != nil || len(pending) != 2 || pending[0].Kind != ApprovalLimits || pending[1].Kind != ApprovalDockerfile {
+		t.Fatalf("pending %+v, %v", pending, err)
+	}
+	for _, want := range pending {
+		_, err := h.m.Start(ctx, dir)
+		var ae *ApprovalError
+		if !errors.As(err, &ae) || ae.Approval != want {
+			t.Fatalf("start: %v, want it to ask %+v", err, want)
+		}
+		if err := h.m.Approve(ctx, dir, want.Digest); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.m.Start(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	if pending, _ := h.m.Pending(ctx, dir); len(pending) != 0 {
+		t.Errorf("still pending: %+v", pending)
+	}
+}
