@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 )
@@ -93,6 +94,14 @@ func (a Approvals) Approve(project string, ap Approval, now time.Time) error {
 		return ErrNoState
 	}
 	ap.ApprovedAt = now.UnixMilli()
+	if err := os.MkdirAll(a.dir, 0o700); err != nil {
+		return fmt.Errorf("record the approval: %w", err)
+	}
+	// Two processes approving for one project at once (the panel and the
+	// command line) each keep the other's kind.
+	if unlock, err := lockWithin(a.Path(project)+".lock", registryLockWait); err == nil {
+		defer unlock()
+	}
 	file := a.read(project)
 	kept := []Approval{ap}
 	for _, old := range file.Approved {
