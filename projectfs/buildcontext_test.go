@@ -32,7 +32,7 @@ func TestBuildContextDigest(t *testing.T) {
 		t.Fatal(err)
 	}
 	if first.Files != 2 || first.Dir != ".pilot" || first.Name != "Dockerfile" || !strings.HasPrefix(first.Digest, "sha256:") {
-		t.Errorf("%+v", first)
+		t.Errorf("files %d, dir %s, name %s, digest %s", first.Files, first.Dir, first.Name, first.Digest)
 	}
 	again, _ := ReadBuildContext(dir, ".pilot/Dockerfile")
 	if again.Digest != first.Digest {
