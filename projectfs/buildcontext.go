@@ -190,7 +190,7 @@ func (p *packer) add(rel string) error {
 	case mode.IsDir():
 		p.dirs = append(p.dirs, name)
 		return p.walk(rel)
-	case !mode.IsRegular() && mode&fs.ModeSymlink != 0:
+	case mode&fs.ModeSymlink != 0:
 		return &refusal{rel + " is a symbolic link" + linkTarget(p.root, rel)}
 	case !mode.IsRegular():
 		return &refusal{rel + " is " + kindOf(mode)}

@@ -29,7 +29,7 @@ function approvalFiles(state) {
     for (const e of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, e.name);
       if (e.isDirectory()) walk(path);
-      else if (dir.endsWith('approvals')) found.push(readFileSync(path, 'utf8'));
+      else if (dir.endsWith('approvals') && e.name.endsWith('.json')) found.push(readFileSync(path, 'utf8'));
     }
   };
   walk(state);
