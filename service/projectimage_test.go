@@ -23,10 +23,9 @@ import (
 // state, not the project; removing the sandbox removes its image.
 func TestProjectDockerfileOnTheEngine(t *testing.T) {
 	m, docker := dockertest.Manager(t, nil)
-	dir := dockertest.Project(t, docker)
+	dir := projectWithImage(t, docker)
 	ctx := context.Background()
 	tag := service.ProjectTag(dockertest.Config(t).Image, dir)
-	t.Cleanup(func() { docker.RemoveImage(context.Background(), tag) })
 	writeProjectFile(t, dir, "settings.json", `{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`)
 	writeProjectFile(t, dir, "Dockerfile", `ARG PILOT_BASE
 FROM ${PILOT_BASE}
@@ -104,9 +103,8 @@ USER root
 // A Dockerfile that does not build fails the start with the build's log.
 func TestProjectDockerfileBuildError(t *testing.T) {
 	m, docker := dockertest.Manager(t, nil)
-	dir := dockertest.Project(t, docker)
+	dir := projectWithImage(t, docker)
 	ctx := context.Background()
-	t.Cleanup(func() { docker.RemoveImage(context.Background(), service.ProjectTag(dockertest.Config(t).Image, dir)) })
 	writeProjectFile(t, dir, "settings.json", `{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`)
 	writeProjectFile(t, dir, "Dockerfile", "ARG PILOT_BASE\nFROM ${PILOT_BASE}\nRUN echo pilot-broken-step >&2; exit 3\n")
 	if err := m.Approve(ctx, dir, needsApproval(t, m, dir, service.ApprovalDockerfile).Digest); err != nil {
@@ -117,6 +115,22 @@ func TestProjectDockerfileBuildError(t *testing.T) {
 	if !errors.Is(err, service.ErrImageBuild) || !errors.As(err, &logged) || !strings.Contains(strings.Join(logged.Log, "\n"), "pilot-broken-step") {
 		t.Fatalf("start: %v, want a build error with the step's output", err)
 	}
+}
+
+// projectWithImage is dockertest.Project whose own image, if one was
+// built, is removed once its container is, whatever the test did.
+func projectWithImage(t *testing.T, docker service.Docker) string {
+	t.Helper()
+	var dir string
+	// Registered first, so that it runs after Project's removal of the
+	// container, which would keep the image in use.
+	t.Cleanup(func() {
+		if dir != "" {
+			docker.RemoveImage(context.Background(), service.ProjectTag(dockertest.Config(t).Image, dir))
+		}
+	})
+	dir = dockertest.Project(t, docker)
+	return dir
 }
 
 func writeProjectFile(t *testing.T, dir, name, text string) {
