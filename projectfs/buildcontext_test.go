@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -92,5 +93,24 @@ func TestBuildContextRefusals(t *testing.T) {
 				t.Errorf("err = %v, want sandbox.image ... %q", err, tc.words)
 			}
 		})
+	}
+}
+
+// BenchmarkReadBuildContext reads and digests a context of 200 files of
+// 50 KiB (10 MiB), as every creation of a sandbox from a project
+// Dockerfile does, and a restart of one (to say whether it changed).
+func BenchmarkReadBuildContext(b *testing.B) {
+	dir := b.TempDir()
+	os.MkdirAll(filepath.Join(dir, Dir, "files"), 0o755)
+	os.WriteFile(filepath.Join(dir, Dir, "Dockerfile"), []byte("ARG PILOT_BASE\nFROM ${PILOT_BASE}\nCOPY files /files\n"), 0o644)
+	data := make([]byte, 50<<10)
+	for i := range 200 {
+		os.WriteFile(filepath.Join(dir, Dir, "files", strconv.Itoa(i)), data, 0o644)
+	}
+	b.SetBytes(200 * 50 << 10)
+	for b.Loop() {
+		if _, err := ReadBuildContext(dir, ".pilot/Dockerfile"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
