@@ -85,7 +85,6 @@ func (m *Manager) ensurePlan(ctx context.Context, project string, plan imagePlan
 	}
 	img := m.projectBuild(project, plan)
 	m.imageMu.Lock()
-	img.labels = map[string]string{LabelContext: plan.context.Digest}
 	err := m.ensureOne(ctx, project, img)
 	m.imageMu.Unlock()
 	if err != nil {
@@ -96,9 +95,9 @@ func (m *Manager) ensurePlan(ctx context.Context, project string, plan imagePlan
 		return fmt.Errorf("inspect image %s: %w", m.cfg.BrowserImage, err)
 	}
 	for _, key := range pinnedLabels {
-		if v, ok := base[key]; ok {
-			spec.Labels[key] = v
-		}
+		// Set even when the base has none (""), so that the project's
+		// Dockerfile cannot add it either.
+		spec.Labels[key] = base[key]
 	}
 	spec.User, _ = desktopUserOf(Container{Labels: base})
 	spec.Entrypoint = []string{desktopEntrypoint}
@@ -115,6 +114,7 @@ func (m *Manager) projectBuild(project string, plan imagePlan) imageBuild {
 		args:       map[string]string{"PILOT_BASE": m.cfg.BrowserImage},
 		dockerfile: plan.context.Name,
 		project:    project,
+		labels:     map[string]string{LabelContext: plan.context.Digest},
 	}
 }
 
