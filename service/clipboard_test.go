@@ -19,8 +19,9 @@ const clipboardRounds = 20
 // sandbox. x11vnc 0.9.16 on its own sends the sandbox's selections only
 // once 15 s have passed since the last viewer connected (its sel_waittime),
 // so a viewer that connects and sees a copy made right away waits 15 s or
-// more; what pilot-clipboard pushes comes within milliseconds.
-const clipboardBound = 5 * time.Second
+// more; what pilot-clipboard pushes came within 1.1 s at worst (median
+// 0.3 s) on 2 CPUs with a load average near 60.
+const clipboardBound = 8 * time.Second
 
 // TestSandboxClipboardReachesTheViewer copies text in the sandbox right
 // after a viewer connects, as a user who opens the viewer and copies
