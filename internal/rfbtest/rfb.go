@@ -278,8 +278,9 @@ func (c *Conn) skipMessage(t byte) (update bool, err error) {
 const maxCutText = 1 << 20
 
 // ReadCutText reads server messages until a ServerCutText comes, for at
-// most timeout, and returns its text (Latin-1 bytes as RFB sends them).
-// Messages of other kinds are read past.
+// most timeout, and returns its text (the bytes as the server sent them).
+// Messages of other kinds are read past. Over a WebSocket (DialViewer) a
+// timeout ends the session: gorilla/websocket reads nothing after one.
 func (c *Conn) ReadCutText(timeout time.Duration) (string, error) {
 	c.conn.SetReadDeadline(time.Now().Add(timeout))
 	defer c.conn.SetReadDeadline(time.Time{})
