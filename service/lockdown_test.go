@@ -132,7 +132,7 @@ const hostMounts = `awk '{ for (i = 7; $i != "-"; i++); print $5, $(i+1) }' /pro
 
 // desktopProcesses are the processes of the desktop, which runs as the
 // user desktop.
-var desktopProcesses = []string{"docker-init", "pilot-desktop", "Xvfb", "fluxbox", "x11vnc", "websockify"}
+var desktopProcesses = []string{"docker-init", "pilot-desktop", "Xvfb", "fluxbox", "x11vnc", "pilot-clipboard", "websockify"}
 
 // process is one process of the sandbox as /proc/PID/status shows it.
 type process struct {

@@ -268,17 +268,51 @@ func (c *Conn) skipMessage(t byte) (update bool, err error) {
 	case msgBell:
 		return false, nil
 	case msgServerCutText:
-		var h struct {
-			_      [3]byte
-			Length uint32
-		}
-		if err := binary.Read(c.r, binary.BigEndian, &h); err != nil {
-			return false, err
-		}
-		_, err := c.r.Discard(int(h.Length))
+		_, err := c.readCutText()
 		return false, err
 	}
 	return false, fmt.Errorf("rfb: unexpected server message type %d", t)
+}
+
+// maxCutText bounds the clipboard text a test reads from the server.
+const maxCutText = 1 << 20
+
+// ReadCutText reads server messages until a ServerCutText comes, for at
+// most timeout, and returns its text (the bytes as the server sent them).
+// Messages of other kinds are read past. Over a WebSocket (DialViewer) a
+// timeout ends the session: gorilla/websocket reads nothing after one.
+func (c *Conn) ReadCutText(timeout time.Duration) (string, error) {
+	c.conn.SetReadDeadline(time.Now().Add(timeout))
+	defer c.conn.SetReadDeadline(time.Time{})
+	for {
+		t, err := c.r.ReadByte()
+		if err != nil {
+			return "", fmt.Errorf("rfb: waiting for clipboard text: %w", err)
+		}
+		if t == msgServerCutText {
+			return c.readCutText()
+		}
+		if _, err := c.skipMessage(t); err != nil {
+			return "", err
+		}
+	}
+}
+
+// readCutText reads the rest of a ServerCutText message.
+func (c *Conn) readCutText() (string, error) {
+	var h struct {
+		_      [3]byte
+		Length uint32
+	}
+	if err := binary.Read(c.r, binary.BigEndian, &h); err != nil {
+		return "", err
+	}
+	if h.Length > maxCutText {
+		return "", fmt.Errorf("rfb: clipboard text of %d bytes, more than %d", h.Length, maxCutText)
+	}
+	text := make([]byte, h.Length)
+	_, err := io.ReadFull(c.r, text)
+	return string(text), err
 }
 
 func (c *Conn) skipUpdate() error {

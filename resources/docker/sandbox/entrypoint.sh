@@ -142,19 +142,25 @@ supervise fluxbox sh -c 'exec fluxbox >>$HOME/fluxbox.log 2>&1' &
 started fluxbox
 
 # read: makes x11vnc read the file at each connection, so passwords the
-# sidecar installs for the next start are never stale. Not -noremote:
-# with it, x11vnc 0.9.16 no longer sends the sandbox's CLIPBOARD to viewers
-# (measured: the clipboard browser test times out), so the sandbox's X
-# clients can still send it remote-control commands (README, What a
-# sandbox is).
+# sidecar installs for the next start are never stale. -noremote and
+# -novncconnect: the sandbox's X clients may not give it commands through
+# the X11VNC_REMOTE property, nor have it connect out to an address of
+# their choosing through VNC_CONNECT (a reverse connection, which
+# libvncserver lets in without a password).
 # X11VNC_AVOID_WINDOWS=never: x11vnc 0.9.16 creates the window it owns
 # selections with, and starts watching them, only once a viewer has been
 # connected for 8 s (45 s without a window manager), to stay clear of a
 # display manager this desktop does not have. Until then text a viewer
 # pastes stops in CUT_BUFFER0 and the CLIPBOARD is not sent to viewers.
 supervise x11vnc env X11VNC_AVOID_WINDOWS=never x11vnc -display ":${display_number}" -rfbport 5900 -forever -shared \
-  -passwdfile "read:${passwd_file}" -noxdamage -quiet -o "$HOME/x11vnc.log" &
+  -passwdfile "read:${passwd_file}" -noremote -novncconnect -noxdamage -quiet -o "$HOME/x11vnc.log" &
 started x11vnc
+
+# pilot-clipboard: x11vnc sends what is copied in the sandbox to viewers
+# only from 15 s after the last one connected; this hands it over at once,
+# through CUT_BUFFER0 (the program says how and why).
+supervise pilot-clipboard sh -c 'exec pilot-clipboard >>$HOME/clipboard.log 2>&1' &
+started pilot-clipboard
 
 supervise websockify sh -c 'exec websockify --web /usr/share/novnc 6080 127.0.0.1:5900 >>$HOME/websockify.log 2>&1' &
 started websockify

@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+"""pilot-clipboard: hands text copied in the sandbox to x11vnc at once.
+
+x11vnc 0.9.16 sends the sandbox's CLIPBOARD to viewers by polling it (about
+every 2 s), and drops what it reads until 15 s have passed since the last
+viewer connected (sel_waittime in its selection code, which no option
+changes). A viewer that connects and sees something copied right away
+waits 15 s or more for it, and the browser test gave up in about one run in
+two. A change of the root window's CUT_BUFFER0 by another X client is sent
+to every viewer at once, with no such wait: that is the route used here.
+
+So this program, run by the entrypoint as the desktop user, is told by
+XFixes each time the CLIPBOARD changes owner, asks the new owner for the
+text as STRING (what x11vnc itself asks for and sends), and writes it to
+CUT_BUFFER0. Nothing is written when CUT_BUFFER0 already holds the text:
+x11vnc puts there what a viewer pasted, and takes the CLIPBOARD with it,
+so the viewer's own text is not sent back to it.
+
+Any X client of the sandbox can already write CUT_BUFFER0 and have x11vnc
+send it to viewers, so this gives the sandbox no new way in. What it reads
+from the sandbox's owners is bounded (x11vnc's own limit, 256 KiB, beyond
+which the text is cut, as x11vnc cuts it), and X errors a hostile owner
+causes are ignored instead of ending the program.
+
+Only the standard library and the X libraries x11vnc links (libX11,
+libXfixes). `pilot-clipboard --check` loads them and exits.
+"""
+
+import ctypes
+import sys
+
+# x11vnc's PROP_MAX: the most it reads of a selection or the cut buffer.
+MAX_TEXT = 262144
+
+XA_STRING = 31
+XA_CUT_BUFFER0 = 9
+SELECTION_NOTIFY = 31  # the core event type
+XFIXES_SET_SELECTION_OWNER_NOTIFY_MASK = 1
+PROP_MODE_REPLACE = 0
+ANY_PROPERTY_TYPE = 0
+
+x11 = ctypes.CDLL("libX11.so.6")
+xfixes = ctypes.CDLL("libXfixes.so.3")
+
+Display = ctypes.c_void_p
+Window = Atom = Time = ctypes.c_ulong
+
+
+class XSelectionEvent(ctypes.Structure):
+    _fields_ = [
+        ("type", ctypes.c_int), ("serial", ctypes.c_ulong), ("send_event", ctypes.c_int),
+        ("display", Display), ("requestor", Window), ("selection", Atom),
+        ("target", Atom), ("property", Atom), ("time", Time),
+    ]
+
+
+class XFixesSelectionNotifyEvent(ctypes.Structure):
+    _fields_ = [
+        ("type", ctypes.c_int), ("serial", ctypes.c_ulong), ("send_event", ctypes.c_int),
+        ("display", Display), ("window", Window), ("subtype", ctypes.c_int),
+        ("owner", Window), ("selection", Atom), ("timestamp", Time),
+        ("selection_timestamp", Time),
+    ]
+
+
+class XEvent(ctypes.Union):
+    _fields_ = [
+        ("type", ctypes.c_int), ("xselection", XSelectionEvent),
+        ("xfixesselection", XFixesSelectionNotifyEvent), ("pad", ctypes.c_long * 24),
+    ]
+
+
+def _proto(fn, restype, *argtypes):
+    fn.restype = restype
+    fn.argtypes = list(argtypes)
+
+
+_proto(x11.XOpenDisplay, Display, ctypes.c_char_p)
+_proto(x11.XDefaultRootWindow, Window, Display)
+_proto(x11.XCreateSimpleWindow, Window, Display, Window, ctypes.c_int, ctypes.c_int,
+       ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_ulong, ctypes.c_ulong)
+_proto(x11.XInternAtom, Atom, Display, ctypes.c_char_p, ctypes.c_int)
+_proto(x11.XNextEvent, ctypes.c_int, Display, ctypes.POINTER(XEvent))
+_proto(x11.XConvertSelection, ctypes.c_int, Display, Atom, Atom, Atom, Window, Time)
+_proto(x11.XGetWindowProperty, ctypes.c_int, Display, Window, Atom, ctypes.c_long, ctypes.c_long,
+       ctypes.c_int, Atom, ctypes.POINTER(Atom), ctypes.POINTER(ctypes.c_int),
+       ctypes.POINTER(ctypes.c_ulong), ctypes.POINTER(ctypes.c_ulong),
+       ctypes.POINTER(ctypes.POINTER(ctypes.c_ubyte)))
+_proto(x11.XDeleteProperty, ctypes.c_int, Display, Window, Atom)
+_proto(x11.XChangeProperty, ctypes.c_int, Display, Window, Atom, Atom, ctypes.c_int, ctypes.c_int,
+       ctypes.c_char_p, ctypes.c_int)
+_proto(x11.XFlush, ctypes.c_int, Display)
+_proto(x11.XFree, ctypes.c_int, ctypes.c_void_p)
+ERROR_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, Display, ctypes.c_void_p)
+_proto(x11.XSetErrorHandler, ctypes.c_void_p, ERROR_HANDLER)
+_proto(xfixes.XFixesQueryExtension, ctypes.c_int, Display, ctypes.POINTER(ctypes.c_int),
+       ctypes.POINTER(ctypes.c_int))
+_proto(xfixes.XFixesSelectSelectionInput, None, Display, Window, Atom, ctypes.c_ulong)
+
+
+@ERROR_HANDLER
+def _ignore_x_error(display, event):
+    # Xlib's default handler ends the process. An owner that vanishes, or
+    # sets a property of the wrong kind, must not end this one.
+    return 0
+
+
+def read_property(d, window, prop, delete):
+    """Up to MAX_TEXT bytes of an 8-bit property, or None if it has none."""
+    kind, fmt = Atom(), ctypes.c_int()
+    nitems, after = ctypes.c_ulong(), ctypes.c_ulong()
+    data = ctypes.POINTER(ctypes.c_ubyte)()
+    status = x11.XGetWindowProperty(d, window, prop, 0, MAX_TEXT // 4, delete, ANY_PROPERTY_TYPE,
+                                    ctypes.byref(kind), ctypes.byref(fmt), ctypes.byref(nitems),
+                                    ctypes.byref(after), ctypes.byref(data))
+    if status != 0:
+        return None
+    try:
+        if fmt.value != 8 or not data:
+            return None
+        return ctypes.string_at(data, min(nitems.value, MAX_TEXT))
+    finally:
+        if data:
+            x11.XFree(data)
+
+
+class Watcher:
+    def __init__(self, d):
+        self.d = d
+        self.root = x11.XDefaultRootWindow(d)
+        # An unmapped window of our own for the owners to answer to.
+        self.window = x11.XCreateSimpleWindow(d, self.root, 0, 0, 1, 1, 0, 0, 0)
+        self.clipboard = x11.XInternAtom(d, b"CLIPBOARD", 0)
+        self.prop = x11.XInternAtom(d, b"_PILOT_CLIPBOARD", 0)
+        # The ownership change whose text is awaited (its timestamp): an
+        # answer for an older one is not written over a newer one's.
+        self.pending = None
+        base, error_base = ctypes.c_int(), ctypes.c_int()
+        if not xfixes.XFixesQueryExtension(d, ctypes.byref(base), ctypes.byref(error_base)):
+            raise SystemExit("pilot-clipboard: the X server has no XFixes extension")
+        self.owner_notify = base.value  # XFixesSelectionNotify is its first event
+        xfixes.XFixesSelectSelectionInput(d, self.root, self.clipboard, XFIXES_SET_SELECTION_OWNER_NOTIFY_MASK)
+        x11.XFlush(d)
+
+    def run(self):
+        ev = XEvent()
+        while True:
+            x11.XNextEvent(self.d, ctypes.byref(ev))
+            if ev.type == self.owner_notify:
+                self.owner_changed(ev.xfixesselection)
+            elif ev.type == SELECTION_NOTIFY:
+                self.answered(ev.xselection)
+
+    def owner_changed(self, e):
+        if e.selection != self.clipboard or e.owner in (0, self.window):
+            return
+        self.pending = e.selection_timestamp
+        x11.XConvertSelection(self.d, self.clipboard, XA_STRING, self.prop, self.window, e.selection_timestamp)
+        x11.XFlush(self.d)
+
+    def answered(self, e):
+        if e.requestor != self.window or e.selection != self.clipboard or e.time != self.pending:
+            return
+        self.pending = None
+        if e.property == 0:
+            return  # the owner has no text as STRING
+        text = read_property(self.d, self.window, e.property, 1)
+        x11.XDeleteProperty(self.d, self.window, e.property)
+        if text and text != read_property(self.d, self.root, XA_CUT_BUFFER0, 0):
+            x11.XChangeProperty(self.d, self.root, XA_CUT_BUFFER0, XA_STRING, 8, PROP_MODE_REPLACE,
+                                text, len(text))
+        x11.XFlush(self.d)
+
+
+def main(argv):
+    if argv[1:] == ["--check"]:
+        return 0
+    x11.XSetErrorHandler(_ignore_x_error)
+    d = x11.XOpenDisplay(None)
+    if not d:
+        raise SystemExit("pilot-clipboard: cannot open the display")
+    Watcher(d).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
