@@ -226,3 +226,21 @@ func execOut(t testing.TB, m *service.Manager, project, cmd string) string {
 	}
 	return out.Stdout
 }
+
+// webgl clears a canvas over the whole page to magenta with WebGL, or
+// leaves it white and says why in the title.
+const webgl = `<!doctype html><title>webgl</title>
+<style>html,body{margin:0;height:100%;background:#fff}canvas{display:block;width:100%;height:100%}</style>
+<canvas id=c></canvas><script>
+const gl = document.getElementById('c').getContext('webgl');
+if (gl) { gl.clearColor(1, 0, 0xaa / 0xff, 1); gl.clear(gl.COLOR_BUFFER_BIT); document.title = 'webgl ' + gl.getParameter(gl.VERSION); }
+else document.title = 'no webgl';
+</script>`
+
+// TestBrowserWebGL: pages draw WebGL (with Chromium's SwiftShader: the
+// image has no Mesa and the container no GPU).
+func TestBrowserWebGL(t *testing.T) {
+	m, project := browserSandbox(t, map[string]string{"index.html": webgl})
+	exec1(t, m, project, "pilot-open http://127.0.0.1:8000/")
+	waitColour(t, m, project, magenta)
+}

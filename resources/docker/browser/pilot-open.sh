@@ -48,6 +48,8 @@ flags=(
   --disable-features=Translate,MediaRouter
   --hide-crash-restore-bubble
   --noerrdialogs
+  --use-angle=swiftshader
+  --enable-unsafe-swiftshader
 )
 
 devtools_path() {
