@@ -172,7 +172,9 @@ more();
 
 // TestBrowserTabOutOfMemory: a tab that allocates past the sandbox's memory
 // limit dies alone: Chromium, the desktop and the sandbox go on, and a new
-// page opens and draws.
+// page opens and draws. It opens both ways pilot-open has for a running
+// Chromium: a URL through the DevTools port, a file path through
+// Chromium's command line.
 func TestBrowserTabOutOfMemory(t *testing.T) {
 	m, project := browserSandbox(t, map[string]string{"index.html": page, "hog.html": hog})
 	ctx := context.Background()
@@ -205,7 +207,9 @@ func TestBrowserTabOutOfMemory(t *testing.T) {
 	if err != nil || st == nil || st.Status != service.StatusRunning {
 		t.Fatalf("the sandbox after the hog: %+v, %v", st, err)
 	}
-	exec1(t, m, project, "pilot-open http://127.0.0.1:8000/?again")
+	// A file path, not a URL: pilot-open hands it to Chromium's command
+	// line, which reads it from here.
+	exec1(t, m, project, "cd /tmp/page && pilot-open index.html")
 	waitColour(t, m, project, magenta)
 }
 

@@ -35,6 +35,11 @@ tidy_profile() {
   fi
 }
 
+# WebGL: the image has no Mesa and the container no GPU, so ANGLE draws
+# with Chromium's own SwiftShader (without these flags the GPU process fails
+# on the missing GLX, twice per start, and WebGL is off); "unsafe" lets
+# pages reach it. Rasterizing on SwiftShader is slower than Chromium's own
+# software rasterizer: only WebGL and compositing use it.
 flags=(
   --user-data-dir="$profile"
   --remote-debugging-address=127.0.0.1
@@ -50,6 +55,7 @@ flags=(
   --noerrdialogs
   --use-angle=swiftshader
   --enable-unsafe-swiftshader
+  --disable-gpu-rasterization
 )
 
 devtools_path() {
