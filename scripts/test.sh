@@ -38,7 +38,7 @@ export PILOT_SCOPE=test
 export PILOT_DEFAULT_IMAGE="${PILOT_DEFAULT_IMAGE:-desktop}"
 
 # ui/'s packages first: the browser image's test drives the sandbox's
-# Chromium with ui/'s playwright-core.
+# Chromium with ui/'s playwright-core and puppeteer-core.
 if command -v npm >/dev/null; then
   (cd ui && npm ci --no-audit --no-fund --loglevel=error)
 fi
