@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"image/color"
 	"image/png"
 	"net"
 	"net/url"
@@ -246,5 +247,17 @@ else document.title = 'no webgl';
 func TestBrowserWebGL(t *testing.T) {
 	m, project := browserSandbox(t, map[string]string{"index.html": webgl})
 	exec1(t, m, project, "pilot-open http://127.0.0.1:8000/")
+	waitColour(t, m, project, magenta)
+}
+
+// TestBrowserOpenRaisesTheWindow: a URL opened while another window covers
+// Chromium's brings Chromium's to the front with the new tab.
+func TestBrowserOpenRaisesTheWindow(t *testing.T) {
+	m, project := browserSandbox(t, map[string]string{"index.html": page})
+	exec1(t, m, project, "pilot-open http://127.0.0.1:8000/")
+	waitColour(t, m, project, magenta)
+	exec1(t, m, project, "setsid xterm -bg '#0000ff' -geometry 300x100+0+0 -e sleep 600 >/dev/null 2>&1 < /dev/null &")
+	waitColour(t, m, project, color.RGBA{0, 0, 0xff, 0xff})
+	exec1(t, m, project, "pilot-open 'http://127.0.0.1:8000/?again'")
 	waitColour(t, m, project, magenta)
 }
