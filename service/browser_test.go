@@ -65,30 +65,30 @@ func refuses(t *testing.T, addr, after string) {
 func TestRelayClosesWhenTheSandboxIsNoLongerRunning(t *testing.T) {
 	ends := []struct {
 		name string
-		end  func(h *harness, dir, container string)
+		end  func(t *testing.T, h *harness, dir, container string)
 	}{
-		{"stop", func(h *harness, dir, _ string) {
+		{"stop", func(t *testing.T, h *harness, dir, _ string) {
 			if _, err := h.m.Stop(context.Background(), dir); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"remove", func(h *harness, dir, _ string) {
+		{"remove", func(t *testing.T, h *harness, dir, _ string) {
 			if _, err := h.m.Remove(context.Background(), dir); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"a kill from outside", func(h *harness, dir, container string) {
+		{"a kill from outside", func(_ *testing.T, h *harness, dir, container string) {
 			h.docker.kill(container, 137)
 			h.m.recheck(context.Background(), h.m.box(dir))
 		}},
-		{"shutdown", func(h *harness, _, _ string) { h.m.CloseRelays() }},
+		{"shutdown", func(_ *testing.T, h *harness, _, _ string) { h.m.CloseRelays() }},
 	}
 	for _, tc := range ends {
 		t.Run(tc.name, func(t *testing.T) {
 			h := browserHarness(t)
 			dir := project(t)
 			addr, container := h.startWithBrowser(dir)
-			tc.end(h, dir, container)
+			tc.end(t, h, dir, container)
 			refuses(t, addr, tc.name)
 		})
 	}
