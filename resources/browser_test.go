@@ -31,7 +31,7 @@ var (
 )
 
 // browserProject makes a project whose settings ask for the given image.
-func browserProject(t *testing.T, docker service.Docker, variant string) string {
+func browserProject(t testing.TB, docker service.Docker, variant string) string {
 	project := dockertest.Project(t, docker)
 	os.MkdirAll(filepath.Join(project, ".pilot"), 0o755)
 	settings := `{"sandbox": {"image": "` + variant + `"}}`
@@ -102,7 +102,7 @@ func TestDesktopSandboxHasNoBrowser(t *testing.T) {
 	exec1(t, m, project, "! command -v chromium")
 }
 
-func exec1(t *testing.T, m *service.Manager, project, cmd string) {
+func exec1(t testing.TB, m *service.Manager, project, cmd string) {
 	t.Helper()
 	out, err := m.Exec(context.Background(), project, service.ExecRequest{Command: cmd, Timeout: 30 * time.Second})
 	if err != nil || out.ExitCode != 0 {
@@ -111,7 +111,7 @@ func exec1(t *testing.T, m *service.Manager, project, cmd string) {
 }
 
 // waitColour polls screenshots until the middle of the display is c.
-func waitColour(t *testing.T, m *service.Manager, project string, c color.RGBA) {
+func waitColour(t testing.TB, m *service.Manager, project string, c color.RGBA) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	var got color.Color

@@ -33,12 +33,12 @@ fi
 # alone, whatever runs beside the tests.
 export PILOT_SCOPE=test
 # Projects that name no sandbox.image get the desktop image in tests (the
-# product's default is the browser image, 480 MB more): only the browser
+# product's default is the browser image, 424 MB more): only the browser
 # tests, which ask for it in their settings, build and run Chromium.
 export PILOT_DEFAULT_IMAGE="${PILOT_DEFAULT_IMAGE:-desktop}"
 
 # ui/'s packages first: the browser image's test drives the sandbox's
-# Chromium with ui/'s playwright-core.
+# Chromium with ui/'s playwright-core and puppeteer-core.
 if command -v npm >/dev/null; then
   (cd ui && npm ci --no-audit --no-fund --loglevel=error)
 fi

@@ -54,7 +54,7 @@ type relay struct {
 // relay on the host (PROTOCOL.md, sandbox/browser), starting Chromium if it
 // does not run.
 func (m *Manager) Browser(ctx context.Context, path string) (string, error) {
-	_, st, err := m.running(ctx, path)
+	b, st, err := m.running(ctx, path)
 	if err != nil {
 		return "", err
 	}
@@ -73,7 +73,7 @@ func (m *Manager) Browser(ctx context.Context, path string) (string, error) {
 	if res.ExitCode != 0 || !strings.HasPrefix(wsPath, "/devtools/browser/") {
 		return "", fmt.Errorf("chromium's DevTools did not answer in the sandbox (exit %d): %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
 	}
-	r, err := m.relayFor(st)
+	r, err := m.relayFor(b, st)
 	if err != nil {
 		return "", err
 	}
@@ -81,10 +81,16 @@ func (m *Manager) Browser(ctx context.Context, path string) (string, error) {
 }
 
 // relayFor returns the relay of the sandbox's current run, replacing one of
-// an earlier run.
-func (m *Manager) relayFor(st State) (*cdprelay.Relay, error) {
+// an earlier run. It makes none for a run that has ended meanwhile: commit
+// records a state before it closes the relay, so checking the state under
+// the relays' lock leaves no relay behind a stop.
+func (m *Manager) relayFor(b *box, st State) (*cdprelay.Relay, error) {
 	m.relays.mu.Lock()
 	defer m.relays.mu.Unlock()
+	if cur := b.snapshot(); cur == nil || cur.Status != StatusRunning ||
+		cur.ContainerID != st.ContainerID || cur.StartedAt != st.StartedAt {
+		return nil, fmt.Errorf("%w: it stopped while its browser was reached", ErrNotRunning)
+	}
 	if old := m.relays.byProject[st.ProjectPath]; old != nil {
 		if old.container == st.ContainerID && old.startedAt == st.StartedAt {
 			return old.r, nil
@@ -118,7 +124,20 @@ func (m *Manager) dialDevtools(ctx context.Context, container string) (net.Conn,
 	return sessionConn{s}, nil
 }
 
-// CloseRelays ends every DevTools relay (at shutdown).
+// closeRelay ends the project's DevTools relay, if it has one: commit calls
+// it whenever the sandbox is no longer running (stopped, removed, died), so
+// the wsEndpoint's port refuses at once rather than at the next
+// sandbox/browser.
+func (m *Manager) closeRelay(project string) {
+	m.relays.mu.Lock()
+	defer m.relays.mu.Unlock()
+	if r := m.relays.byProject[project]; r != nil {
+		r.r.Close()
+		delete(m.relays.byProject, project)
+	}
+}
+
+// CloseRelays ends every DevTools relay (at the sidecar's shutdown).
 func (m *Manager) CloseRelays() {
 	m.relays.mu.Lock()
 	defer m.relays.mu.Unlock()

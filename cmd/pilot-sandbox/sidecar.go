@@ -9,7 +9,8 @@ import (
 
 // newSidecarService returns what the protocol serves for m: the manager
 // and the sandbox ports this process exposes on the host. The exposed
-// ports of a sandbox close when it stops; stop closes them all.
+// ports of a sandbox close when it stops; stop closes them all, and every
+// sandbox's DevTools relay (sandbox/browser).
 func newSidecarService(m *service.Manager, log zerolog.Logger) (svc ports.Serving, stop func()) {
 	svc = ports.Serve(m, log)
 	events, unsubscribe := m.Subscribe()
@@ -18,5 +19,5 @@ func newSidecarService(m *service.Manager, log zerolog.Logger) (svc ports.Servin
 		defer close(done)
 		svc.Watch(events)
 	}()
-	return svc, func() { unsubscribe(); <-done }
+	return svc, func() { unsubscribe(); <-done; m.CloseRelays() }
 }
