@@ -143,14 +143,16 @@ func writeDockerfile(t *testing.T, dir, text string) {
 	}
 }
 
-func browserHarness(t *testing.T) *harness {
+// projectImageHarness is a harness with a browser image to build project
+// Dockerfiles on.
+func projectImageHarness(t *testing.T) *harness {
 	return newHarness(t, func(c *Config) {
 		c.BrowserResources = fstest.MapFS{"Dockerfile": {Data: []byte("ARG DESKTOP\nFROM ${DESKTOP}\n")}}
 	})
 }
 
 func TestProjectDockerfileNeedsApproval(t *testing.T) {
-	h := browserHarness(t)
+	h := projectImageHarness(t)
 	dir := project(t)
 	ctx := context.Background()
 	writeSettings(t, dir, `{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`)
@@ -267,7 +269,7 @@ func TestNetworkNoneIsRefused(t *testing.T) {
 // A project that asks both gets them one at a time, in the order Pending
 // lists them: the limits, then the Dockerfile.
 func TestBothAsksOneAtATime(t *testing.T) {
-	h := browserHarness(t)
+	h := projectImageHarness(t)
 	dir := project(t)
 	ctx := context.Background()
 	writeSettings(t, dir, `{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}, "cpus": 3}}`)
