@@ -6,6 +6,7 @@
 package ports
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -27,15 +28,34 @@ type Sandboxes interface {
 	ExecAttachArgv(ctx context.Context, project string, spec service.ExecSpec) (service.ExecSession, error)
 }
 
-// Serving is a manager with its exposed ports: what the protocol serves.
+// Serving is a manager with its exposed and forwarded ports: what the
+// protocol serves.
 type Serving struct {
 	*service.Manager
 	*Exposer
+	*Forwarder
 }
 
-// Serve returns m with a new exposer for it.
+// Serve returns m with a new exposer and forwarder for it; the forwarded
+// ports are kept under m's state directory.
 func Serve(m *service.Manager, log zerolog.Logger) Serving {
-	return Serving{m, NewExposer(m, log)}
+	return Serving{m, NewExposer(m, log), NewForwarder(m, projectfs.NewForwards(m.StateDir()), log)}
+}
+
+// Watch follows the sandboxes' events for the exposer and the forwarder
+// until events closes, and returns once both have closed their ports.
+func (s Serving) Watch(events <-chan service.Event) {
+	toExposer, toForwarder := make(chan service.Event, 64), make(chan service.Event, 64)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.Exposer.Watch(toExposer) })
+	wg.Go(func() { s.Forwarder.Watch(toForwarder) })
+	for ev := range events {
+		toExposer <- ev
+		toForwarder <- ev
+	}
+	close(toExposer)
+	close(toForwarder)
+	wg.Wait()
 }
 
 // Exposed is a sandbox port answering on the host.
@@ -160,7 +180,7 @@ func (e *Exposer) carry(x *exposure, conn net.Conn) {
 		conn.Close()
 		return
 	}
-	pump(conn, session)
+	pumpFramed(conn.(*net.TCPConn), session, bufio.NewReaderSize(session, 64<<10))
 	if stderr := session.Stderr(); stderr != "" {
 		e.log.Info().Int("port", x.Port).Str("relay", stderr).Msg("exposed port: the relay said")
 	}
