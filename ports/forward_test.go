@@ -17,8 +17,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
-	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
