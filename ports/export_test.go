@@ -11,3 +11,13 @@ func WarmRelays(e *Exposer, project string, port int) int {
 	defer x.mu.Unlock()
 	return len(x.pool)
 }
+
+// ExecOnly makes e carry every connection over exec relays, never the
+// direct route, so that tests cover both.
+func ExecOnly(e *Exposer) { e.execOnly = true }
+
+// Direct says whether a project's exposed port takes the direct route.
+func Direct(e *Exposer, project string, port int) bool {
+	x := e.find(project, port)
+	return x != nil && x.gw != nil
+}

@@ -70,8 +70,9 @@ const checkTimeout = 30 * time.Second
 
 // Exposer keeps the exposed ports of every project this sidecar serves.
 type Exposer struct {
-	sb  Sandboxes
-	log zerolog.Logger
+	sb       Sandboxes
+	log      zerolog.Logger
+	execOnly bool // never the direct route (direct.go): for tests
 
 	mu      sync.Mutex // guards exposed
 	exposed map[string][]*exposure
@@ -85,6 +86,7 @@ type exposure struct {
 	ln      net.Listener
 
 	pool chan service.ExecSession // relays started, waiting to connect
+	gw   *gateway                 // the direct route, if the host can reach the container
 
 	mu      sync.Mutex // guards conns and warming, and sends to pool
 	conns   map[net.Conn]struct{}
@@ -121,21 +123,36 @@ func (e *Exposer) ExposePort(ctx context.Context, project string, port int) (Exp
 	x := &exposure{
 		Exposed: Exposed{Port: port, HostPort: hostPort, URL: "http://127.0.0.1:" + strconv.Itoa(hostPort) + "/"},
 		project: project, ln: ln, conns: map[net.Conn]struct{}{}, pool: make(chan service.ExecSession, warmRelays),
+		gw: e.gateway(ctx, project, port),
 	}
 	e.mu.Lock()
 	if prev := e.findLocked(project, port); prev != nil { // exposed meanwhile
 		e.mu.Unlock()
-		ln.Close()
+		x.close()
 		return prev.Exposed, nil
 	}
 	e.exposed[project] = append(e.exposed[project], x)
 	e.mu.Unlock()
-	for range warmRelays {
-		e.warm(x)
+	if x.gw == nil {
+		for range warmRelays {
+			e.warm(x)
+		}
 	}
 	go e.serve(x)
-	e.log.Info().Str("project", project).Int("port", port).Int("hostPort", hostPort).Msg("exposed a sandbox port")
+	e.log.Info().Str("project", project).Int("port", port).Int("hostPort", hostPort).Bool("direct", x.gw != nil).Msg("exposed a sandbox port")
 	return x.Exposed, nil
+}
+
+// gateway starts the direct route to the port, where there is one.
+func (e *Exposer) gateway(ctx context.Context, project string, port int) *gateway {
+	if e.execOnly {
+		return nil
+	}
+	g, err := e.startGateway(ctx, project, port)
+	if err != nil {
+		e.log.Debug().Err(err).Int("port", port).Msg("exposed port: no direct route, exec relays carry it")
+	}
+	return g
 }
 
 // check makes sure the sandbox runs and has what the relay needs.
@@ -172,8 +189,17 @@ func (e *Exposer) serve(x *exposure) {
 	}
 }
 
-// carry relays one connection.
+// carry relays one connection: over the direct route if there is one,
+// else (or if it fails) over an exec relay.
 func (e *Exposer) carry(x *exposure, conn net.Conn) {
+	if x.gw != nil {
+		direct, err := x.gw.dial()
+		if err == nil {
+			pumpTCP(conn.(*net.TCPConn), direct)
+			return
+		}
+		e.log.Info().Err(err).Int("port", x.Port).Msg("exposed port: the direct route failed, an exec relay carries it")
+	}
 	session, err := e.relay(x)
 	if err != nil {
 		e.log.Info().Err(err).Int("port", x.Port).Msg("exposed port: no relay into the sandbox")
@@ -206,6 +232,9 @@ func (x *exposure) untrack(conn net.Conn) {
 // close stops the listener and ends every connection and waiting relay.
 func (x *exposure) close() {
 	x.ln.Close()
+	if x.gw != nil {
+		x.gw.session.Close()
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for c := range x.conns {
