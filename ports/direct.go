@@ -32,7 +32,8 @@ import (
 // Docker's /etc/hosts gives it), and carries each connection that sends
 // the secret and a newline to 127.0.0.1:PORT, with each side's end passed
 // on as a half-close. It ends with its stdin.
-const gatewayScript = `import fcntl, hmac, os, socket, sys, threading
+const gatewayScript = `import hmac, os, socket, sys, threading
+` + tcpJoin + `
 secret = os.read(0, 64).strip()
 port = int(sys.argv[1])
 l = socket.socket()
@@ -43,6 +44,44 @@ try:
 except OSError:
     ip = "-"
 os.write(1, ("%s %d\n" % (ip, l.getsockname()[1])).encode())
+def serve(c):
+    if not admitted(c):
+        return
+    try:
+        s = socket.create_connection(("127.0.0.1", port))
+    except OSError:
+        c.close()
+        return
+    join(c, s)
+def accept():
+    while True:
+        c, _ = l.accept()
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
+threading.Thread(target=accept, daemon=True).start()
+while os.read(0, 4096):
+    pass
+`
+
+// tcpJoin is Python for the direct route: admitted(c) reads the secret
+// and a newline from a new connection within 10 s and closes it if they
+// are not there; join(a, b) carries bytes both ways between two sockets,
+// each side's end passed on as a half-close, and closes both at the end.
+const tcpJoin = `def admitted(c):
+    c.settimeout(10)
+    got = b""
+    try:
+        while len(got) < len(secret) + 1:
+            d = c.recv(len(secret) + 1 - len(got))
+            if not d:
+                break
+            got += d
+    except OSError:
+        pass
+    if not hmac.compare_digest(got, secret + b"\n"):
+        c.close()
+        return False
+    c.settimeout(None)
+    return True
 def pipe(a, b):
     try:
         while True:
@@ -54,38 +93,15 @@ def pipe(a, b):
     except OSError:
         a.close()
         b.close()
-def serve(c):
-    c.settimeout(10)
-    got = b""
-    try:
-        while len(got) < len(secret) + 1:
-            d = c.recv(len(secret) + 1 - len(got))
-            if not d:
-                break
-            got += d
-        if not hmac.compare_digest(got, secret + b"\n"):
-            c.close()
-            return
-        c.settimeout(None)
-        s = socket.create_connection(("127.0.0.1", port))
-    except OSError:
-        c.close()
-        return
-    for x in (c, s):
+def join(a, b):
+    for x in (a, b):
         x.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    t = threading.Thread(target=pipe, args=(c, s))
+    t = threading.Thread(target=pipe, args=(a, b))
     t.start()
-    pipe(s, c)
+    pipe(b, a)
     t.join()
-    c.close()
-    s.close()
-def accept():
-    while True:
-        c, _ = l.accept()
-        threading.Thread(target=serve, args=(c,), daemon=True).start()
-threading.Thread(target=accept, daemon=True).start()
-while os.read(0, 4096):
-    pass
+    a.close()
+    b.close()
 `
 
 // probeTimeout bounds the probe of the container's address: on a local
@@ -113,22 +129,43 @@ func (e *Exposer) startGateway(ctx context.Context, project string, port int) (*
 		s.Close()
 		return nil, err
 	}
-	line := make(chan string, 1)
-	go func() {
-		l, _ := bufio.NewReader(s).ReadString('\n')
-		line <- l
-	}()
-	select {
-	case l := <-line:
-		ip, p, _ := strings.Cut(strings.TrimSpace(l), " ")
-		g.addr = net.JoinHostPort(ip, p)
-	case <-ctx.Done():
+	line, err := readLine(ctx, s, bufio.NewReader(s))
+	if err == nil {
+		g.addr = address(line)
 	}
 	if err := probe(g.addr); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("the container's address does not answer from here: %w %s", err, s.Stderr())
 	}
 	return g, nil
+}
+
+// readLine reads a line from r, s's reader, within ctx; s is closed if
+// ctx ends first.
+func readLine(ctx context.Context, s service.ExecSession, r *bufio.Reader) (string, error) {
+	type read struct {
+		line string
+		err  error
+	}
+	got := make(chan read, 1)
+	go func() {
+		l, err := r.ReadString('\n')
+		got <- read{l, err}
+	}()
+	select {
+	case g := <-got:
+		return strings.TrimSpace(g.line), g.err
+	case <-ctx.Done():
+		s.Close()
+		<-got
+		return "", ctx.Err()
+	}
+}
+
+// address reads "IP PORT" as a gateway writes it.
+func address(line string) string {
+	ip, port, _ := strings.Cut(line, " ")
+	return net.JoinHostPort(ip, port)
 }
 
 // probe connects to the gateway and leaves at once (the gateway drops a
@@ -158,11 +195,17 @@ func (g *gateway) dial() (*net.TCPConn, error) {
 	return c.(*net.TCPConn), nil
 }
 
-// pumpTCP carries bytes both ways between two TCP connections, passing
-// each side's end on as a half-close, and closes both once both are done.
-func pumpTCP(a, b *net.TCPConn) {
+// halfConn is a connection whose writing side can be closed alone.
+type halfConn interface {
+	io.ReadWriteCloser
+	CloseWrite() error
+}
+
+// pumpTCP carries bytes both ways between two connections, passing each
+// side's end on as a half-close, and closes both once both are done.
+func pumpTCP(a, b halfConn) {
 	var wg sync.WaitGroup
-	half := func(dst, src *net.TCPConn) {
+	half := func(dst, src halfConn) {
 		if _, err := io.Copy(dst, src); err != nil {
 			dst.Close()
 			src.Close()

@@ -21,3 +21,13 @@ func Direct(e *Exposer, project string, port int) bool {
 	x := e.find(project, port)
 	return x != nil && x.gw != nil
 }
+
+// ForwardExecOnly makes f carry every connection over exec relays.
+func ForwardExecOnly(f *Forwarder) { f.execOnly = true }
+
+// ForwardDirect says whether a project's forwarded port takes the direct
+// route.
+func ForwardDirect(f *Forwarder, project string, port int) bool {
+	l := f.liveListener(project, port)
+	return l != nil && l.direct != nil
+}

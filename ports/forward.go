@@ -42,9 +42,10 @@ const maxForwards = 16
 // user's state (projectfs.Forwards), applied in each running sandbox
 // this sidecar serves, at every start.
 type Forwarder struct {
-	sb    ForwardSandboxes
-	store projectfs.Forwards
-	log   zerolog.Logger
+	sb       ForwardSandboxes
+	store    projectfs.Forwards
+	log      zerolog.Logger
+	execOnly bool // never the direct route (direct.go): for tests
 
 	ops     sync.Mutex     // one change of listeners at a time
 	applies sync.WaitGroup // restores under way

@@ -68,8 +68,11 @@ print(len(back), bytes(back) == data, end="")
 ' `
 
 // watch starts a forwarder of m's sandboxes, keeping its list in m's state.
-func watch(t *testing.T, m *service.Manager) (*ports.Forwarder, func()) {
+func watch(t *testing.T, m *service.Manager, execOnly bool) (*ports.Forwarder, func()) {
 	f := ports.NewForwarder(m, projectfs.NewForwards(m.StateDir()), zerolog.Nop())
+	if execOnly {
+		ports.ForwardExecOnly(f)
+	}
 	events, unsubscribe := m.Subscribe()
 	done := make(chan struct{})
 	go func() { f.Watch(events); close(done) }()
@@ -139,10 +142,18 @@ func run(t *testing.T, m *service.Manager, project, command string) (string, boo
 }
 
 func TestForwardReachesTheHostsServer(t *testing.T) {
+	for _, route := range []string{"direct", "exec"} {
+		t.Run(route, func(t *testing.T) { testForward(t, route == "exec") })
+	}
+}
+
+// testForward forwards host servers into a sandbox: over the direct
+// route where the engine is local, or over exec relays alone.
+func testForward(t *testing.T, execOnly bool) {
 	sb := startSandbox(t)
 	ctx := context.Background()
 	web, echo := hostServer(t), hostEcho(t)
-	f, stopWatch := watch(t, sb.m)
+	f, stopWatch := watch(t, sb.m, execOnly)
 	url := "http://localhost:8500/"
 	if out, ok := run(t, sb.m, sb.project, fetchScript+url); ok {
 		t.Fatalf("the host's server answers in the sandbox before the forward: %s", out)
@@ -152,6 +163,9 @@ func TestForwardReachesTheHostsServer(t *testing.T) {
 	}
 	if got, err := f.ForwardPort(ctx, sb.project, 8501, echo); err != nil {
 		t.Fatalf("forward: %+v, %v", got, err)
+	}
+	if direct := ports.ForwardDirect(f, sb.project, 8500); direct != (!execOnly && localEngine()) {
+		t.Errorf("the direct route is taken: %v", direct)
 	}
 	if out, ok := run(t, sb.m, sb.project, fetchScript+url); !ok || out != "hello from the host" {
 		t.Errorf("GET %s in the sandbox: %q", url, out)
@@ -184,7 +198,7 @@ func TestForwardReachesTheHostsServer(t *testing.T) {
 		stopWatch() // the first sidecar ends: its listeners end with it
 		dockertest.PollExec(t, sb.m, sb.project, "the forward ends with its sidecar", "! "+fetchScript+url)
 		m2, _ := dockertest.Manager(t, func(c *service.Config) { c.StateDir = sb.m.StateDir(); c.Logger = zerolog.Nop() })
-		f2, _ := watch(t, m2)
+		f2, _ := watch(t, m2, execOnly)
 		dockertest.Run(t, m2)
 		dockertest.PollExec(t, sb.m, sb.project, "the new sidecar forwards it again", fetchScript+url)
 		f = f2
@@ -209,7 +223,7 @@ func TestForwardIsForItsSandboxOnly(t *testing.T) {
 	sb := startSandbox(t)
 	ctx := context.Background()
 	web := hostServer(t)
-	f, _ := watch(t, sb.m)
+	f, _ := watch(t, sb.m, false)
 	if _, err := f.ForwardPort(ctx, sb.project, 8500, web); err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +244,7 @@ func TestForwardIsForItsSandboxOnly(t *testing.T) {
 func TestForwardRefusesWhatItCannotDo(t *testing.T) {
 	sb := startSandbox(t)
 	ctx := context.Background()
-	f, _ := watch(t, sb.m)
+	f, _ := watch(t, sb.m, false)
 	for _, c := range []struct{ port, hostPort int }{{0, 0}, {65536, 0}, {8500, -1}, {8500, 65536}} {
 		if _, err := f.ForwardPort(ctx, sb.project, c.port, c.hostPort); !errors.Is(err, service.ErrInvalidArgument) {
 			t.Errorf("port %d, host port %d: %v", c.port, c.hostPort, err)

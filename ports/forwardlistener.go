@@ -44,8 +44,11 @@ type listener struct {
 	f       *Forwarder
 	moved   atomic.Bool // bytes went through since the last touch
 
+	direct *gateway // the direct route to the listener, if the host reaches it
+
 	mu       sync.Mutex // guards the rest
 	sessions map[service.ExecSession]struct{}
+	conns    map[net.Conn]struct{} // direct connections
 	closed   bool
 	pending  int // connections reported and not yet taken by a relay
 	idle     int // relays started or starting, not yet given a connection
@@ -61,7 +64,7 @@ var errInUse = errors.New("in use")
 func (f *Forwarder) startListener(ctx context.Context, project string, fw Forwarded) (*listener, error) {
 	l := &listener{
 		Forwarded: fw, project: project, f: f, name: "pilot-forward-" + strconv.Itoa(fw.Port) + "-" + rand.Text()[:12],
-		sessions: map[service.ExecSession]struct{}{}, done: make(chan struct{}),
+		sessions: map[service.ExecSession]struct{}{}, conns: map[net.Conn]struct{}{}, done: make(chan struct{}),
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
@@ -69,7 +72,16 @@ func (f *Forwarder) startListener(ctx context.Context, project string, fw Forwar
 	if err != nil {
 		return nil, err
 	}
-	if err := awaitByte(ctx, ctl, readyByte); err != nil {
+	secret := rand.Text()
+	r := bufio.NewReader(ctl)
+	line, err := "", error(nil)
+	if _, err = io.WriteString(ctl, secret+"\n"); err == nil {
+		line, err = readLine(ctx, ctl, r)
+	}
+	if err == nil && !strings.HasPrefix(line, "+") {
+		err = fmt.Errorf("it wrote %q", line)
+	}
+	if err != nil {
 		ctl.Close()
 		if strings.HasPrefix(ctl.Stderr(), "in use") {
 			return nil, errInUse
@@ -77,37 +89,18 @@ func (f *Forwarder) startListener(ctx context.Context, project string, fw Forwar
 		return nil, fmt.Errorf("the port's listener in the sandbox did not start: %w %s", err, ctl.Stderr())
 	}
 	l.ctl = ctl
-	go l.follow()
+	if addr := address(strings.TrimPrefix(line, "+")); !f.execOnly && probe(addr) == nil {
+		l.direct = &gateway{addr: addr, secret: secret}
+	}
+	go l.follow(r)
 	go l.touching()
 	l.refill()
 	return l, nil
 }
 
-// awaitByte reads one byte from s, which must be want, within ctx.
-func awaitByte(ctx context.Context, s service.ExecSession, want byte) error {
-	got := make(chan error, 1)
-	go func() {
-		b := make([]byte, 1)
-		_, err := io.ReadFull(s, b)
-		if err == nil && b[0] != want {
-			err = fmt.Errorf("it wrote %q", b)
-		}
-		got <- err
-	}()
-	select {
-	case err := <-got:
-		return err
-	case <-ctx.Done():
-		s.Close()
-		<-got
-		return ctx.Err()
-	}
-}
-
 // follow reads the listener's notices of connections until it ends, and
 // starts a relay for each.
-func (l *listener) follow() {
-	r := bufio.NewReader(l.ctl)
+func (l *listener) follow(r *bufio.Reader) {
 	for {
 		b, err := r.ReadByte()
 		if err != nil {
@@ -132,10 +125,45 @@ func (l *listener) refill() {
 	if l.closed {
 		return
 	}
+	if l.direct != nil {
+		for ; l.pending > 0 && l.active < maxForwardConns; l.pending, l.active = l.pending-1, l.active+1 {
+			go l.carryDirect()
+		}
+		return
+	}
 	want := min(max(l.pending, 0), maxForwardConns-l.active) + warmForwardRelays
 	for ; l.idle < want; l.idle++ {
 		go l.relay()
 	}
+}
+
+// carryDirect takes a connection from the listener over the direct route
+// and connects it to the host's port.
+func (l *listener) carryDirect() {
+	defer func() {
+		l.mu.Lock()
+		l.active--
+		l.mu.Unlock()
+		l.refill()
+	}()
+	inside, err := l.direct.dial()
+	if err != nil {
+		l.f.log.Info().Err(err).Int("port", l.Port).Msg("forwarded port: the direct route failed")
+		return
+	}
+	if !l.trackConn(inside) {
+		inside.Close()
+		return
+	}
+	defer l.untrackConn(inside)
+	l.f.sb.Touch(l.project)
+	host, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(l.hostPort()), dialTimeout)
+	if err != nil {
+		l.f.log.Info().Err(err).Int("port", l.Port).Msg("forwarded port: the host's port does not answer")
+		inside.Close()
+		return
+	}
+	pumpTCP(host.(*net.TCPConn), movedConn{inside, &l.moved})
 }
 
 // relay starts one relay, waits until it has a connection, and carries it.
@@ -229,6 +257,42 @@ func (l *listener) track(s service.ExecSession) bool {
 	return true
 }
 
+func (l *listener) trackConn(c net.Conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.conns[c] = struct{}{}
+	return true
+}
+
+func (l *listener) untrackConn(c net.Conn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.conns, c)
+}
+
+// movedConn marks that bytes went through a forwarded connection. It
+// embeds nothing, so that copies go through its Read and Write.
+type movedConn struct {
+	c     *net.TCPConn
+	moved *atomic.Bool
+}
+
+func (m movedConn) Read(p []byte) (int, error) {
+	m.moved.Store(true)
+	return m.c.Read(p)
+}
+
+func (m movedConn) Write(p []byte) (int, error) {
+	m.moved.Store(true)
+	return m.c.Write(p)
+}
+
+func (m movedConn) Close() error      { return m.c.Close() }
+func (m movedConn) CloseWrite() error { return m.c.CloseWrite() }
+
 func (l *listener) untrack(s service.ExecSession) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -250,4 +314,8 @@ func (l *listener) close() {
 		s.Close()
 	}
 	clear(l.sessions)
+	for c := range l.conns {
+		c.Close()
+	}
+	clear(l.conns)
 }

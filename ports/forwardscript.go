@@ -12,14 +12,19 @@ import "strconv"
 // for it; relays are also started ahead, so that a connection does not
 // wait for an exec to start.
 
-// listenerScript listens on 127.0.0.1:PORT (and [::1]:PORT where the
-// sandbox has IPv6, since "localhost" may resolve to either), and on the
-// abstract Unix socket NAME for relays. It writes "+" once it listens
-// (or exits 4 with "in use" on stderr), then "c" for each connection it
-// accepts, and hands each to the next relay that comes; at most CAP wait
-// for one (more are closed at once). It ends with its stdin: when the
+// listenerScript reads the secret from stdin, listens on 127.0.0.1:PORT
+// (and [::1]:PORT where the sandbox has IPv6, since "localhost" may
+// resolve to either), on the abstract Unix socket NAME for relays, and on
+// a free port of the container's addresses for the direct route
+// (direct.go). It writes "+IP PORT" and a newline once it listens (or
+// exits 4 with "in use" on stderr), then "c" for each connection it
+// accepts, and gives each to the next relay that comes, or the next
+// direct connection that brings the secret, whichever first; at most CAP
+// wait (more are closed at once). It ends with its stdin: when the
 // sidecar lets go.
-const listenerScript = `import collections, errno, os, socket, sys, threading
+const listenerScript = `import collections, errno, hmac, os, socket, sys, threading
+` + tcpJoin + `
+secret = os.read(0, 64).strip()
 port, name, cap = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 ls = []
 for fam, addr in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
@@ -68,10 +73,30 @@ def hand():
                 queue.appendleft(c)
                 cond.notify()
         r.close()
-os.write(1, b"+")
+def direct(x):
+    if not admitted(x):
+        return
+    with cond:
+        while not queue:
+            cond.wait()
+        c = queue.popleft()
+    join(c, x)
+def directs():
+    while True:
+        x, _ = g.accept()
+        threading.Thread(target=direct, args=(x,), daemon=True).start()
+g = socket.socket()
+g.bind(("0.0.0.0", 0))
+g.listen(128)
+try:
+    ip = socket.gethostbyname(socket.gethostname())
+except OSError:
+    ip = "-"
+os.write(1, ("+%s %d\n" % (ip, g.getsockname()[1])).encode())
 for l in ls:
     threading.Thread(target=accept, args=(l,), daemon=True).start()
 threading.Thread(target=hand, daemon=True).start()
+threading.Thread(target=directs, daemon=True).start()
 while os.read(0, 4096):
     pass
 `
