@@ -197,7 +197,9 @@ print(n, time.perf_counter() - t)
 ' `
 
 // BenchmarkForward downloads 50 MiB from a server on the host's loopback
-// through a forwarded port, timed by the client in the sandbox (MB/s);
+// through a forwarded port (over the direct route where the engine is
+// local, and over exec relays alone), timed by the client in the sandbox
+// (MB/s);
 // in-sandbox is the same client against the same kind of server inside
 // the sandbox, the ceiling of the client itself.
 func BenchmarkForward(b *testing.B) {
@@ -211,10 +213,17 @@ func BenchmarkForward(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { f.CloseForward(sb.project, 8810) })
+	// The same server over exec relays alone (no direct route).
+	fe := ports.NewForwarder(sb.m, projectfs.NewForwards(b.TempDir()), zerolog.Nop())
+	ports.ForwardExecOnly(fe)
+	if _, err := fe.ForwardPort(context.Background(), sb.project, 8811, hostPort); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { fe.CloseForward(sb.project, 8811) })
 	for _, target := range []struct {
 		name string
 		port int
-	}{{"forwarded", 8810}, {"in-sandbox", 8802}} {
+	}{{"forwarded", 8810}, {"forwarded-exec", 8811}, {"in-sandbox", 8802}} {
 		b.Run("download/"+target.name, func(b *testing.B) {
 			var seconds float64
 			for b.Loop() {

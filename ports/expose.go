@@ -192,6 +192,9 @@ func (e *Exposer) serve(x *exposure) {
 // carry relays one connection: over the direct route if there is one,
 // else (or if it fails) over an exec relay.
 func (e *Exposer) carry(x *exposure, conn net.Conn) {
+	if t, ok := e.sb.(interface{ Touch(string) }); ok {
+		t.Touch(x.project) // a connection is a use, for the idle policy
+	}
 	if x.gw != nil {
 		direct, err := x.gw.dial()
 		if err == nil {

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -243,5 +244,33 @@ func pollHost(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not so after 20s", what)
 		}
+	}
+}
+
+// touchRecorder counts the uses an exposer reports for the idle policy.
+type touchRecorder struct {
+	*service.Manager
+	touches atomic.Int32
+}
+
+func (c *touchRecorder) Touch(project string) {
+	c.touches.Add(1)
+	c.Manager.Touch(project)
+}
+
+func TestExposedConnectionIsAUse(t *testing.T) {
+	sb := startSandbox(t)
+	sb.background(t, "mkdir -p /tmp/site && cd /tmp/site && exec python3 -m http.server 8800 --bind 127.0.0.1", 8800)
+	counter := &touchRecorder{Manager: sb.m}
+	x := ports.NewExposer(counter, zerolog.Nop())
+	exposed, err := x.ExposePort(context.Background(), sb.project, 8800)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.ClosePort(sb.project, 8800) })
+	before := counter.touches.Load()
+	download(t, exposed.URL)
+	if counter.touches.Load() == before {
+		t.Error("a connection to an exposed port is not a use of the sandbox for the idle policy")
 	}
 }

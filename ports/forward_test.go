@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -219,15 +220,31 @@ func testForward(t *testing.T, execOnly bool) {
 	})
 }
 
+// touchCounter counts the uses a forwarder reports for the idle policy.
+type touchCounter struct {
+	*service.Manager
+	touches atomic.Int32
+}
+
+func (c *touchCounter) Touch(project string) {
+	c.touches.Add(1)
+	c.Manager.Touch(project)
+}
+
 func TestForwardIsForItsSandboxOnly(t *testing.T) {
 	sb := startSandbox(t)
 	ctx := context.Background()
 	web := hostServer(t)
-	f, _ := watch(t, sb.m, false)
+	counter := &touchCounter{Manager: sb.m}
+	f := ports.NewForwarder(counter, projectfs.NewForwards(t.TempDir()), zerolog.Nop())
 	if _, err := f.ForwardPort(ctx, sb.project, 8500, web); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { f.CloseForward(sb.project, 8500) })
 	dockertest.PollExec(t, sb.m, sb.project, "the forward answers", fetchScript+"http://localhost:8500/")
+	if counter.touches.Load() == 0 {
+		t.Error("a forwarded connection is not a use of the sandbox for the idle policy")
+	}
 	other := dockertest.Project(t, dockertest.Engine(t))
 	if _, err := sb.m.Start(ctx, other); err != nil {
 		t.Fatal(err)
