@@ -29,5 +29,10 @@ func ForwardExecOnly(f *Forwarder) { f.execOnly = true }
 // route.
 func ForwardDirect(f *Forwarder, project string, port int) bool {
 	l := f.liveListener(project, port)
-	return l != nil && l.direct != nil
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.direct != nil
 }

@@ -146,9 +146,17 @@ func (l *listener) carryDirect() {
 		l.mu.Unlock()
 		l.refill()
 	}()
-	inside, err := l.direct.dial()
+	l.mu.Lock()
+	direct := l.direct
+	l.mu.Unlock()
+	inside, err := direct.dial()
 	if err != nil {
-		l.f.log.Info().Err(err).Int("port", l.Port).Msg("forwarded port: the direct route failed")
+		// Exec relays take this connection and the next ones.
+		l.f.log.Info().Err(err).Int("port", l.Port).Msg("forwarded port: the direct route failed; exec relays carry it")
+		l.mu.Lock()
+		l.direct = nil
+		l.pending++
+		l.mu.Unlock()
 		return
 	}
 	if !l.trackConn(inside) {

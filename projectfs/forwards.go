@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"time"
 )
 
 // Forwards are the host ports each project's sandbox may reach
@@ -76,6 +77,7 @@ func (f Forwards) Read(project string) ([]Forward, error) {
 // Change applies fn to the project's forwards as the file has them now and
 // writes the result, under the file's lock, so that two processes of the
 // user do not lose each other's changes. fn's error leaves the file alone.
+// A corrupt file is moved aside (NAME.corrupt-TIME) and counts as empty.
 func (f Forwards) Change(project string, fn func([]Forward) ([]Forward, error)) error {
 	if f.dir == "" {
 		_, err := fn(nil)
@@ -91,6 +93,12 @@ func (f Forwards) Change(project string, fn func([]Forward) ([]Forward, error)) 
 		defer unlock()
 	}
 	list, err := f.Read(project)
+	if errors.Is(err, errCorrupt) {
+		// Not a list this process wrote: kept aside, never overwritten.
+		if _, err = setAside(dir, name, time.Now()); err != nil {
+			return err
+		}
+	}
 	if err != nil {
 		return err
 	}
