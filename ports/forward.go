@@ -38,6 +38,13 @@ type ForwardSandboxes interface {
 // listener process in it, and a relay waiting.
 const maxForwards = 16
 
+var errTooMany = &service.ArgumentError{Name: "port", Reason: fmt.Sprintf("at most %d ports may be forwarded into one sandbox: close one first", maxForwards)}
+
+// forwards says whether list has port.
+func forwards(list []projectfs.Forward, port int) bool {
+	return slices.ContainsFunc(list, func(p projectfs.Forward) bool { return p.Port == port })
+}
+
 // Forwarder keeps the forwarded ports of every project: the list in the
 // user's state (projectfs.Forwards), applied in each running sandbox
 // this sidecar serves, at every start.
@@ -96,24 +103,26 @@ func (f *Forwarder) ForwardPort(ctx context.Context, project string, port, hostP
 	fw := Forwarded{Port: port, HostPort: hostPort}
 	f.ops.Lock()
 	defer f.ops.Unlock()
-	list, err := f.store.Read(project)
-	if err != nil {
-		return Forwarded{}, err
-	}
-	if !slices.ContainsFunc(list, func(p projectfs.Forward) bool { return p.Port == port }) && len(list) >= maxForwards {
-		return Forwarded{}, &service.ArgumentError{Name: "port", Reason: fmt.Sprintf("at most %d ports may be forwarded into one sandbox: close one first", maxForwards)}
+	if list, err := f.store.Read(project); err == nil && len(list) >= maxForwards && !forwards(list, port) {
+		return Forwarded{}, errTooMany
 	}
 	started, err := f.applyOne(ctx, project, fw)
 	if err != nil {
 		return Forwarded{}, err
 	}
 	err = f.store.Change(project, func(list []projectfs.Forward) ([]projectfs.Forward, error) {
+		if len(list) >= maxForwards && !forwards(list, port) {
+			return nil, errTooMany // another process added some meanwhile
+		}
 		list = slices.DeleteFunc(list, func(p projectfs.Forward) bool { return p.Port == port })
 		return append(list, projectfs.Forward{Port: port, HostPort: hostPort}), nil
 	})
 	if err != nil {
 		if started != nil {
 			f.drop(project, started)
+		}
+		if errors.Is(err, service.ErrInvalidArgument) {
+			return Forwarded{}, err
 		}
 		return Forwarded{}, fmt.Errorf("keep the forwarded port in %s: %w", f.store.Dir(), err)
 	}
