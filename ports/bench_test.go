@@ -220,6 +220,7 @@ func BenchmarkForward(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { fe.CloseForward(sb.project, 8811) })
+	benchForwardRoundTrip(b, sb, f, fe)
 	for _, target := range []struct {
 		name string
 		port int
@@ -235,6 +236,51 @@ func BenchmarkForward(b *testing.B) {
 				seconds += s
 			}
 			b.ReportMetric(float64(b.N)*blobBytes/1e6/seconds, "MB/s")
+		})
+	}
+}
+
+// pingScript makes 1000 one-byte round trips on one connection to
+// localhost:PORT and prints the seconds of each, on average.
+const pingScript = `python3 -S -c '
+import socket, sys, time
+s = socket.create_connection(("localhost", int(sys.argv[1])))
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+t = time.perf_counter()
+for _ in range(1000):
+    s.sendall(b"x")
+    s.recv(1)
+print((time.perf_counter() - t) / 1000)
+' `
+
+// benchForwardRoundTrip times a one-byte round trip from the sandbox to
+// an echo server on the host through a forwarded port (f's direct route,
+// fe's exec relays), against the same to the in-sandbox echo server
+// (8803), in µs.
+func benchForwardRoundTrip(b *testing.B, sb *sandbox, f, fe *ports.Forwarder) {
+	_, hostEcho := hostServers(b)
+	_, port, _ := net.SplitHostPort(hostEcho)
+	hostPort, _ := strconv.Atoi(port)
+	if _, err := f.ForwardPort(context.Background(), sb.project, 8812, hostPort); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := fe.ForwardPort(context.Background(), sb.project, 8813, hostPort); err != nil {
+		b.Fatal(err)
+	}
+	for _, target := range []struct {
+		name string
+		port int
+	}{{"forwarded", 8812}, {"forwarded-exec", 8813}, {"in-sandbox", 8803}} {
+		b.Run("roundtrip/"+target.name, func(b *testing.B) {
+			var seconds float64
+			for b.Loop() {
+				s, err := strconv.ParseFloat(strings.TrimSpace(sb.sh(b, pingScript+strconv.Itoa(target.port))), 64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				seconds += s
+			}
+			b.ReportMetric(seconds/float64(b.N)*1e6, "µs/roundtrip")
 		})
 	}
 }

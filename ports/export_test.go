@@ -36,3 +36,18 @@ func ForwardDirect(f *Forwarder, project string, port int) bool {
 	defer l.mu.Unlock()
 	return l.direct != nil
 }
+
+// ForwardAddress is the container's address a forwarded port's listener
+// takes direct connections on ("" when it has no direct route).
+func ForwardAddress(f *Forwarder, project string, port int) string {
+	l := f.liveListener(project, port)
+	if l == nil {
+		return ""
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.direct == nil {
+		return ""
+	}
+	return l.direct.addr
+}

@@ -3,6 +3,7 @@ package ports_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -254,6 +255,18 @@ func TestForwardIsForItsSandboxOnly(t *testing.T) {
 	for _, url := range []string{"http://localhost:8500/", "http://" + gateway + ":" + strconv.Itoa(web) + "/"} {
 		if out, ok := run(t, sb.m, other, fetchScript+`"`+url+`"`); ok {
 			t.Errorf("%s answers in another sandbox: %s", url, out)
+		}
+	}
+	// Nor the listener's own address for the direct route (the sandbox
+	// network drops traffic between containers).
+	if addr := ports.ForwardAddress(f, sb.project, 8500); addr != "" {
+		host, port, _ := net.SplitHostPort(addr)
+		connect := fmt.Sprintf(`python3 -c 'import socket; socket.create_connection(("%s", %s), timeout=3)'`, host, port)
+		if out, ok := run(t, sb.m, other, connect); ok {
+			t.Errorf("the listener's direct address %s answers in another sandbox: %s", addr, out)
+		}
+		if _, ok := run(t, sb.m, sb.project, connect); !ok {
+			t.Errorf("the check cannot fail: %s does not answer in its own sandbox either", addr)
 		}
 	}
 }

@@ -30,13 +30,7 @@ except OSError as e:
 // (Docker 20.10 dropped the last 26 KiB of 3 MiB, seen in the forward
 // test). The relay exits once both sides have ended; a stdin that ends
 // without its end frame (the sidecar let go) drops the connection.
-const relayPump = `import fcntl
-for fd in (0, 1):
-    try:
-        fcntl.fcntl(fd, 1031, 1 << 20)  # F_SETPIPE_SZ
-    except OSError:
-        pass
-s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+const relayPump = `s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 def out(b):
     v = memoryview(b)
     while v:
