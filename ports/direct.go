@@ -15,7 +15,7 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
-// An exec's stream carries 40 to 90 MB/s from the sandbox (Docker's
+// An exec's stream carries 31 to 172 MB/s from the sandbox (Docker's
 // stdout path: the process's pipe, the shim, a FIFO, the engine; measured
 // with BenchmarkPorts under load), while the sidecar itself is idle. So
 // where the host can reach the container's own address (a local Linux

@@ -271,6 +271,24 @@ func TestForwardIsForItsSandboxOnly(t *testing.T) {
 	}
 }
 
+func TestForwardReachesAServerOnTheHostsIPv6Loopback(t *testing.T) {
+	ln, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback on this host: %v", err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello over ::1") })}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	sb := startSandbox(t)
+	f, _ := watch(t, sb.m, false)
+	if _, err := f.ForwardPort(context.Background(), sb.project, 8500, ln.Addr().(*net.TCPAddr).Port); err != nil {
+		t.Fatal(err)
+	}
+	if out, ok := run(t, sb.m, sb.project, fetchScript+"http://localhost:8500/"); !ok || out != "hello over ::1" {
+		t.Errorf("a server on the host's ::1 only, through the forward: %q", out)
+	}
+}
+
 func TestForwardRefusesWhatItCannotDo(t *testing.T) {
 	sb := startSandbox(t)
 	ctx := context.Background()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/service"
@@ -165,7 +166,7 @@ func (l *listener) carryDirect() {
 	}
 	defer l.untrackConn(inside)
 	l.f.sb.Touch(l.project)
-	host, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(l.hostPort()), dialTimeout)
+	host, err := dialHost(l.hostPort())
 	if err != nil {
 		l.f.log.Info().Err(err).Int("port", l.Port).Msg("forwarded port: the host's port does not answer")
 		inside.Close()
@@ -213,13 +214,28 @@ func (l *listener) relay() {
 // carry connects a relay's connection to the host's port.
 func (l *listener) carry(s service.ExecSession, r *bufio.Reader) {
 	l.f.sb.Touch(l.project)
-	conn, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(l.hostPort()), dialTimeout)
+	conn, err := dialHost(l.hostPort())
 	if err != nil {
 		l.f.log.Info().Err(err).Int("port", l.Port).Msg("forwarded port: the host's port does not answer")
 		s.Close()
 		return
 	}
 	pumpFramed(conn.(*net.TCPConn), movedSession{s, &l.moved}, r)
+}
+
+// dialHost connects to the host's loopback port: 127.0.0.1, or [::1] if
+// nothing answers there, since a dev server told to listen on
+// "localhost" may take only the IPv6 one (Node 17 and later, where
+// localhost resolves to ::1 first).
+func dialHost(port int) (net.Conn, error) {
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dialTimeout)
+	if err == nil || !errors.Is(err, syscall.ECONNREFUSED) {
+		return conn, err
+	}
+	if conn6, err6 := net.DialTimeout("tcp", net.JoinHostPort("::1", strconv.Itoa(port)), dialTimeout); err6 == nil {
+		return conn6, nil
+	}
+	return nil, err
 }
 
 // movedSession marks that bytes went through a forwarded connection.
