@@ -104,8 +104,11 @@ export class PortsSection {
       preview(x.url, `Open preview of port ${x.port}`),
       this.#button('Remove', `Stop exposing port ${x.port}`, (c) => c.closePort(this.#project, x.port, 'exposed')),
     ], 'No sandbox port is exposed.');
+    const forwarded = new Set(list.forwarded.map((f) => f.port));
     this.#fill('.listening', list.listening, (l) => {
       const x = exposed.get(l.port);
+      // A forwarded port's listener is the sidecar's own: nothing to expose.
+      if (forwarded.has(l.port)) return [text(`${l.port} forwarded from this computer`)];
       return [
         text(`${l.port}${l.process ? ` ${l.process}` : ''}`),
         x ? preview(x.url, `Open preview of port ${l.port}`)

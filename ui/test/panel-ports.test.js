@@ -51,6 +51,7 @@ test("the panel's ports: forward a host port, expose a sandbox port and open its
   await page.getByRole('button', { name: 'Forward', exact: true }).click();
   await panel.expectVisible(page.getByText(`localhost:8600 in the sandbox → 127.0.0.1:${hostPort} here`));
   assert.equal((await client.exec(project, fetchInside(8600))).stdout, 'hello from the host');
+  await panel.expectVisible(page.getByText('8600 forwarded from this computer'));
 
   // What listens in the sandbox, exposed from its row; the link opens it.
   await page.getByRole('button', { name: 'Expose port 8700' }).click({ timeout: 30_000 });
