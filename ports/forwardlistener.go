@@ -45,9 +45,8 @@ type listener struct {
 	f       *Forwarder
 	moved   atomic.Bool // bytes went through since the last touch
 
-	direct *gateway // the direct route to the listener, if the host reaches it
-
-	mu       sync.Mutex // guards the rest
+	mu       sync.Mutex // guards the rest, and HostPort
+	direct   *gateway   // the direct route to the listener, if the host reaches it
 	sessions map[service.ExecSession]struct{}
 	conns    map[net.Conn]struct{} // direct connections
 	closed   bool
@@ -56,6 +55,9 @@ type listener struct {
 	active   int // relays carrying a connection
 	done     chan struct{}
 }
+
+// errNoDirect: the direct route was given up.
+var errNoDirect = errors.New("the direct route failed before")
 
 // errInUse: something listens on the port in the sandbox already.
 var errInUse = errors.New("in use")
@@ -150,10 +152,14 @@ func (l *listener) carryDirect() {
 	l.mu.Lock()
 	direct := l.direct
 	l.mu.Unlock()
-	inside, err := direct.dial()
+	err := errNoDirect
+	var inside *net.TCPConn
+	if direct != nil { // another connection's failure may have dropped it
+		inside, err = direct.dial()
+	}
 	if err != nil {
 		// Exec relays take this connection and the next ones.
-		l.f.log.Info().Err(err).Int("port", l.Port).Msg("forwarded port: the direct route failed; exec relays carry it")
+		l.f.log.Info().Err(err).Int("port", l.Port).Msg("forwarded port: no direct route; exec relays carry it")
 		l.mu.Lock()
 		l.direct = nil
 		l.pending++
