@@ -195,8 +195,11 @@ func (e *Exposer) carry(x *exposure, conn net.Conn) {
 	if t, ok := e.sb.(interface{ Touch(string) }); ok {
 		t.Touch(x.project) // a connection is a use, for the idle policy
 	}
-	if x.gw != nil {
-		direct, err := x.gw.dial()
+	x.mu.Lock()
+	gw := x.gw
+	x.mu.Unlock()
+	if gw != nil {
+		direct, err := gw.dial()
 		if err == nil {
 			pumpTCP(conn.(*net.TCPConn), direct)
 			return
@@ -235,11 +238,11 @@ func (x *exposure) untrack(conn net.Conn) {
 // close stops the listener and ends every connection and waiting relay.
 func (x *exposure) close() {
 	x.ln.Close()
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	if x.gw != nil {
 		x.gw.session.Close()
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
 	for c := range x.conns {
 		c.Close()
 	}

@@ -57,3 +57,43 @@ func TestForwardFallsBackToExecRelays(t *testing.T) {
 		t.Error("the failed direct route is still taken")
 	}
 }
+
+// An exposed port whose direct route stops answering carries each
+// connection over an exec relay.
+func TestExposeFallsBackToExecRelays(t *testing.T) {
+	m, docker := dockertest.Manager(t, func(c *service.Config) { c.Logger = zerolog.Nop() })
+	dockertest.Run(t, m)
+	project := dockertest.Project(t, docker)
+	if _, err := m.Start(context.Background(), project); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Background(context.Background(), project, service.ExecRequest{Command: "mkdir -p /tmp/s && echo inside >/tmp/s/index.html && cd /tmp/s && exec python3 -m http.server 8800 --bind 127.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	dockertest.PollExec(t, m, project, "the server listens", "exec 3<>/dev/tcp/127.0.0.1/8800")
+	e := NewExposer(m, zerolog.Nop())
+	exposed, err := e.ExposePort(context.Background(), project, 8800)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.ClosePort(project, 8800) })
+	x := e.find(project, 8800)
+	x.mu.Lock()
+	if x.gw == nil {
+		x.mu.Unlock()
+		t.Skip("no direct route to fall back from with this engine")
+	}
+	x.gw = &gateway{session: x.gw.session, addr: "127.0.0.1:1", secret: x.gw.secret} // nothing answers there
+	x.mu.Unlock()
+	for range 2 {
+		res, err := http.Get(exposed.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil || string(body) != "inside\n" {
+			t.Fatalf("through the exposed port: %q, %v", body, err)
+		}
+	}
+}
