@@ -11,3 +11,43 @@ func WarmRelays(e *Exposer, project string, port int) int {
 	defer x.mu.Unlock()
 	return len(x.pool)
 }
+
+// ExecOnly makes e carry every connection over exec relays, never the
+// direct route, so that tests cover both.
+func ExecOnly(e *Exposer) { e.execOnly = true }
+
+// Direct says whether a project's exposed port takes the direct route.
+func Direct(e *Exposer, project string, port int) bool {
+	x := e.find(project, port)
+	return x != nil && x.gw != nil
+}
+
+// ForwardExecOnly makes f carry every connection over exec relays.
+func ForwardExecOnly(f *Forwarder) { f.execOnly = true }
+
+// ForwardDirect says whether a project's forwarded port takes the direct
+// route.
+func ForwardDirect(f *Forwarder, project string, port int) bool {
+	l := f.liveListener(project, port)
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.direct != nil
+}
+
+// ForwardAddress is the container's address a forwarded port's listener
+// takes direct connections on ("" when it has no direct route).
+func ForwardAddress(f *Forwarder, project string, port int) string {
+	l := f.liveListener(project, port)
+	if l == nil {
+		return ""
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.direct == nil {
+		return ""
+	}
+	return l.direct.addr
+}

@@ -6,6 +6,7 @@
 package ports
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -27,15 +28,34 @@ type Sandboxes interface {
 	ExecAttachArgv(ctx context.Context, project string, spec service.ExecSpec) (service.ExecSession, error)
 }
 
-// Serving is a manager with its exposed ports: what the protocol serves.
+// Serving is a manager with its exposed and forwarded ports: what the
+// protocol serves.
 type Serving struct {
 	*service.Manager
 	*Exposer
+	*Forwarder
 }
 
-// Serve returns m with a new exposer for it.
+// Serve returns m with a new exposer and forwarder for it; the forwarded
+// ports are kept under m's state directory.
 func Serve(m *service.Manager, log zerolog.Logger) Serving {
-	return Serving{m, NewExposer(m, log)}
+	return Serving{m, NewExposer(m, log), NewForwarder(m, projectfs.NewForwards(m.StateDir()), log)}
+}
+
+// Watch follows the sandboxes' events for the exposer and the forwarder
+// until events closes, and returns once both have closed their ports.
+func (s Serving) Watch(events <-chan service.Event) {
+	toExposer, toForwarder := make(chan service.Event, 64), make(chan service.Event, 64)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.Exposer.Watch(toExposer) })
+	wg.Go(func() { s.Forwarder.Watch(toForwarder) })
+	for ev := range events {
+		toExposer <- ev
+		toForwarder <- ev
+	}
+	close(toExposer)
+	close(toForwarder)
+	wg.Wait()
 }
 
 // Exposed is a sandbox port answering on the host.
@@ -50,8 +70,9 @@ const checkTimeout = 30 * time.Second
 
 // Exposer keeps the exposed ports of every project this sidecar serves.
 type Exposer struct {
-	sb  Sandboxes
-	log zerolog.Logger
+	sb       Sandboxes
+	log      zerolog.Logger
+	execOnly bool // never the direct route (direct.go): for tests
 
 	mu      sync.Mutex // guards exposed
 	exposed map[string][]*exposure
@@ -65,6 +86,7 @@ type exposure struct {
 	ln      net.Listener
 
 	pool chan service.ExecSession // relays started, waiting to connect
+	gw   *gateway                 // the direct route, if the host can reach the container
 
 	mu      sync.Mutex // guards conns and warming, and sends to pool
 	conns   map[net.Conn]struct{}
@@ -101,21 +123,36 @@ func (e *Exposer) ExposePort(ctx context.Context, project string, port int) (Exp
 	x := &exposure{
 		Exposed: Exposed{Port: port, HostPort: hostPort, URL: "http://127.0.0.1:" + strconv.Itoa(hostPort) + "/"},
 		project: project, ln: ln, conns: map[net.Conn]struct{}{}, pool: make(chan service.ExecSession, warmRelays),
+		gw: e.gateway(ctx, project, port),
 	}
 	e.mu.Lock()
 	if prev := e.findLocked(project, port); prev != nil { // exposed meanwhile
 		e.mu.Unlock()
-		ln.Close()
+		x.close()
 		return prev.Exposed, nil
 	}
 	e.exposed[project] = append(e.exposed[project], x)
 	e.mu.Unlock()
-	for range warmRelays {
-		e.warm(x)
+	if x.gw == nil {
+		for range warmRelays {
+			e.warm(x)
+		}
 	}
 	go e.serve(x)
-	e.log.Info().Str("project", project).Int("port", port).Int("hostPort", hostPort).Msg("exposed a sandbox port")
+	e.log.Info().Str("project", project).Int("port", port).Int("hostPort", hostPort).Bool("direct", x.gw != nil).Msg("exposed a sandbox port")
 	return x.Exposed, nil
+}
+
+// gateway starts the direct route to the port, where there is one.
+func (e *Exposer) gateway(ctx context.Context, project string, port int) *gateway {
+	if e.execOnly {
+		return nil
+	}
+	g, err := e.startGateway(ctx, project, port)
+	if err != nil {
+		e.log.Debug().Err(err).Int("port", port).Msg("exposed port: no direct route, exec relays carry it")
+	}
+	return g
 }
 
 // check makes sure the sandbox runs and has what the relay needs.
@@ -152,15 +189,30 @@ func (e *Exposer) serve(x *exposure) {
 	}
 }
 
-// carry relays one connection.
+// carry relays one connection: over the direct route if there is one,
+// else (or if it fails) over an exec relay.
 func (e *Exposer) carry(x *exposure, conn net.Conn) {
+	if t, ok := e.sb.(interface{ Touch(string) }); ok {
+		t.Touch(x.project) // a connection is a use, for the idle policy
+	}
+	x.mu.Lock()
+	gw := x.gw
+	x.mu.Unlock()
+	if gw != nil {
+		direct, err := gw.dial()
+		if err == nil {
+			pumpTCP(conn.(*net.TCPConn), direct)
+			return
+		}
+		e.log.Info().Err(err).Int("port", x.Port).Msg("exposed port: the direct route failed, an exec relay carries it")
+	}
 	session, err := e.relay(x)
 	if err != nil {
 		e.log.Info().Err(err).Int("port", x.Port).Msg("exposed port: no relay into the sandbox")
 		conn.Close()
 		return
 	}
-	pump(conn, session)
+	pumpFramed(conn.(*net.TCPConn), session, bufio.NewReaderSize(session, 64<<10))
 	if stderr := session.Stderr(); stderr != "" {
 		e.log.Info().Int("port", x.Port).Str("relay", stderr).Msg("exposed port: the relay said")
 	}
@@ -188,6 +240,9 @@ func (x *exposure) close() {
 	x.ln.Close()
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if x.gw != nil {
+		x.gw.session.Close()
+	}
 	for c := range x.conns {
 		c.Close()
 	}

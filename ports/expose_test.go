@@ -8,8 +8,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,8 +83,26 @@ while True:
     c.close()
 '`
 
+// localEngine says whether the engine runs on this Linux machine, where
+// the host reaches a container's own address (the direct route).
+func localEngine() bool {
+	host := os.Getenv("DOCKER_HOST")
+	return runtime.GOOS == "linux" && (host == "" || strings.HasPrefix(host, "unix://"))
+}
+
 func TestExposedPortCarriesASandboxServer(t *testing.T) {
+	for _, route := range []string{"direct", "exec"} {
+		t.Run(route, func(t *testing.T) { testExposedPort(t, route == "exec") })
+	}
+}
+
+// testExposedPort exposes servers of the sandbox: over the direct route
+// where the engine is local, or over exec relays alone.
+func testExposedPort(t *testing.T, execOnly bool) {
 	sb := startSandbox(t)
+	if execOnly {
+		ports.ExecOnly(sb.x)
+	}
 	ctx := context.Background()
 	sum := strings.Fields(sb.sh(t, `mkdir -p /tmp/site && head -c 52428800 /dev/urandom >/tmp/site/big.bin && sha256sum /tmp/site/big.bin`))[0]
 	sb.background(t, "cd /tmp/site && exec python3 -m http.server 8800 --bind 127.0.0.1", 8800)
@@ -97,6 +118,9 @@ func TestExposedPortCarriesASandboxServer(t *testing.T) {
 	}
 	if again, _ := sb.x.ExposePort(ctx, sb.project, 8800); again != exposed {
 		t.Errorf("exposed again: %+v, first %+v", again, exposed)
+	}
+	if direct := ports.Direct(sb.x, sb.project, 8800); direct != (!execOnly && localEngine()) {
+		t.Errorf("the direct route is taken: %v", direct)
 	}
 
 	started := time.Now()
@@ -220,5 +244,33 @@ func pollHost(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not so after 20s", what)
 		}
+	}
+}
+
+// touchRecorder counts the uses an exposer reports for the idle policy.
+type touchRecorder struct {
+	*service.Manager
+	touches atomic.Int32
+}
+
+func (c *touchRecorder) Touch(project string) {
+	c.touches.Add(1)
+	c.Manager.Touch(project)
+}
+
+func TestExposedConnectionIsAUse(t *testing.T) {
+	sb := startSandbox(t)
+	sb.background(t, "mkdir -p /tmp/site && cd /tmp/site && exec python3 -m http.server 8800 --bind 127.0.0.1", 8800)
+	counter := &touchRecorder{Manager: sb.m}
+	x := ports.NewExposer(counter, zerolog.Nop())
+	exposed, err := x.ExposePort(context.Background(), sb.project, 8800)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.ClosePort(sb.project, 8800) })
+	before := counter.touches.Load()
+	download(t, exposed.URL)
+	if counter.touches.Load() == before {
+		t.Error("a connection to an exposed port is not a use of the sandbox for the idle policy")
 	}
 }

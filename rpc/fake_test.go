@@ -53,6 +53,7 @@ type fakeService struct {
 	held     map[*int]heldCall        // calls waiting at a gate, by a unique key
 	procs    []service.Process        // started in the background
 	exposed  map[int]bool             // exposed ports
+	forwards map[int]int              // forwarded ports: port -> host port
 	touched  []string                 // the projects Touch was called with
 	approved bool                     // the stranger project's request was approved
 }
@@ -479,6 +480,42 @@ func (f *fakeService) ClosePort(path string, port int) (bool, error) {
 	defer f.mu.Unlock()
 	closed := f.exposed[port]
 	delete(f.exposed, port)
+	return closed, nil
+}
+
+// ForwardPort forwards on a stopped sandbox too, as the sidecar does
+// (the list is kept for the next start).
+func (f *fakeService) ForwardPort(ctx context.Context, path string, port, hostPort int) (ports.Forwarded, error) {
+	if hostPort == 0 {
+		hostPort = port
+	}
+	if port == 5900 {
+		return ports.Forwarded{}, &service.ArgumentError{Name: "port", Reason: "Xvfb already listens on port 5900 in the sandbox"}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.forwards == nil {
+		f.forwards = map[int]int{}
+	}
+	f.forwards[port] = hostPort
+	return ports.Forwarded{Port: port, HostPort: hostPort}, nil
+}
+
+func (f *fakeService) ForwardedPorts(path string) ([]ports.Forwarded, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := []ports.Forwarded{}
+	for _, port := range slices.Sorted(maps.Keys(f.forwards)) {
+		out = append(out, ports.Forwarded{Port: port, HostPort: f.forwards[port]})
+	}
+	return out, nil
+}
+
+func (f *fakeService) CloseForward(path string, port int) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, closed := f.forwards[port]
+	delete(f.forwards, port)
 	return closed, nil
 }
 

@@ -8,12 +8,15 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
 )
 
-// Ports is what the sandbox/ports methods serve; *ports.Exposer is one.
+// Ports is what the sandbox/ports methods serve; ports.Serving is one.
 type Ports interface {
 	ExposePort(ctx context.Context, project string, port int) (ports.Exposed, error)
 	ExposedPorts(project string) []ports.Exposed
 	ListeningPorts(ctx context.Context, project string) ([]ports.Listening, error)
 	ClosePort(project string, port int) (bool, error)
+	ForwardPort(ctx context.Context, project string, port, hostPort int) (ports.Forwarded, error)
+	ForwardedPorts(project string) ([]ports.Forwarded, error)
+	CloseForward(project string, port int) (bool, error)
 }
 
 // Directions of a port, as sandbox/ports/close names them.
@@ -28,17 +31,18 @@ type (
 		projectParams
 		Port int `json:"port" jsonschema:"A TCP port in the sandbox."`
 	}
+	portForwardParams struct {
+		projectParams
+		Port     int `json:"port" jsonschema:"The port that localhost answers on in the sandbox."`
+		HostPort int `json:"hostPort,omitzero" jsonschema:"The port of the host's 127.0.0.1 it reaches (the same number when left out)."`
+	}
 	portCloseParams struct {
 		projectParams
 		Port      int    `json:"port" jsonschema:"The port in the sandbox."`
 		Direction string `json:"direction" jsonschema:"exposed (a sandbox port answering on the host) or forwarded (a host port reached from the sandbox)."`
 	}
-	forwardedPort struct {
-		Port     int `json:"port"`
-		HostPort int `json:"hostPort"`
-	}
 	portsListResult struct {
-		Forwarded []forwardedPort   `json:"forwarded"`
+		Forwarded []ports.Forwarded `json:"forwarded"`
 		Exposed   []ports.Exposed   `json:"exposed"`
 		Listening []ports.Listening `json:"listening"`
 	}
@@ -54,6 +58,12 @@ func portBounds(s *jsonschema.Schema) {
 // TuneSchema bounds the port.
 func (portParams) TuneSchema(s *jsonschema.Schema) { portBounds(s.Properties["port"]) }
 
+// TuneSchema bounds the ports.
+func (portForwardParams) TuneSchema(s *jsonschema.Schema) {
+	portBounds(s.Properties["port"])
+	portBounds(s.Properties["hostPort"])
+}
+
 // TuneSchema bounds the port and names the directions.
 func (portCloseParams) TuneSchema(s *jsonschema.Schema) {
 	portBounds(s.Properties["port"])
@@ -64,24 +74,34 @@ func (s *Server) exposePort(ctx context.Context, _ *session, p portParams) (port
 	return s.svc.ExposePort(ctx, string(p.ProjectPath), p.Port)
 }
 
+func (s *Server) forwardPort(ctx context.Context, _ *session, p portForwardParams) (ports.Forwarded, error) {
+	return s.svc.ForwardPort(ctx, string(p.ProjectPath), p.Port, p.HostPort)
+}
+
 func (s *Server) listPorts(ctx context.Context, _ *session, p projectParams) (portsListResult, error) {
 	listening, err := s.svc.ListeningPorts(ctx, string(p.ProjectPath))
 	if err != nil {
 		return portsListResult{}, err
 	}
+	forwarded, err := s.svc.ForwardedPorts(string(p.ProjectPath))
+	if err != nil {
+		return portsListResult{}, err
+	}
 	return portsListResult{
-		Forwarded: []forwardedPort{},
+		Forwarded: forwarded,
 		Exposed:   s.svc.ExposedPorts(string(p.ProjectPath)),
 		Listening: listening,
 	}, nil
 }
 
-// closePort closes an exposed port; this sidecar forwards none, so a
-// forwarded one is never there to close.
+// closePort closes an exposed or a forwarded port.
 func (s *Server) closePort(_ context.Context, _ *session, p portCloseParams) (portCloseResult, error) {
+	var closed bool
+	var err error
 	if p.Direction == directionForwarded {
-		return portCloseResult{Closed: false}, nil
+		closed, err = s.svc.CloseForward(string(p.ProjectPath), p.Port)
+	} else {
+		closed, err = s.svc.ClosePort(string(p.ProjectPath), p.Port)
 	}
-	closed, err := s.svc.ClosePort(string(p.ProjectPath), p.Port)
 	return portCloseResult{Closed: closed}, err
 }

@@ -40,6 +40,7 @@ var schemaNames = map[reflect.Type]string{
 	reflect.TypeFor[service.BackgroundProcess](): "BackgroundProcess",
 	reflect.TypeFor[service.Process]():           "Process",
 	reflect.TypeFor[ports.Exposed]():             "ExposedPort",
+	reflect.TypeFor[ports.Forwarded]():           "ForwardedPort",
 	reflect.TypeFor[tools.Tool]():                "Tool",
 	reflect.TypeFor[tools.Content]():             "Content",
 	reflect.TypeFor[tools.Result]():              "ToolResult",

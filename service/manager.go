@@ -272,6 +272,9 @@ func (m *Manager) ImageHash() string {
 // Image is the default variant's image tag.
 func (m *Manager) Image() string { return m.tagFor(m.cfg.DefaultVariant) }
 
+// StateDir is the sidecar's XDG state directory ("" for none).
+func (m *Manager) StateDir() string { return m.cfg.StateDir }
+
 // Subscribe returns the manager's events and the function that ends the
 // subscription. The channel is closed when the subscription ends.
 func (m *Manager) Subscribe() (<-chan Event, func()) { return m.events.subscribe() }

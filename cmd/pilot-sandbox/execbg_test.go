@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +17,7 @@ import (
 // the protocol, on a real sandbox: output streamed as notifications before
 // the answer, stdin and env, an answer that does not wait for a background
 // child, and background processes listed (by this sidecar and another)
-// and killed with their children.
+// and killed with their children; and a host port forwarded into it.
 func TestServeExecStreamedAndInTheBackground(t *testing.T) {
 	docker := dockertest.Engine(t)
 	project := dockertest.Project(t, docker)
@@ -48,6 +50,24 @@ func TestServeExecStreamedAndInTheBackground(t *testing.T) {
 		got := s.notifications("sandbox/output")
 		if len(got) != 1 || got[0]["token"] != 7.0 || got[0]["data"] != "seven\n" {
 			t.Errorf("notifications: %v", got)
+		}
+	})
+	t.Run("a forwarded port reaches the host's server", func(t *testing.T) {
+		host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "host page") }))
+		defer host.Close()
+		hostPort := host.Listener.Addr().(*net.TCPAddr).Port
+		fetch := `python3 -c 'import urllib.request; print(urllib.request.urlopen("http://localhost:8766/", timeout=10).read().decode(), end="")'`
+		result(t, s.call("sandbox/ports/forward", map[string]any{"projectPath": project, "port": 8766, "hostPort": hostPort}, time.Minute))
+		if out := exec(t, map[string]any{"command": fetch}); out["stdout"] != "host page" {
+			t.Errorf("through the forward: %v", out)
+		}
+		list := result(t, s.call("sandbox/ports/list", map[string]any{"projectPath": project}, time.Minute))
+		if fmt.Sprint(list["forwarded"]) != fmt.Sprintf("[map[hostPort:%d port:8766]]", hostPort) {
+			t.Errorf("forwarded: %v", list["forwarded"])
+		}
+		closed := result(t, s.call("sandbox/ports/close", map[string]any{"projectPath": project, "port": 8766, "direction": "forwarded"}, time.Minute))
+		if out := exec(t, map[string]any{"command": fetch}); closed["closed"] != true || out["exitCode"] == 0.0 {
+			t.Errorf("after close (%v): %v", closed, out)
 		}
 	})
 	t.Run("stdin and env arrive", func(t *testing.T) {

@@ -23,6 +23,9 @@
 /** @typedef {import('./types.js').ReadFileResult} ReadFileResult */
 /** @typedef {import('./types.js').FileEntry} FileEntry */
 /** @typedef {import('./types.js').Copied} Copied */
+/** @typedef {import('./types.js').ForwardedPort} ForwardedPort */
+/** @typedef {import('./types.js').ExposedPort} ExposedPort */
+/** @typedef {import('./types.js').PortsList} PortsList */
 
 /** The protocol version this client speaks. */
 export const PROTOCOL_VERSION = 1;
@@ -351,19 +354,35 @@ export class Client {
    *
    * @param {string} projectPath
    * @param {number} port
-   * @returns {Promise<{port: number, hostPort: number, url: string}>}
+   * @returns {Promise<ExposedPort>}
    */
   exposePort(projectPath, port) { return this.request('sandbox/ports/expose', { projectPath, port }); }
+
+  /**
+   * Makes localhost:port in the sandbox reach the host's
+   * 127.0.0.1:hostPort (the same number when left out), now and at every
+   * start: the user's decision, kept in the user's own state.
+   *
+   * @param {string} projectPath
+   * @param {number} port
+   * @param {number} [hostPort]
+   * @returns {Promise<ForwardedPort>}
+   */
+  forwardPort(projectPath, port, hostPort) {
+    return this.request('sandbox/ports/forward', { projectPath, port, ...(hostPort === undefined ? {} : { hostPort }) });
+  }
 
   /**
    * The forwarded and exposed ports, and what listens inside now.
    *
    * @param {string} projectPath
-   * @returns {Promise<any>}
+   * @returns {Promise<PortsList>}
    */
   listPorts(projectPath) { return this.request('sandbox/ports/list', { projectPath }); }
 
   /**
+   * Ends a forwarded or an exposed port.
+   *
    * @param {string} projectPath
    * @param {number} port
    * @param {'forwarded' | 'exposed'} direction

@@ -139,6 +139,33 @@
  */
 
 /**
+ * @typedef {object} ForwardedPort a host port reached from the sandbox
+ * @property {number} port localhost:port in the sandbox
+ * @property {number} hostPort the host's 127.0.0.1:hostPort
+ * @property {string} [error] why it is not in effect in the running sandbox
+ */
+
+/**
+ * @typedef {object} ExposedPort a sandbox port answering on the host
+ * @property {number} port
+ * @property {number} hostPort
+ * @property {string} url http://127.0.0.1:hostPort/, for a preview
+ */
+
+/**
+ * @typedef {object} ListeningPort a TCP port something listens on in the sandbox
+ * @property {number} port
+ * @property {string} [process] the listener's command name, when known
+ */
+
+/**
+ * @typedef {object} PortsList
+ * @property {ForwardedPort[]} forwarded
+ * @property {ExposedPort[]} exposed
+ * @property {ListeningPort[]} listening
+ */
+
+/**
  * @typedef {object} RequestOptions
  * @property {AbortSignal} [signal] aborting sends $/cancelRequest and rejects with the signal's reason
  */

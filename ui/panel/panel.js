@@ -12,6 +12,7 @@
 import { initialModel, phase, controls, viewerSource, messageOf } from './model.js';
 import { panelMarkup } from './template.js';
 import { renderPanel } from './render.js';
+import { PortsSection } from './ports.js';
 
 /** @typedef {import('../client/pilot-sandbox.js').Client} Client */
 /** @typedef {import('./model.js').Model} Model */
@@ -46,11 +47,13 @@ export class PilotSandboxPanel extends HTMLElement {
   #viewerHeard = false; // the current frame's viewer has said something
   #viewerReloads = 0; // silent viewers loaded again in a row
   #root;
+  #ports;
 
   constructor() {
     super();
     this.#root = this.attachShadow({ mode: 'open' });
     this.#root.innerHTML = panelMarkup(new URL('./panel.css', import.meta.url).href);
+    this.#ports = new PortsSection(this.#root);
     this.#on('.start', () => this.#start());
     this.#on('.start-sandbox', () => this.#start());
     this.#on('.stop', () => this.#stop());
@@ -287,6 +290,7 @@ export class PilotSandboxPanel extends HTMLElement {
   #render() {
     const focused = /** @type {HTMLElement | null} */ (this.#root.activeElement);
     renderPanel(this.#root, this.#model, this.project);
+    this.#ports.update(this.#model.connection === 'connected' ? this.#client : null, this.project, phase(this.#model) === 'running');
     this.#syncFrame();
     if (focused && focused.closest('[hidden]')) this.#moveFocus();
   }

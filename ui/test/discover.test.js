@@ -28,6 +28,7 @@ const wrappers = {
   'sandbox/processes': 'processes',
   'sandbox/kill': 'kill',
   'sandbox/ports/expose': 'exposePort',
+  'sandbox/ports/forward': 'forwardPort',
   'sandbox/ports/list': 'listPorts',
   'sandbox/ports/close': 'closePort',
   'sandbox/files/write': 'writeFile',

@@ -1,0 +1,244 @@
+package ports
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// Forwarded is a host port reached from the sandbox: inside it,
+// localhost:Port is the host's 127.0.0.1:HostPort.
+type Forwarded struct {
+	Port     int `json:"port"`
+	HostPort int `json:"hostPort"`
+	// Error says why it is not in effect in the running sandbox, when it
+	// could not be applied there (another program took the port).
+	Error string `json:"error,omitempty"`
+}
+
+// ForwardSandboxes is what forwarding needs of the sandboxes;
+// *service.Manager is one.
+type ForwardSandboxes interface {
+	Sandboxes
+	Status(ctx context.Context, project string) (*service.State, error)
+	// Touch records a use of the sandbox, for the idle policy.
+	Touch(project string)
+}
+
+// maxForwards bounds the ports forwarded into one sandbox: each is a
+// listener process in it, and a relay waiting.
+const maxForwards = 16
+
+var errTooMany = &service.ArgumentError{Name: "port", Reason: fmt.Sprintf("at most %d ports may be forwarded into one sandbox: close one first", maxForwards)}
+
+// forwards says whether list has port.
+func forwards(list []projectfs.Forward, port int) bool {
+	return slices.ContainsFunc(list, func(p projectfs.Forward) bool { return p.Port == port })
+}
+
+// Forwarder keeps the forwarded ports of every project: the list in the
+// user's state (projectfs.Forwards), applied in each running sandbox
+// this sidecar serves, at every start.
+type Forwarder struct {
+	sb       ForwardSandboxes
+	store    projectfs.Forwards
+	log      zerolog.Logger
+	execOnly bool // never the direct route (direct.go): for tests
+
+	ops     sync.Mutex     // one change of listeners at a time
+	applies sync.WaitGroup // restores under way
+
+	mu       sync.Mutex // guards projects and stopped
+	projects map[string]*forwardSet
+	stopped  bool
+}
+
+// forwardSet is a project's listeners in its sandbox's current run.
+type forwardSet struct {
+	run  string // the run they belong to (runKey)
+	live map[int]*listener
+	errs map[int]string // why a forward is not live in this run
+}
+
+// NewForwarder returns a forwarder that keeps its lists in store.
+func NewForwarder(sb ForwardSandboxes, store projectfs.Forwards, log zerolog.Logger) *Forwarder {
+	return &Forwarder{sb: sb, store: store, log: log, projects: map[string]*forwardSet{}}
+}
+
+// runKey names one run of a sandbox: its listeners die with it.
+func runKey(st *service.State) string {
+	return st.ContainerID + "@" + strconv.FormatInt(st.StartedAt, 10)
+}
+
+func checkPort(name string, port int) error {
+	if port < 1 || port > 65535 {
+		return &service.ArgumentError{Name: name, Reason: "must be from 1 to 65535"}
+	}
+	return nil
+}
+
+// ForwardPort makes localhost:port in the project's sandbox reach the
+// host's 127.0.0.1:hostPort (0: the same number), now if it runs, and at
+// every start. Forwarding a port again with another hostPort changes it.
+func (f *Forwarder) ForwardPort(ctx context.Context, project string, port, hostPort int) (Forwarded, error) {
+	project, err := projectfs.Canonical(project)
+	if err != nil {
+		return Forwarded{}, err
+	}
+	if hostPort == 0 {
+		hostPort = port
+	}
+	if err := errors.Join(checkPort("port", port), checkPort("hostPort", hostPort)); err != nil {
+		return Forwarded{}, err
+	}
+	fw := Forwarded{Port: port, HostPort: hostPort}
+	f.ops.Lock()
+	defer f.ops.Unlock()
+	if list, err := f.store.Read(project); err == nil && len(list) >= maxForwards && !forwards(list, port) {
+		return Forwarded{}, errTooMany
+	}
+	started, err := f.applyOne(ctx, project, fw)
+	if err != nil {
+		return Forwarded{}, err
+	}
+	err = f.store.Change(project, func(list []projectfs.Forward) ([]projectfs.Forward, error) {
+		if len(list) >= maxForwards && !forwards(list, port) {
+			return nil, errTooMany // another process added some meanwhile
+		}
+		list = slices.DeleteFunc(list, func(p projectfs.Forward) bool { return p.Port == port })
+		return append(list, projectfs.Forward{Port: port, HostPort: hostPort}), nil
+	})
+	if err != nil {
+		if started != nil {
+			f.drop(project, started)
+		}
+		if errors.Is(err, service.ErrInvalidArgument) {
+			return Forwarded{}, err
+		}
+		return Forwarded{}, fmt.Errorf("keep the forwarded port in %s: %w", f.store.Dir(), err)
+	}
+	f.log.Info().Str("project", project).Int("port", port).Int("hostPort", hostPort).Msg("forwarded a host port into the sandbox")
+	return fw, nil
+}
+
+// applyOne puts fw in effect in the project's sandbox if it runs, and
+// returns the listener it started for it (nil if none: the sandbox is
+// not running, or a listener was there already).
+func (f *Forwarder) applyOne(ctx context.Context, project string, fw Forwarded) (*listener, error) {
+	st, err := f.sb.Status(ctx, project)
+	if err != nil || st == nil || st.Status != service.StatusRunning {
+		return nil, err
+	}
+	set := f.prepare(project, runKey(st))
+	if set == nil {
+		return nil, nil // the sidecar is ending
+	}
+	if l := f.liveListener(project, fw.Port); l != nil {
+		l.setHostPort(fw.HostPort)
+		return nil, nil
+	}
+	l, err := f.startListener(ctx, project, fw)
+	if errors.Is(err, errInUse) {
+		return nil, f.inUse(ctx, project, fw.Port)
+	}
+	if errors.Is(err, service.ErrNotRunning) {
+		return nil, nil // it stopped meanwhile: the next start applies it
+	}
+	if err != nil {
+		return nil, err
+	}
+	f.setLive(project, set, l)
+	return l, nil
+}
+
+// inUse is the error for a port something in the sandbox listens on.
+func (f *Forwarder) inUse(ctx context.Context, project string, port int) error {
+	who := "something"
+	if ls, err := Listen(ctx, f.sb, project); err == nil {
+		if i := slices.IndexFunc(ls, func(l Listening) bool { return l.Port == port }); i >= 0 && ls[i].Process != "" {
+			who = ls[i].Process
+		}
+	}
+	return &service.ArgumentError{Name: "port", Reason: fmt.Sprintf("%s already listens on port %d in the sandbox", who, port)}
+}
+
+// prepare returns the project's set for run, emptied of another run's
+// listeners; nil once the forwarder has stopped.
+func (f *Forwarder) prepare(project, run string) *forwardSet {
+	f.mu.Lock()
+	if f.stopped {
+		f.mu.Unlock()
+		return nil
+	}
+	set := f.projects[project]
+	var old []*listener
+	if set == nil || set.run != run {
+		if set != nil {
+			old = slices.Collect(maps.Values(set.live))
+		}
+		set = &forwardSet{run: run, live: map[int]*listener{}, errs: map[int]string{}}
+		f.projects[project] = set
+	}
+	f.mu.Unlock()
+	for _, l := range old {
+		l.close()
+	}
+	return set
+}
+
+func (f *Forwarder) liveListener(project string, port int) *listener {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if set := f.projects[project]; set != nil {
+		return set.live[port]
+	}
+	return nil
+}
+
+// setLive records l in set, unless the set was replaced meanwhile (a new
+// run): then l belongs to no run and is closed.
+func (f *Forwarder) setLive(project string, set *forwardSet, l *listener) {
+	f.mu.Lock()
+	current := f.projects[project] == set && !f.stopped
+	if current {
+		set.live[l.Port] = l
+		delete(set.errs, l.Port)
+	}
+	f.mu.Unlock()
+	if !current {
+		l.close()
+	}
+}
+
+// drop closes l and forgets it.
+func (f *Forwarder) drop(project string, l *listener) {
+	f.mu.Lock()
+	if set := f.projects[project]; set != nil && set.live[l.Port] == l {
+		delete(set.live, l.Port)
+	}
+	f.mu.Unlock()
+	l.close()
+}
+
+// ended forgets a listener whose process ended on its own (killed in
+// the sandbox, or the sandbox stopping), saying why.
+func (f *Forwarder) ended(l *listener) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	set := f.projects[l.project]
+	if set == nil || set.live[l.Port] != l {
+		return // closed on purpose
+	}
+	delete(set.live, l.Port)
+	set.errs[l.Port] = "its listener in the sandbox ended; it is applied again at the next start"
+	f.log.Info().Str("project", l.project).Int("port", l.Port).Str("stderr", l.ctl.Stderr()).Msg("a forwarded port's listener ended")
+}

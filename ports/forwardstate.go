@@ -1,0 +1,163 @@
+package ports
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// CloseForward stops forwarding the project's port, and ends its
+// connections; false if it was not forwarded.
+func (f *Forwarder) CloseForward(project string, port int) (bool, error) {
+	project, err := projectfs.Canonical(project)
+	if err != nil {
+		return false, err
+	}
+	f.ops.Lock()
+	defer f.ops.Unlock()
+	kept := false
+	err = f.store.Change(project, func(list []projectfs.Forward) ([]projectfs.Forward, error) {
+		n := len(list)
+		list = slices.DeleteFunc(list, func(p projectfs.Forward) bool { return p.Port == port })
+		kept = len(list) < n
+		return list, nil
+	})
+	if err != nil {
+		return false, err
+	}
+	l := f.liveListener(project, port)
+	if l != nil {
+		f.drop(project, l)
+	}
+	f.mu.Lock()
+	if set := f.projects[project]; set != nil {
+		delete(set.errs, port)
+	}
+	f.mu.Unlock()
+	return kept || l != nil, nil
+}
+
+// ForwardedPorts lists the project's forwarded ports, by port, with why
+// one is not in effect in its running sandbox.
+func (f *Forwarder) ForwardedPorts(project string) ([]Forwarded, error) {
+	if canonical, err := projectfs.Canonical(project); err == nil {
+		project = canonical
+	}
+	list, err := f.store.Read(project)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	set := f.projects[project]
+	out := make([]Forwarded, 0, len(list))
+	for _, p := range list {
+		fw := Forwarded{Port: p.Port, HostPort: p.HostPort}
+		if set != nil {
+			fw.Error = set.errs[p.Port]
+		}
+		out = append(out, fw)
+	}
+	return out, nil
+}
+
+// apply puts the project's forwards in effect in its sandbox's run st,
+// and ends the listeners of any other run.
+func (f *Forwarder) apply(ctx context.Context, project string, st *service.State) {
+	f.ops.Lock()
+	defer f.ops.Unlock()
+	set := f.prepare(project, runKey(st))
+	if set == nil {
+		return
+	}
+	list, err := f.store.Read(project)
+	if err != nil {
+		f.log.Warn().Err(err).Str("project", project).Msg("could not read the forwarded ports")
+		return
+	}
+	for _, p := range list {
+		if f.liveListener(project, p.Port) != nil {
+			continue
+		}
+		l, err := f.startListener(ctx, project, Forwarded{Port: p.Port, HostPort: p.HostPort})
+		if err != nil {
+			f.failed(project, set, p.Port, err)
+			continue
+		}
+		f.setLive(project, set, l)
+	}
+	if len(list) > 0 {
+		f.log.Info().Str("project", project).Int("ports", len(list)).Msg("forwarded the host ports into the sandbox")
+	}
+}
+
+// failed records why a forward could not be applied.
+func (f *Forwarder) failed(project string, set *forwardSet, port int, err error) {
+	why := err.Error()
+	if errors.Is(err, errInUse) {
+		why = "another program listens on the port in the sandbox"
+	}
+	f.log.Warn().Err(err).Str("project", project).Int("port", port).Msg("could not forward a host port into the sandbox")
+	f.mu.Lock()
+	set.errs[port] = why
+	f.mu.Unlock()
+}
+
+// stopProject ends the project's listeners: its sandbox stopped.
+func (f *Forwarder) stopProject(project string) {
+	f.mu.Lock()
+	set := f.projects[project]
+	delete(f.projects, project)
+	f.mu.Unlock()
+	if set != nil {
+		for _, l := range set.live {
+			l.close()
+		}
+	}
+}
+
+// Watch applies each project's forwards when its sandbox runs (a start,
+// or one found running) and ends them when it stops, until events
+// closes; on return, every listener is closed.
+func (f *Forwarder) Watch(events <-chan service.Event) {
+	for ev := range events {
+		if ev.Kind != service.EventState {
+			continue
+		}
+		if ev.State == nil || ev.State.Status != service.StatusRunning {
+			f.stopProject(ev.Project)
+			continue
+		}
+		f.applies.Add(1)
+		go func(project string, st service.State) {
+			defer f.applies.Done()
+			f.apply(context.Background(), project, &st)
+		}(ev.Project, *ev.State)
+	}
+	f.mu.Lock()
+	f.stopped = true
+	f.mu.Unlock()
+	f.applies.Wait()
+	f.mu.Lock()
+	projects := slices.Collect(maps.Keys(f.projects))
+	f.mu.Unlock()
+	for _, p := range projects {
+		f.stopProject(p)
+	}
+}
+
+func (l *listener) setHostPort(port int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.HostPort = port
+}
+
+func (l *listener) hostPort() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.HostPort
+}

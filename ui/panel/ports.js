@@ -1,0 +1,193 @@
+// The panel's Ports section (a <details> in template.js): host ports
+// forwarded into the sandbox, sandbox ports exposed on this computer with
+// a link that opens the preview, and what listens in the sandbox now;
+// add and remove in both directions. It reads sandbox/ports/list when
+// opened, every few seconds while open, and after each change. Names of
+// processes come from the sandbox: they are set as text, never as markup.
+
+/** @typedef {import('../client/pilot-sandbox.js').Client} Client */
+/** @typedef {import('../client/types.js').PortsList} PortsList */
+
+/** How often an open section reads the list again. */
+const REFRESH_MS = 5000;
+
+export class PortsSection {
+  /** @type {Client | null} */
+  #client = null;
+  #project = '';
+  #running = false;
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  #timer;
+  #root;
+
+  /** @param {ShadowRoot} root the panel's, with template.js's markup */
+  constructor(root) {
+    this.#root = root;
+    this.#details.addEventListener('toggle', () => this.#refresh());
+    this.#$('.forward-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      const port = this.#number('.forward-form input[name=port]');
+      const hostPort = this.#number('.forward-form input[name=hostPort]');
+      if (port) this.#change((c) => c.forwardPort(this.#project, port, hostPort || undefined), '.forward-form');
+    });
+    this.#$('.expose-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      const port = this.#number('.expose-form input[name=port]');
+      if (port) this.#change((c) => c.exposePort(this.#project, port), '.expose-form');
+    });
+    this.#$('.ports-refresh').addEventListener('click', () => this.#refresh());
+  }
+
+  get #details() { return /** @type {HTMLDetailsElement} */ (this.#$('details.ports')); }
+
+  /**
+   * What the section works on; it shows only while the sandbox runs.
+   *
+   * @param {Client | null} client
+   * @param {string} project
+   * @param {boolean} running
+   */
+  update(client, project, running) {
+    const changed = client !== this.#client || project !== this.#project || running !== this.#running;
+    this.#client = client;
+    this.#project = project;
+    this.#running = running;
+    this.#details.hidden = !running;
+    if (changed) this.#refresh();
+  }
+
+  /** Reads the list now if the section is open, and again later. */
+  async #refresh() {
+    clearTimeout(this.#timer);
+    const client = this.#client;
+    if (!client || !this.#running || !this.#details.open) return;
+    try {
+      const list = await client.listPorts(this.#project);
+      if (client !== this.#client) return;
+      this.#draw(list);
+      this.#error('');
+    } catch (err) {
+      this.#error(err);
+    }
+    if (this.#details.open && this.#running) this.#timer = setTimeout(() => this.#refresh(), REFRESH_MS);
+  }
+
+  /**
+   * Makes a change, then reads the list again.
+   *
+   * @param {(client: Client) => Promise<unknown>} call
+   * @param {string} [form] a form to clear once it worked
+   */
+  async #change(call, form) {
+    const client = this.#client;
+    if (!client) return;
+    try {
+      await call(client);
+      if (form) /** @type {HTMLFormElement} */ (this.#$(form)).reset();
+      this.#error('');
+    } catch (err) {
+      this.#error(err);
+    }
+    await this.#refresh();
+  }
+
+  /** @param {PortsList} list */
+  #draw(list) {
+    const exposed = new Map(list.exposed.map((x) => [x.port, x]));
+    this.#fill('.forwarded', list.forwarded, (f) => [
+      text(`localhost:${f.port} in the sandbox → 127.0.0.1:${f.hostPort} here`),
+      ...(f.error ? [text(f.error, 'port-error')] : []),
+      this.#button('Remove', `Stop forwarding port ${f.port}`, (c) => c.closePort(this.#project, f.port, 'forwarded')),
+    ], 'No host port is forwarded.');
+    this.#fill('.exposed', list.exposed, (x) => [
+      text(`Port ${x.port} of the sandbox → `),
+      preview(x.url, `Open preview of port ${x.port}`),
+      this.#button('Remove', `Stop exposing port ${x.port}`, (c) => c.closePort(this.#project, x.port, 'exposed')),
+    ], 'No sandbox port is exposed.');
+    const forwarded = new Set(list.forwarded.map((f) => f.port));
+    this.#fill('.listening', list.listening, (l) => {
+      const x = exposed.get(l.port);
+      // A forwarded port's listener is the sidecar's own: nothing to expose.
+      if (forwarded.has(l.port)) return [text(`${l.port} forwarded from this computer`)];
+      return [
+        text(`${l.port}${l.process ? ` ${l.process}` : ''}`),
+        x ? preview(x.url, `Open preview of port ${l.port}`)
+          : this.#button('Expose', `Expose port ${l.port}`, (c) => c.exposePort(this.#project, l.port)),
+      ];
+    }, 'Nothing listens in the sandbox.');
+  }
+
+  /**
+   * @template T
+   * @param {string} selector a <ul>
+   * @param {T[]} items
+   * @param {(item: T) => Node[]} row
+   * @param {string} empty what the list says when it has nothing
+   */
+  #fill(selector, items, row, empty) {
+    const ul = this.#$(selector);
+    ul.replaceChildren(...(items.length ? items : [null]).map((item) => {
+      const li = document.createElement('li');
+      if (item === null) li.append(text(empty, 'hint'));
+      else li.append(...row(item));
+      return li;
+    }));
+  }
+
+  /**
+   * @param {string} label
+   * @param {string} name its accessible name
+   * @param {(client: Client) => Promise<unknown>} call
+   */
+  #button(label, name, call) {
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.textContent = label;
+    b.setAttribute('aria-label', name);
+    b.addEventListener('click', () => this.#change(call));
+    return b;
+  }
+
+  /** @param {unknown} err an error, or '' for none */
+  #error(err) {
+    const message = err instanceof Error ? err.message.replace(/^[\w$./]+: /, '') : String(err);
+    this.#$('.ports-error').textContent = message;
+  }
+
+  /**
+   * @param {string} selector
+   * @returns {number}
+   */
+  #number(selector) {
+    return Number(/** @type {HTMLInputElement} */ (this.#$(selector)).value);
+  }
+
+  /** @param {string} selector */
+  #$(selector) { return /** @type {HTMLElement} */ (this.#root.querySelector(selector)); }
+}
+
+/**
+ * @param {string} value
+ * @param {string} [className]
+ */
+function text(value, className) {
+  const span = document.createElement('span');
+  span.textContent = value;
+  if (className) span.className = className;
+  return span;
+}
+
+/**
+ * A link that opens an exposed port in a new tab of the user's browser.
+ *
+ * @param {string} url
+ * @param {string} label
+ */
+function preview(url, label) {
+  const a = document.createElement('a');
+  a.href = url;
+  a.target = '_blank';
+  a.rel = 'noopener noreferrer';
+  a.textContent = label;
+  return a;
+}

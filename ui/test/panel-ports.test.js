@@ -1,0 +1,83 @@
+// The panel's Ports section as a person uses it, in a real browser on a
+// real engine: forward a dev server of this computer into the sandbox,
+// expose a server of the sandbox and open its preview from the link,
+// remove both, and see a port the sandbox already uses refused.
+
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { once } from 'node:events';
+import { connectWebSocket } from '../client/websocket.js';
+import { startUI, tempProject, skipWithoutDocker } from './helpers.js';
+import { launchBrowser, newPage, skipWithoutBrowser } from './browser.js';
+import { openPanel } from './panel-helpers.js';
+
+const skipBrowser = skipWithoutBrowser();
+const skip = skipBrowser || (await skipWithoutDocker());
+const browser = skipBrowser ? null : await launchBrowser();
+
+/** @param {number} port */
+const fetchInside = (port) => `python3 -c 'import urllib.request; print(urllib.request.urlopen("http://localhost:${port}/", timeout=10).read().decode(), end="")'`;
+
+test("the panel's ports: forward a host port, expose a sandbox port and open its preview, remove both", { skip, timeout: 300_000 }, async () => {
+  const dir = tempProject('pilot-ui-ports-');
+  const project = dir.path;
+  const { page, screenshot, assertNoErrors, logFile } = await newPage(/** @type {any} */ (browser), 'panel-ports');
+  const { address, rpcUrl } = await startUI(project, {}, logFile);
+  const client = await connectWebSocket(rpcUrl);
+  dir.removeSandbox = async () => {
+    await client.remove(project);
+    client.close();
+  };
+  // A dev server on this computer's loopback only.
+  const server = createServer((_req, res) => res.end('hello from the host')).listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  after(() => server.close());
+  const hostPort = /** @type {import('node:net').AddressInfo} */ (server.address()).port;
+
+  await client.start(project);
+  await client.request('sandbox/exec', {
+    projectPath: project, background: true,
+    command: 'mkdir -p /tmp/site && echo "hello from the sandbox" >/tmp/site/index.html && : >/tmp/site/favicon.ico && cd /tmp/site && exec python3 -m http.server 8700 --bind 127.0.0.1',
+  });
+  const panel = await openPanel(page, address);
+  await panel.expectBadge('Running', 60_000);
+  await page.getByText('Ports', { exact: true }).click();
+
+  // Forward this computer's server into the sandbox.
+  assert.notEqual((await client.exec(project, fetchInside(8600))).exitCode, 0, 'the sandbox reaches the host before the forward');
+  await page.getByRole('spinbutton', { name: 'Port in the sandbox' }).fill('8600');
+  await page.getByRole('spinbutton', { name: 'Port here' }).fill(String(hostPort));
+  await page.getByRole('button', { name: 'Forward', exact: true }).click();
+  await panel.expectVisible(page.getByText(`localhost:8600 in the sandbox → 127.0.0.1:${hostPort} here`));
+  assert.equal((await client.exec(project, fetchInside(8600))).stdout, 'hello from the host');
+  await panel.expectVisible(page.getByText('8600 forwarded from this computer'));
+
+  // What listens in the sandbox, exposed from its row; the link opens it.
+  await page.getByRole('button', { name: 'Expose port 8700' }).click({ timeout: 30_000 });
+  const link = page.getByRole('link', { name: 'Open preview of port 8700' }).first();
+  await panel.expectVisible(link);
+  assert.match(/** @type {string} */ (await link.getAttribute('href')), /^http:\/\/127\.0\.0\.1:\d+\/$/);
+  await screenshot('1-forwarded-and-exposed');
+  const [preview] = await Promise.all([page.context().waitForEvent('page'), link.click()]);
+  await preview.waitForLoadState();
+  assert.match(/** @type {string} */ (await preview.textContent('body')), /hello from the sandbox/);
+  await preview.close();
+
+  // A port something in the sandbox listens on is refused, and says why.
+  await page.getByRole('spinbutton', { name: 'Port in the sandbox' }).fill('8700');
+  await page.getByRole('button', { name: 'Forward', exact: true }).click();
+  await panel.expectVisible(page.getByText('python3 already listens on port 8700 in the sandbox'));
+  await screenshot('2-refused');
+
+  // Remove both.
+  await page.getByRole('button', { name: 'Stop exposing port 8700' }).click();
+  await page.getByRole('button', { name: 'Stop forwarding port 8600' }).click();
+  await panel.expectVisible(page.getByText('No host port is forwarded.'));
+  await panel.expectVisible(page.getByText('No sandbox port is exposed.'));
+  await screenshot('3-removed');
+  assert.notEqual((await client.exec(project, fetchInside(8600))).exitCode, 0, 'the forward still answers after its removal');
+  const list = await client.listPorts(project);
+  assert.deepEqual([list.forwarded, list.exposed], [[], []]);
+  assertNoErrors();
+});
