@@ -295,3 +295,17 @@ func TestBothAsksOneAtATime(t *testing.T) {
 		t.Errorf("still pending: %+v", pending)
 	}
 }
+
+func TestProjectTag(t *testing.T) {
+	name := strings.TrimPrefix(ContainerName("/p/web"), "pilot-sandbox-")
+	for _, tc := range []struct{ image, want string }{
+		{"", "pilot-sandbox-project:" + name},
+		{"pilot-sandbox:latest", "pilot-sandbox-project:" + name},
+		{"registry:5000/team/pilot:v2", "registry:5000/team/pilot-project:" + name},
+		{"registry:5000/pilot", "registry:5000/pilot-project:" + name},
+	} {
+		if got := ProjectTag(tc.image, "/p/web"); got != tc.want {
+			t.Errorf("ProjectTag(%q) = %q, want %q", tc.image, got, tc.want)
+		}
+	}
+}

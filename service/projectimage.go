@@ -33,8 +33,12 @@ var pinnedLabels = []string{LabelDesktopUser, LabelVNCDir, LabelViewer, LabelBro
 
 // ProjectTag is the tag of a project's own image: one per project, on the
 // desktop image's repository (pilot-sandbox:latest ->
-// pilot-sandbox-project:NAME-HASH).
+// pilot-sandbox-project:NAME-HASH); an empty desktopImage is DefaultImage,
+// as in Config.
 func ProjectTag(desktopImage, project string) string {
+	if desktopImage == "" {
+		desktopImage = DefaultImage
+	}
 	repo := desktopImage
 	if i := strings.LastIndex(desktopImage, ":"); i > strings.LastIndex(desktopImage, "/") {
 		repo = desktopImage[:i]
