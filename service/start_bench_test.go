@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	osexec "os/exec"
 	"sort"
 	"strings"
@@ -266,4 +267,29 @@ func (p phaseSums) report(b *testing.B) {
 	b.ReportMetric(ms(p.baseline), "baseline-ms")
 	total := p.pre + p.engine + p.ready + p.post
 	b.ReportMetric(float64(total)/float64(p.baseline), "ratio")
+}
+
+// BenchmarkIdleMemory reports the memory of an idle sandbox, as docker
+// stats counts it (without the page cache it could drop), after it has
+// sat for PILOT_BENCH_IDLE (20 s unless set) since its start. Each
+// iteration is a fresh sandbox. ns/op means nothing here.
+func BenchmarkIdleMemory(b *testing.B) {
+	settle := 20 * time.Second
+	if v, err := time.ParseDuration(os.Getenv("PILOT_BENCH_IDLE")); err == nil {
+		settle = v
+	}
+	m, docker := dockertest.Manager(b, func(c *service.Config) { c.Logger = zerolog.Nop() })
+	api := dockertest.NewAPI(b)
+	var total int64
+	for b.Loop() {
+		dir := dockertest.Project(b, docker)
+		st, err := m.Start(context.Background(), dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(settle) // a duration of idleness, not a condition to poll
+		total += api.Stats(st.ContainerID).MemoryBytes
+		dockertest.RemoveSandbox(b, docker, dir)
+	}
+	b.ReportMetric(float64(total)/float64(b.N)/(1<<20), "MiB")
 }

@@ -250,3 +250,42 @@ img = x.XCreateImage(d, x.XDefaultVisual(d, s), 24, 2, 0, data, w, h, 32, 0)
 x.XPutImage(d, x.XRootWindow(d, s), x.XDefaultGC(d, s), img, 0, 0, 0, 0, w, h)
 x.XSync(d, 0)
 `
+
+// BenchmarkScreenshotBeside takes 1280x800 PNG screenshots through
+// tools/call beside the issue's baseline, a docker exec of scrot writing
+// a PNG of the same display to its output, each iteration running both so
+// that both see the same load: ns/op is the tool's time, baseline-ms the
+// exec's, ratio the first over the second. Two screens: the bare desktop,
+// and three terminals of coloured text (harder to compress).
+func BenchmarkScreenshotBeside(b *testing.B) {
+	bn := newBench(b)
+	parent := bn.b
+	for _, screen := range []string{"desktop", "terminals"} {
+		if screen == "terminals" {
+			bn.b = parent
+			bn.exec("sh", "-c", `for g in 100x40+0+0 90x30+500+150 80x25+250+420; do
+				xterm -geometry $g -e sh -c 'ls -l --color=always /usr/lib /usr/bin; exec sleep 100000' >/dev/null 2>&1 &
+			done; sleep 2`)
+		}
+		parent.Run(screen, func(b *testing.B) {
+			bn.b = b
+			var tool, base time.Duration
+			var size int
+			for b.Loop() {
+				began := time.Now()
+				res := bn.tool("sandbox_screenshot", `{}`)
+				tool += time.Since(began)
+				size = base64.StdEncoding.DecodedLen(len(res.Content[0].Data))
+				b.StopTimer()
+				began = time.Now()
+				bn.exec("scrot", "--overwrite", "-")
+				base += time.Since(began)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(base)/float64(b.N)/1e6, "baseline-ms")
+			b.ReportMetric(float64(tool)/float64(base), "ratio")
+			b.ReportMetric(float64(size), "bytes/shot")
+		})
+	}
+	bn.b = parent
+}
