@@ -30,7 +30,6 @@ import json
 import struct
 import subprocess
 import sys
-import threading
 import time
 import zlib
 
@@ -659,34 +658,7 @@ def png_rgb(raw, w, h, stride):
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
 
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", deflate(scan)) + chunk(b"IEND", b""))
-
-
-PARALLEL_DEFLATE = 1 << 20  # bytes from which deflate uses two threads
-
-
-def deflate(data):
-    """A zlib stream of data at level 1. From PARALLEL_DEFLATE bytes on, its
-    halves are compressed at once on two threads (zlib lets go of Python's
-    lock while it works; the sandbox has two CPUs), as pigz does: the first
-    half ends on a byte boundary (a sync flush) and the second is a deflate
-    stream of its own, so the two join into one. The second half cannot
-    refer back into the first, which costs a few bytes."""
-    if len(data) < PARALLEL_DEFLATE:
-        return zlib.compress(data, 1)
-    half = len(data) // 2
-    second = []
-    t = threading.Thread(target=lambda: second.append(_raw_deflate(data[half:], zlib.Z_FINISH)))
-    t.start()
-    first = _raw_deflate(data[:half], zlib.Z_SYNC_FLUSH)
-    check = zlib.adler32(data)
-    t.join()
-    return b"\x78\x01" + first + second[0] + struct.pack(">I", check)
-
-
-def _raw_deflate(data, flush):
-    c = zlib.compressobj(1, zlib.DEFLATED, -15)
-    return c.compress(data) + c.flush(flush)
+            + chunk(b"IDAT", zlib.compress(scan, 1)) + chunk(b"IEND", b""))
 
 
 def handle(desktop, line):

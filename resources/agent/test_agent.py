@@ -9,7 +9,6 @@ under a real X server are in test_agent_x.py.
 import io
 import json
 import unittest
-import zlib
 from unittest import mock
 
 import agent
@@ -123,12 +122,6 @@ class PureTest(unittest.TestCase):
         for data, want in cases:
             with self.subTest(data=data):
                 self.assertEqual(agent.decode_text(data), want)
-
-    def test_deflate_in_two_halves_is_one_zlib_stream(self):
-        for size in (1000, agent.PARALLEL_DEFLATE, 3 * agent.PARALLEL_DEFLATE + 7):
-            with self.subTest(size=size):
-                data = bytes((i * 7919 // 13) % 251 for i in range(size))
-                self.assertEqual(zlib.decompress(agent.deflate(data)), data)
 
     def test_png_rgb(self):
         # Two pixels a row, BGRX: red, green / blue, white.
