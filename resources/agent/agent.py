@@ -243,6 +243,7 @@ class Desktop:
         self.clipboard_atom = x11.XInternAtom(self.d, b"CLIPBOARD", 0)
         self._load_keymap()
         self._shm = None  # made at the first screenshot
+        self._bands = BandDeflater()
 
     def _shm_screen(self):
         """The shared-memory capture of the whole screen, or None where the
@@ -562,7 +563,8 @@ class Desktop:
             raise Fail("the region %dx%d at %d, %d is not on the %dx%d screen" % (w, h, x, y, self.width, self.height))
         shm = self._shm_screen() if (x, y, w, h) == (0, 0, self.width, self.height) else None
         if shm:
-            return {"width": w, "height": h, "png": base64.b64encode(png_rgb(shm.grab(), w, h, shm.stride)).decode()}
+            data = self._bands.png(shm.grab(), w, h, shm.stride)
+            return {"width": w, "height": h, "png": base64.b64encode(data).decode()}
         img_p = x11.XGetImage(self.d, self.root, x, y, w, h, 0xFFFFFFFF, 2)  # ZPixmap
         if not img_p:
             raise Fail("XGetImage failed")
@@ -643,6 +645,11 @@ def runs(keycodes):
 
 def png_rgb(raw, w, h, stride):
     """Encodes 32-bit BGRX pixels as an RGB PNG, fast rather than small."""
+    return png_wrap(w, h, zlib.compress(rgb_rows(raw, w, h, stride), 1))
+
+
+def rgb_rows(raw, w, h, stride):
+    """BGRX pixels as a PNG's rows: a filter byte (none), then RGB."""
     rgb = bytearray(w * h * 3)
     if stride == w * 4:
         rgb[0::3], rgb[1::3], rgb[2::3] = raw[2::4], raw[1::4], raw[0::4]
@@ -652,14 +659,66 @@ def png_rgb(raw, w, h, stride):
             o = y * w * 3
             rgb[o:o + w * 3:3], rgb[o + 1:o + w * 3:3], rgb[o + 2:o + w * 3:3] = row[2::4], row[1::4], row[0::4]
     line = w * 3
-    scan = b"".join(b"\x00" + rgb[y * line:(y + 1) * line] for y in range(h))
+    return b"".join(b"\x00" + rgb[y * line:(y + 1) * line] for y in range(h))
 
+
+def png_wrap(w, h, idat):
+    """An RGB PNG of w x h pixels around its zlib stream."""
     def chunk(kind, data):
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
 
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(scan, 1)) + chunk(b"IEND", b""))
+            + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
 
+
+BAND_ROWS = 32  # rows of the screen deflated together, and kept for the next shot
+
+
+class BandDeflater:
+    """PNGs of the whole screen that compress only what changed since the
+    last one. Deflating the 3 MB of a 1280x800 screen's rows takes most of a
+    screenshot's time, and an agent's action mostly changes a small part of
+    the screen. Each band of BAND_ROWS rows is a deflate stream of its own,
+    ended on a byte boundary (a sync flush), so the bands join into one
+    stream: a band whose pixels are the same as last time keeps its
+    compressed bytes, and its checksum joins the others' (adler32_combine).
+    Bands cannot refer back into one another, which costs a little size."""
+
+    def __init__(self):
+        self.bands = []  # (raw pixels, deflated rows, adler32 of the rows, their length)
+
+    def png(self, raw, w, h, stride):
+        view = memoryview(raw)
+        bands, check = [], 1
+        for i, y in enumerate(range(0, h, BAND_ROWS)):
+            rows = min(BAND_ROWS, h - y)
+            pixels = view[y * stride:(y + rows) * stride]
+            band = self.bands[i] if i < len(self.bands) else None
+            if band is None or band[0] != pixels:
+                pixels = bytes(pixels)
+                scan = rgb_rows(pixels, w, rows, stride)
+                c = zlib.compressobj(1, zlib.DEFLATED, -15)
+                band = (pixels, c.compress(scan) + c.flush(zlib.Z_SYNC_FLUSH), zlib.adler32(scan), len(scan))
+            bands.append(band)
+            check = adler32_combine(check, band[2], band[3])
+        self.bands = bands
+        # The zlib header, the bands, an empty last block, the checksum.
+        idat = b"\x78\x01" + b"".join(b[1] for b in bands) + b"\x03\x00" + struct.pack(">I", check)
+        return png_wrap(w, h, idat)
+
+
+ADLER_BASE = 65521
+
+
+def adler32_combine(adler1, adler2, len2):
+    """The adler32 of two pieces of data from theirs and the second's
+    length, as zlib's adler32_combine (which Python's zlib lacks)."""
+    rem = len2 % ADLER_BASE
+    lo1, hi1 = adler1 & 0xFFFF, (adler1 >> 16) & 0xFFFF
+    lo2, hi2 = adler2 & 0xFFFF, (adler2 >> 16) & 0xFFFF
+    lo = (lo1 + lo2 + ADLER_BASE - 1) % ADLER_BASE
+    hi = (rem * lo1 + hi1 + hi2 + ADLER_BASE - rem) % ADLER_BASE
+    return lo | (hi << 16)
 
 def handle(desktop, line):
     """Answers one request line with a response, or None for a blank line.

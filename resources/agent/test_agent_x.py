@@ -383,6 +383,15 @@ class SharedMemoryScreenshotTest(XTestCase):
         plain = d.op_screenshot({})
         self.assertEqual(decode_png(base64.b64decode(shared["png"])), decode_png(base64.b64decode(plain["png"])))
         self.assertEqual(pixel(decode_png(base64.b64decode(shared["png"]))[2], 10, 20), (0x12, 0x34, 0x56))
+        # The next shot keeps the bands that did not change, and shows the
+        # one that did.
+        self.obs.fill(150, 100, 5, 5, 0x00FF00)
+        d._shm = None
+        again = d.op_screenshot({})
+        self.assertIsInstance(d._shm, agent.ShmScreen)
+        d._shm = False
+        self.assertEqual(decode_png(base64.b64decode(again["png"])), decode_png(base64.b64decode(d.op_screenshot({})["png"])))
+        self.assertEqual(pixel(decode_png(base64.b64decode(again["png"]))[2], 152, 102), (0, 0xFF, 0))
 
 
 class ScreenshotRegionTest(XTestCase):
