@@ -76,7 +76,8 @@ func readPullStream(r io.Reader, progress func(service.PullProgress)) error {
 			layers[msg.ID] = [2]int64{msg.ProgressDetail.Current, msg.ProgressDetail.Total}
 		} else if msg.Status == "Download complete" || msg.Status == "Already exists" {
 			l := layers[msg.ID]
-			layers[msg.ID] = [2]int64{l[1], l[1]}
+			size := max(l[0], l[1]) // a registry that sends no length leaves the total 0
+			layers[msg.ID] = [2]int64{size, size}
 		}
 		if progress != nil {
 			p := service.PullProgress{Status: strings.TrimSpace(msg.Status)}

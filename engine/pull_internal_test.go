@@ -23,6 +23,9 @@ func TestReadPullStream(t *testing.T) {
 {"status":"Download complete","progressDetail":{},"id":"a"}
 {"status":"Status: Downloaded newer image for team/pilot-sandbox:1.4"}
 `, service.PullProgress{Status: "Status: Downloaded newer image for team/pilot-sandbox:1.4", Current: 300, Total: 300}, ""},
+		{"a registry that sends no length", `{"status":"Downloading","progressDetail":{"current":500},"id":"a"}
+{"status":"Download complete","progressDetail":{},"id":"a"}
+`, service.PullProgress{Status: "Download complete", Current: 500, Total: 500}, ""},
 		{"a failure in the stream", `{"status":"Pulling fs layer","progressDetail":{},"id":"a"}
 {"errorDetail":{"message":"unauthorized"},"error":"unauthorized: authentication required"}
 `, service.PullProgress{Status: "Pulling fs layer"}, "unauthorized: authentication required"},
