@@ -13,10 +13,10 @@ import (
 
 // How a start waits for its desktop. A desktop answers within a few
 // hundred milliseconds of the engine's start, and a probe that finds it
-// not yet answering costs a millisecond or two (the published port
-// refuses at once), so the first seconds are polled tightly: each poll
-// saved is time the user waits (README, Performance). A desktop that
-// takes longer is polled less and less often.
+// not yet answering mostly costs a millisecond or two (nothing listens
+// behind the published port yet), so the first seconds are polled
+// tightly: each poll saved is time the user waits (README, Performance).
+// A desktop that takes longer is polled less and less often.
 const (
 	startLogLines  = 30
 	maxReadyDelay  = 500 * time.Millisecond
