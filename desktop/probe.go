@@ -2,6 +2,7 @@ package desktop
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -75,14 +76,26 @@ func Probe(ctx context.Context, host string, wsPort int, viewerPath string) erro
 		defer cancel()
 	}
 	base := net.JoinHostPort(host, strconv.Itoa(wsPort))
+	// The page and the banner are asked for together: the VNC server
+	// accepts a new client only between its naps (up to 200 ms while no
+	// viewer is connected), and the page's requests fit in that wait.
+	// Both must pass; the page's error comes first, as it is the one a
+	// foreign server gives.
+	bannerCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	banner := make(chan error, 1)
+	go func() { banner <- readBanner(bannerCtx, "ws://"+base+"/websockify") }()
+	var pageErr error
 	if viewerPathPattern.MatchString(viewerPath) {
-		if err := checkViewer(ctx, base, viewerPath); err != nil {
-			return err
-		}
+		pageErr = checkViewer(ctx, base, viewerPath)
 	} else if _, err := getPage(ctx, "http://"+base+"/vnc.html"); err != nil {
-		return fmt.Errorf("noVNC page: %w", err)
+		pageErr = fmt.Errorf("noVNC page: %w", err)
 	}
-	return readBanner(ctx, "ws://"+base+"/websockify")
+	if pageErr != nil {
+		cancel() // the banner no longer matters: do not wait for it
+	}
+	bannerErr := <-banner
+	return cmp.Or(pageErr, bannerErr)
 }
 
 // getPage asks for a page and reads at most maxPageRead of it.
@@ -122,6 +135,8 @@ func readBanner(ctx context.Context, url string) error {
 		return fmt.Errorf("websocket: %w", err)
 	}
 	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() }) // a cancel ends the read
+	defer stop()
 	deadline, _ := ctx.Deadline() // Probe gives every ctx one
 	conn.SetReadDeadline(deadline)
 	// A frame that declares more is refused at its header, unread.

@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/resources"
 )
@@ -96,5 +98,27 @@ func TestProbeChecksTheViewerAgainstTheSidecarsCopy(t *testing.T) {
 	})
 	if err := Probe(context.Background(), host, port, ""); err != nil {
 		t.Errorf("probe of an older image's desktop: %v", err)
+	}
+}
+
+// The page and the banner are asked for together; a page that fails ends
+// the wait for the banner at once. Here the WebSocket never sends one,
+// and the probe's deadline is an hour away: the probe returns the page's
+// error all the same (without the cancel, the test times out).
+func TestProbeRefusesAForeignPageWithoutWaitingForTheBanner(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	host, port := fakeNoVNC(t, okPage, func(conn net.Conn, rw *bufio.ReadWriter) { <-release })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- Probe(ctx, host, port, "pilot/viewer.html") }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "viewer page") {
+			t.Errorf("probe of a server without the viewer: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the probe waited for the banner after the page had failed")
 	}
 }

@@ -26,6 +26,9 @@ type Docker interface {
 	// of the build's output to spec.Output as it arrives. It fails if the build
 	// fails, whatever the engine's HTTP status said.
 	BuildImage(ctx context.Context, spec BuildSpec) error
+	// PullImage pulls an image from its registry, reporting the download
+	// as it goes. It fails, like a build, when the stream reports a failure.
+	PullImage(ctx context.Context, ref string, progress func(PullProgress)) error
 	// CreateContainer creates (does not start) a container and returns its ID.
 	CreateContainer(ctx context.Context, spec ContainerSpec) (string, error)
 	// CopyTo extracts a tar archive into dir inside the container, which may
@@ -89,6 +92,13 @@ type BuildSpec struct {
 	Labels     map[string]string
 	BuildArgs  map[string]string
 	Output     func(line string) // may be nil
+}
+
+// PullProgress is where a pull is: the engine's last status line, and the
+// bytes of the layers seen so far, downloaded and in all.
+type PullProgress struct {
+	Status         string
+	Current, Total int64
 }
 
 // ContainerSpec is what the manager asks of a new sandbox container.

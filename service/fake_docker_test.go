@@ -24,10 +24,12 @@ type fakeDocker struct {
 	containers map[string]*Container
 	files      map[string]map[string]string // container ID -> path -> content
 	images     map[string]map[string]string // tag -> labels
-	nextPort   int
-	nextID     int
-	calls      map[string]int
-	capacity   Capacity // what Capacity answers; zero: 8 CPUs, 32 GiB
+	// registry holds the images a pull can fetch: reference -> labels.
+	registry map[string]map[string]string
+	nextPort int
+	nextID   int
+	calls    map[string]int
+	capacity Capacity // what Capacity answers; zero: 8 CPUs, 32 GiB
 	// startErrs are errors StartContainer returns, one a call, before it
 	// starts containers again.
 	startErrs  []error
@@ -151,6 +153,30 @@ func (f *fakeDocker) BuildImage(ctx context.Context, spec BuildSpec) error {
 	}
 	f.mu.Lock()
 	f.images[spec.Tag] = maps.Clone(spec.Labels)
+	f.mu.Unlock()
+	return nil
+}
+
+// PullImage fetches an image the fake registry holds, reporting its one
+// layer's download in two steps, as the engine reports a layer's.
+func (f *fakeDocker) PullImage(ctx context.Context, ref string, progress func(PullProgress)) error {
+	f.mu.Lock()
+	f.calls["PullImage"]++
+	down, labels, ok := f.down, f.registry[ref], false
+	if labels != nil {
+		ok = true
+	}
+	f.mu.Unlock()
+	if down != nil {
+		return down
+	}
+	if !ok {
+		return fmt.Errorf("manifest for %s not found: manifest unknown", ref)
+	}
+	progress(PullProgress{Status: "Downloading", Current: 10, Total: 20})
+	progress(PullProgress{Status: "Download complete", Current: 20, Total: 20})
+	f.mu.Lock()
+	f.images[ref] = maps.Clone(labels)
 	f.mu.Unlock()
 	return nil
 }

@@ -101,6 +101,11 @@ func (m *Manager) ensureOne(ctx context.Context, project string, img imageBuild)
 	if err == nil {
 		reason = "is out of date"
 	}
+	if pulled, why := m.tryPull(ctx, project, img); pulled {
+		return nil
+	} else if why != "" {
+		reason += "; " + why
+	}
 	m.log.Info().Str("image", img.tag).Str("hash", img.build.Hash).Msg("building the sandbox image: it " + reason)
 	m.progress(project, StageImage, fmt.Sprintf("Building the sandbox image %s (it %s)", img.tag, reason), 0, 0)
 
@@ -131,4 +136,45 @@ func (m *Manager) ensureOne(ctx context.Context, project string, img imageBuild)
 	}
 	m.progress(project, StageImage, "Built the sandbox image "+img.tag, 0, 0)
 	return nil
+}
+
+// Registry says whether an image reference names a repository in a
+// registry, which a pull can fetch: one with a namespace or a registry's
+// host ("ghcr.io/team/pilot-sandbox:1.4", "team/pilot-sandbox"). The
+// sidecar's own tags ("pilot-sandbox:latest") have neither, and are only
+// ever built here: a pull would ask Docker Hub for a library image of
+// that name.
+func Registry(ref string) bool {
+	repo := ref
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		repo = ref[:i]
+	}
+	return strings.Contains(repo, "/")
+}
+
+// tryPull pulls an image that PILOT_IMAGE names in a registry, and keeps
+// it if it carries this sidecar's build hash: the image a team published
+// from the same files saves every machine its build. It reports why it
+// did not (the pull failed, or the image is of other files), for the
+// build's progress, or "" when the image names no registry.
+func (m *Manager) tryPull(ctx context.Context, project string, img imageBuild) (pulled bool, why string) {
+	if !Registry(img.tag) {
+		return false, ""
+	}
+	m.progress(project, StageImage, "Pulling the sandbox image "+img.tag, 0, 0)
+	err := m.docker.PullImage(ctx, img.tag, func(p PullProgress) {
+		m.progress(project, StageImage, "Pulling the sandbox image "+img.tag+": "+p.Status, int(p.Current), int(p.Total))
+	})
+	if err != nil {
+		m.log.Info().Err(err).Str("image", img.tag).Msg("could not pull the sandbox image; building it")
+		return false, "the pull failed: " + err.Error()
+	}
+	labels, err := m.docker.ImageLabels(ctx, img.tag)
+	if err != nil || labels[LabelImageHash] != img.build.Hash {
+		m.log.Info().Str("image", img.tag).Str("hash", labels[LabelImageHash]).Str("want", img.build.Hash).
+			Msg("the pulled sandbox image is not of this sidecar's files; building it")
+		return false, "the pulled image is of other files (" + LabelImageHash + " " + labels[LabelImageHash] + ")"
+	}
+	m.progress(project, StageImage, "Pulled the sandbox image "+img.tag, 0, 0)
+	return true, ""
 }

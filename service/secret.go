@@ -72,6 +72,18 @@ func (m *Manager) secretFor(ctx context.Context, b *box, c Container) (desktop.S
 	return s, nil
 }
 
+// startGuardAside starts the guard while the desktop starts (it needs only
+// a running container, and its exec takes about 50 ms, which the start no
+// longer waits for in turn); the function returned waits for it.
+func (m *Manager) startGuardAside(ctx context.Context, c Container) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.startGuard(ctx, c)
+	}()
+	return func() { <-done }
+}
+
 // startGuard starts pilot-pidguard as the sandbox user in a container whose
 // desktop runs as a user of its own (which could not signal a flood of the
 // sandbox user's); older images start it from their entrypoint. A sandbox

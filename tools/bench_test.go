@@ -250,3 +250,53 @@ img = x.XCreateImage(d, x.XDefaultVisual(d, s), 24, 2, 0, data, w, h, 32, 0)
 x.XPutImage(d, x.XRootWindow(d, s), x.XDefaultGC(d, s), img, 0, 0, 0, 0, w, h)
 x.XSync(d, 0)
 `
+
+// BenchmarkScreenshotBeside takes 1280x800 PNG screenshots through
+// tools/call beside the issue's baseline, a docker exec of scrot writing
+// a PNG of the same display to its output, each iteration running both so
+// that both see the same load: ns/op is the tool's time, baseline-ms the
+// exec's, ratio the first over the second. Three screens: the bare
+// desktop, three terminals of coloured text (harder to compress), and the
+// same with a key typed into one of them before each shot (untimed), so
+// that each shot has a change to compress: the agent compresses only the
+// bands of the screen that changed since its last shot.
+func BenchmarkScreenshotBeside(b *testing.B) {
+	bn := newBench(b)
+	parent := bn.b
+	for _, screen := range []string{"desktop", "terminals", "typing"} {
+		bn.b = parent
+		switch screen {
+		case "terminals":
+			bn.exec("sh", "-c", `for g in 100x40+0+0 90x30+500+150 80x25+250+420; do
+				xterm -geometry $g -e sh -c 'ls -l --color=always /usr/lib /usr/bin; exec sleep 100000' >/dev/null 2>&1 &
+			done; sleep 2`)
+		case "typing":
+			bn.tool("sandbox_click", `{"x": 300, "y": 200}`) // focus the first terminal
+		}
+		parent.Run(screen, func(b *testing.B) {
+			bn.b = b
+			var tool, base time.Duration
+			var size int
+			for b.Loop() {
+				if screen == "typing" {
+					b.StopTimer()
+					bn.tool("sandbox_key", `{"keys": "x"}`)
+					b.StartTimer()
+				}
+				began := time.Now()
+				res := bn.tool("sandbox_screenshot", `{}`)
+				tool += time.Since(began)
+				size = base64.StdEncoding.DecodedLen(len(res.Content[0].Data))
+				b.StopTimer()
+				began = time.Now()
+				bn.exec("scrot", "--overwrite", "-")
+				base += time.Since(began)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(base)/float64(b.N)/1e6, "baseline-ms")
+			b.ReportMetric(float64(tool)/float64(base), "ratio")
+			b.ReportMetric(float64(size), "bytes/shot")
+		})
+	}
+	bn.b = parent
+}

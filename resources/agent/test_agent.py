@@ -9,6 +9,7 @@ under a real X server are in test_agent_x.py.
 import io
 import json
 import unittest
+import zlib
 from unittest import mock
 
 import agent
@@ -122,6 +123,31 @@ class PureTest(unittest.TestCase):
         for data, want in cases:
             with self.subTest(data=data):
                 self.assertEqual(agent.decode_text(data), want)
+
+    def test_adler32_combine(self):
+        for a, b in [(b"", b""), (b"abc", b""), (b"", b"xyz"), (b"pilot" * 999, bytes(range(256)) * 300),
+                     (b"\xff" * 70000, b"\xfe" * 65521)]:
+            with self.subTest(a=len(a), b=len(b)):
+                self.assertEqual(agent.adler32_combine(zlib.adler32(a), zlib.adler32(b), len(b)), zlib.adler32(a + b))
+
+    def test_band_deflater_compresses_only_the_bands_that_changed(self):
+        w, h = 7, agent.BAND_ROWS * 2 + 5  # three bands, the last one short
+        for pad in (0, 4):  # rows as long as the pixels, and rows padded past them
+            with self.subTest(pad=pad):
+                stride = w * 4 + pad
+                raw = bytearray(b"".join(bytes((i * 31 + y) % 256 for i in range(stride)) for y in range(h)))
+                bands = agent.BandDeflater()
+                first = bands.png(bytes(raw), w, h, stride)
+                self.assertEqual(decode_png(first), decode_png(agent.png_rgb(bytes(raw), w, h, stride)))
+                before = [b[1] for b in bands.bands]
+                raw[(agent.BAND_ROWS + 3) * stride + 8] ^= 0xFF  # pixel 2 of a row of the middle band
+                second = bands.png(bytes(raw), w, h, stride)
+                self.assertEqual(decode_png(second), decode_png(agent.png_rgb(bytes(raw), w, h, stride)))
+                self.assertNotEqual(decode_png(second), decode_png(first))
+                after = [b[1] for b in bands.bands]
+                self.assertIs(after[0], before[0])
+                self.assertIsNot(after[1], before[1])
+                self.assertIs(after[2], before[2])
 
     def test_png_rgb(self):
         # Two pixels a row, BGRX: red, green / blue, white.

@@ -14,6 +14,9 @@ import shutil
 import subprocess
 import tempfile
 import unittest
+from unittest import mock
+
+import agent
 
 from xserver import (BUTTON1_MASK, BUTTON_PRESS, BUTTON_RELEASE, CONTROL_MASK, KEY_PRESS, KEY_RELEASE, MOD1_MASK,
                      MOTION_NOTIFY, SHIFT_MASK, X, Agent, Observer, Xvfb, decode_png, key_names, need_xvfb, pixel, poll,
@@ -364,6 +367,31 @@ class ScreenshotTest(XTestCase):
         for (x, y), want in cases:
             with self.subTest(x=x, y=y):
                 self.assertEqual(pixel(rows, x, y), want)
+
+
+class SharedMemoryScreenshotTest(XTestCase):
+    def test_shared_memory_gives_what_xgetimage_gives(self):
+        self.obs.fill(10, 20, 30, 40, 0x123456)
+        self.obs.fill(300, 180, 20, 20, 0xFF8000)
+        with mock.patch.dict(os.environ, {"DISPLAY": self.xvfb.display}):
+            d = agent.Desktop()  # in this process, to look inside
+        agent.x11.XCloseDisplay.argtypes = [agent.Display]
+        self.addCleanup(agent.x11.XCloseDisplay, d.d)
+        shared = d.op_screenshot({})
+        self.assertIsInstance(d._shm, agent.ShmScreen)  # the screenshot went through MIT-SHM
+        d._shm = False
+        plain = d.op_screenshot({})
+        self.assertEqual(decode_png(base64.b64decode(shared["png"])), decode_png(base64.b64decode(plain["png"])))
+        self.assertEqual(pixel(decode_png(base64.b64decode(shared["png"]))[2], 10, 20), (0x12, 0x34, 0x56))
+        # The next shot keeps the bands that did not change, and shows the
+        # one that did.
+        self.obs.fill(150, 100, 5, 5, 0x00FF00)
+        d._shm = None
+        again = d.op_screenshot({})
+        self.assertIsInstance(d._shm, agent.ShmScreen)
+        d._shm = False
+        self.assertEqual(decode_png(base64.b64decode(again["png"])), decode_png(base64.b64decode(d.op_screenshot({})["png"])))
+        self.assertEqual(pixel(decode_png(base64.b64decode(again["png"]))[2], 152, 102), (0, 0xFF, 0))
 
 
 class ScreenshotRegionTest(XTestCase):

@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+
+	docker "github.com/fsouza/go-dockerclient"
+
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// PullImage pulls an image from its registry with the engine's own
+// credentials (docker login), reporting the bytes of its layers as they
+// come. Like a build, a pull can fail inside its JSON stream after a 200.
+func (e *Client) PullImage(ctx context.Context, ref string, progress func(service.PullProgress)) error {
+	api, err := e.connect(ctx)
+	if err != nil {
+		return err
+	}
+	repo, tag := docker.ParseRepositoryTag(ref)
+	pr, pw := io.Pipe()
+	parsed := make(chan error, 1)
+	go func() { parsed <- readPullStream(pr, progress) }()
+	err = api.PullImage(docker.PullImageOptions{
+		Context:       ctx,
+		Repository:    repo,
+		Tag:           tag,
+		OutputStream:  pw,
+		RawJSONStream: true,
+	}, docker.AuthConfiguration{})
+	pw.CloseWithError(err)
+	streamErr := <-parsed
+	if err != nil {
+		return e.classify(err)
+	}
+	return streamErr
+}
+
+// pullMessage is one object of the engine's pull output stream.
+type pullMessage struct {
+	ID             string `json:"id"`
+	Status         string `json:"status"`
+	Error          string `json:"error"`
+	ProgressDetail struct {
+		Current int64 `json:"current"`
+		Total   int64 `json:"total"`
+	} `json:"progressDetail"`
+}
+
+// readPullStream reports the layers' download in bytes (the sum over the
+// layers seen so far) and returns the pull's error, if the stream reported
+// one. It reads to the end so the writer never blocks.
+func readPullStream(r io.Reader, progress func(service.PullProgress)) error {
+	var pullErr error
+	layers := map[string][2]int64{} // id: downloaded, size
+	dec := json.NewDecoder(bufio.NewReader(r))
+	for {
+		var msg pullMessage
+		if err := dec.Decode(&msg); err != nil {
+			if errors.Is(err, io.EOF) {
+				return pullErr
+			}
+			io.Copy(io.Discard, r)
+			return cmp.Or(pullErr, err)
+		}
+		if msg.Error != "" {
+			pullErr = errors.New(strings.TrimSpace(msg.Error))
+			continue
+		}
+		if msg.Status == "Downloading" && msg.ID != "" {
+			layers[msg.ID] = [2]int64{msg.ProgressDetail.Current, msg.ProgressDetail.Total}
+		} else if msg.Status == "Download complete" || msg.Status == "Already exists" {
+			l := layers[msg.ID]
+			size := max(l[0], l[1]) // a registry that sends no length leaves the total 0
+			layers[msg.ID] = [2]int64{size, size}
+		}
+		if progress != nil {
+			p := service.PullProgress{Status: strings.TrimSpace(msg.Status)}
+			for _, l := range layers {
+				p.Current += l[0]
+				p.Total += l[1]
+			}
+			progress(p)
+		}
+	}
+}

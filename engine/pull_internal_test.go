@@ -1,0 +1,46 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// The engine's pull stream as it sends it: per-layer progress, and a
+// failure that comes inside the stream after a 200.
+func TestReadPullStream(t *testing.T) {
+	for _, tc := range []struct {
+		name, stream string
+		last         service.PullProgress
+		err          string
+	}{
+		{"two layers", `{"status":"Pulling from team/pilot-sandbox","id":"1.4"}
+{"status":"Pulling fs layer","progressDetail":{},"id":"a"}
+{"status":"Already exists","progressDetail":{},"id":"b"}
+{"status":"Downloading","progressDetail":{"current":100,"total":300},"id":"a"}
+{"status":"Downloading","progressDetail":{"current":300,"total":300},"id":"a"}
+{"status":"Download complete","progressDetail":{},"id":"a"}
+{"status":"Status: Downloaded newer image for team/pilot-sandbox:1.4"}
+`, service.PullProgress{Status: "Status: Downloaded newer image for team/pilot-sandbox:1.4", Current: 300, Total: 300}, ""},
+		{"a registry that sends no length", `{"status":"Downloading","progressDetail":{"current":500},"id":"a"}
+{"status":"Download complete","progressDetail":{},"id":"a"}
+`, service.PullProgress{Status: "Download complete", Current: 500, Total: 500}, ""},
+		{"a failure in the stream", `{"status":"Pulling fs layer","progressDetail":{},"id":"a"}
+{"errorDetail":{"message":"unauthorized"},"error":"unauthorized: authentication required"}
+`, service.PullProgress{Status: "Pulling fs layer"}, "unauthorized: authentication required"},
+		{"a broken stream", `{"status":"Downloading","progressDetail":{"current":5,"total":9},"id":"a"}
+{"status`, service.PullProgress{Status: "Downloading", Current: 5, Total: 9}, "unexpected EOF"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var last service.PullProgress
+			err := readPullStream(strings.NewReader(tc.stream), func(p service.PullProgress) { last = p })
+			if (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("err = %v, want %q", err, tc.err)
+			}
+			if last != tc.last {
+				t.Errorf("last progress %+v, want %+v", last, tc.last)
+			}
+		})
+	}
+}
