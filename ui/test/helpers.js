@@ -41,7 +41,9 @@ export function serveBinary() {
  */
 export function tempDir(prefix) {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  // Retried: a sidecar given this directory as its state may still be
+  // writing its log or activity marks while its own after hook ends it.
+  after(() => rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 }));
   return dir;
 }
 
