@@ -54,6 +54,7 @@ func checkDocker(ctx context.Context, w io.Writer, a *app) bool {
 		return false
 	}
 	fmt.Fprintf(w, "ok   Docker %s (API %s) at %s\n", status.Version, status.APIVersion, status.Endpoint)
+	warnEngineAge(w, status.Version)
 	switch labels, err := docker.ImageLabels(ctx, m.Image()); {
 	case errors.Is(err, service.ErrImageNotFound):
 		fmt.Fprintf(w, "note the sandbox image %s is not built yet: the first start builds it (or run pilot-sandbox build)\n", m.Image())
@@ -66,6 +67,22 @@ func checkDocker(ctx context.Context, w io.Writer, a *app) bool {
 		fmt.Fprintf(w, "ok   the sandbox image %s is built and up to date (%s)\n", m.Image(), m.ImageHash())
 	}
 	return true
+}
+
+// warnEngineAge warns, without failing doctor, when the engine lets the LAN
+// reach ports published on 127.0.0.1 (service.LoopbackLeaks).
+func warnEngineAge(w io.Writer, version string) {
+	leaks, known := service.LoopbackLeaks(version)
+	switch {
+	case !known:
+		fmt.Fprintf(w, "note cannot tell from the version %q whether this engine keeps ports published on\n", version)
+		fmt.Fprintf(w, "     127.0.0.1 off the LAN (Docker Engine before %d does not: moby #41872)\n", service.LoopbackSafeEngine)
+	case leaks:
+		fmt.Fprintf(w, "WARN Docker Engine %s is older than %d: on Linux, ports it publishes on 127.0.0.1 answer\n", version, service.LoopbackSafeEngine)
+		fmt.Fprintln(w, "     from other machines on the LAN too (moby #41872, fixed in Engine 28 by moby PR #49325),")
+		fmt.Fprintln(w, "     so a sandbox's VNC and viewer ports are reachable from the LAN and only the VNC password")
+		fmt.Fprintf(w, "     stands in the way. Upgrade Docker Engine to %d or later, or firewall the host.\n", service.LoopbackSafeEngine)
+	}
 }
 
 func checkStateDir(w io.Writer) bool {
