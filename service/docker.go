@@ -82,7 +82,9 @@ type BuildSpec struct {
 	Context   io.Reader // a tar archive with the Dockerfile at its root
 	Labels    map[string]string
 	BuildArgs map[string]string
-	Output    func(line string) // may be nil
+	// NoCache builds every step anew (a rebuild for security updates).
+	NoCache bool
+	Output  func(line string) // may be nil
 }
 
 // ContainerSpec is what the manager asks of a new sandbox container.

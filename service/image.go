@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/imagebuild"
 )
@@ -82,29 +83,44 @@ func (m *Manager) ensureVariant(ctx context.Context, project, variant string) er
 	return nil
 }
 
-// ensureOne builds one image unless it exists with its build hash.
+// ensureOne builds one image unless it exists with its build hash and is
+// younger than the policy's rebuildAfter. An image rebuilt for its age is
+// built without the cache; if that fails, the old image serves on.
 func (m *Manager) ensureOne(ctx context.Context, project string, img imageBuild) error {
 	labels, err := m.docker.ImageLabels(ctx, img.tag)
-	switch {
-	case err == nil && labels[LabelImageHash] == img.build.Hash:
-		return nil
-	case err != nil && !errors.Is(err, ErrImageNotFound):
+	if err != nil && !errors.Is(err, ErrImageNotFound) {
 		return fmt.Errorf("inspect image %s: %w", img.tag, err)
 	}
-	reason := "is missing"
-	if err == nil {
-		reason = "is out of date"
+	policy, _ := m.currentPolicy()
+	v := judgeImage(labels, err == nil, img.build.Hash, m.cfg.Now(), policy.RebuildAfter)
+	if v.reason == "" {
+		return nil
 	}
-	m.log.Info().Str("image", img.tag).Str("hash", img.build.Hash).Msg("building the sandbox image: it " + reason)
-	m.progress(project, StageImage, fmt.Sprintf("Building the sandbox image %s (it %s)", img.tag, reason), 0, 0)
+	err = m.buildOne(ctx, project, img, v)
+	if err != nil && v.forAge && !errors.Is(err, context.Canceled) {
+		m.log.Warn().Err(err).Str("image", img.tag).Msg("could not rebuild the sandbox image for security updates; using the old one")
+		m.progress(project, StageImage, fmt.Sprintf("Could not rebuild the sandbox image %s; using the one it has (%v)", img.tag, err), 0, 0)
+		return nil
+	}
+	return err
+}
+
+// buildOne builds an image, saying why.
+func (m *Manager) buildOne(ctx context.Context, project string, img imageBuild, v imageVerdict) error {
+	m.log.Info().Str("image", img.tag).Str("hash", img.build.Hash).Msg("building the sandbox image: it " + v.reason)
+	m.progress(project, StageImage, fmt.Sprintf("Building the sandbox image %s (it %s)", img.tag, v.reason), 0, 0)
 
 	tail := imagebuild.NewTail(buildLogLines)
 	steps := imagebuild.NewSteps(func(msg string, cur, total int) { m.progress(project, StageImage, msg, cur, total) })
-	err = m.docker.BuildImage(ctx, BuildSpec{
-		Tag:       img.tag,
-		Context:   bytes.NewReader(img.build.Tar),
-		Labels:    map[string]string{LabelImageHash: img.build.Hash, LabelSandbox: "image"},
+	err := m.docker.BuildImage(ctx, BuildSpec{
+		Tag:     img.tag,
+		Context: bytes.NewReader(img.build.Tar),
+		Labels: map[string]string{
+			LabelImageHash: img.build.Hash, LabelSandbox: "image",
+			LabelImageBuilt: m.cfg.Now().UTC().Format(time.RFC3339),
+		},
 		BuildArgs: img.args,
+		NoCache:   v.forAge,
 		Output: func(line string) {
 			tail.Add(line)
 			steps.Line(line)

@@ -186,8 +186,12 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 		return State{}, m.failStart(ctx, b, c.ID, err)
 	}
 	r := b.runOf(ready)
-	if installed != (desktop.Secret{}) {
-		m.startGuard(ctx, ready) // a new run of the container
+	b.mu.Lock()
+	guard := !r.guarded // a run this process has not guarded yet
+	r.guarded = true
+	b.mu.Unlock()
+	if guard {
+		m.startGuard(b, ready)
 	}
 	b.mu.Lock()
 	r.ready = true

@@ -2,8 +2,9 @@
 # Starts the sandbox desktop as the user desktop and keeps it running.
 #
 # - Waits for Xvfb through -displayfd instead of sleeping.
-# - Clears the X lock and socket a stopped container keeps in /tmp, or Xvfb
-#   refuses to start the display again ("Server is already active").
+# - Replaces the X lock a stopped container (or a crashed Xvfb, or the
+#   sandbox user) left in /tmp with a stale one, and clears the socket, or
+#   Xvfb refuses to start the display again ("Server is already active").
 # - Gives the display a new cookie at each start, in a file the sandbox
 #   group can read (XAUTHORITY): the sandbox user's X clients work, and no
 #   other user's.
@@ -119,10 +120,33 @@ fi
 
 ready_fifo="$(mktemp -u /tmp/.pilot-xvfb-ready.XXXXXX)"
 mkfifo -m 0600 "$ready_fifo"
+lock="/tmp/.X${display_number}-lock"
+# stale_lock puts in the X lock's place, in one rename, a lock naming a
+# process that has ended: Xvfb takes over such a lock, where it refuses one
+# naming a live process ("Server is already active"). Clearing the lock
+# instead would leave the sandbox user, who may write in /tmp, the time
+# Xvfb takes to start to plant a lock of its own (naming a live process it
+# cannot be asked about) and end the desktop. /tmp is desktop's, so the
+# rename replaces whoever's file is there. A sandbox process may still
+# plant one in the instant between Xvfb removing the stale lock and
+# making its own: that start fails, and the next one, a second later,
+# clears it again.
+stale_lock() {
+  local dead
+  sleep 0 & dead=$!
+  wait "$dead"
+  if [ -e "$lock" ] && [ ! -O "$lock" ]; then
+    log "an X lock of another user's was in the way of Xvfb: replacing it"
+  fi
+  local tmp
+  tmp=$(mktemp /tmp/.pilot-xlock.XXXXXX) || return 0
+  printf '%10d\n' "$dead" >"$tmp" && chmod 0444 "$tmp" && mv -f "$tmp" "$lock"
+}
 # run_xvfb clears what an earlier Xvfb left and starts one; only the first
 # says when it is ready, through the FIFO this script reads.
 run_xvfb() {
-  rm -f "/tmp/.X${display_number}-lock" "/tmp/.X11-unix/X${display_number}"
+  stale_lock
+  rm -f "/tmp/.X11-unix/X${display_number}"
   local args=(":${display_number}" -screen 0 "$resolution" -nolisten tcp -auth "$xauth_file")
   [ -p "$ready_fifo" ] && exec Xvfb "${args[@]}" -displayfd 3 3>"$ready_fifo"
   exec Xvfb "${args[@]}"
@@ -156,7 +180,12 @@ supervise x11vnc env X11VNC_AVOID_WINDOWS=never x11vnc -display ":${display_numb
   -passwdfile "read:${passwd_file}" -noxdamage -quiet -o "$HOME/x11vnc.log" &
 started x11vnc
 
-supervise websockify sh -c 'exec websockify --web /usr/share/novnc 6080 127.0.0.1:5900 >>$HOME/websockify.log 2>&1' &
+# websockify through the image's own launcher: every request, page or
+# WebSocket, must name 127.0.0.1 or localhost as its Host (no DNS
+# rebinding) and come from the viewer's own origin, if from a browser at
+# all; and no directory of the viewer's files is listed.
+supervise websockify sh -c 'exec /usr/local/lib/pilot-websockify/websockify --web /usr/share/novnc \
+  6080 127.0.0.1:5900 >>$HOME/websockify.log 2>&1' &
 started websockify
 
 wait -n "${pids[@]}"

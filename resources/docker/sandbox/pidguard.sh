@@ -11,7 +11,12 @@
 # every process that is not part of the desktop, and thaws the rest.
 #
 # The sidecar starts it, as the sandbox user, once the desktop answers: the
-# desktop's own user may not signal that user's processes. It looks only at
+# desktop's own user may not signal that user's processes. So the sandbox
+# user can kill it too: the sidecar keeps an exec attached to it and starts
+# another when it ends, and a process that joins the container from outside
+# (an exec) is let in past the process limit, so a new one starts even in
+# a flood. The first argument, if any, is the log file: the sidecar starts
+# it with no shell around it (a shell would fork, which a flood forbids). It looks only at
 # processes of its own user (the desktop's are out of its reach, and out of
 # a flood's), and never touches its own process group or PID 1. In images
 # from before the desktop had a user of its own, the entrypoint starts it;
@@ -20,6 +25,9 @@
 # The loop uses builtins only: while the flood lasts, nothing can fork,
 # this script included.
 set -u
+if [ $# -gt 0 ]; then
+  exec </dev/null >>"$1" 2>&1
+fi
 
 cg=/sys/fs/cgroup/pids # cgroup v1
 [ -r "$cg/pids.max" ] || cg=/sys/fs/cgroup # cgroup v2
@@ -30,6 +38,7 @@ margin=$((max / 16 > 8 ? max / 16 : 8))
 patience=3 # seconds at the limit before acting
 
 log() { printf 'pilot-pidguard: %s\n' "$*" >&2; }
+log "started (process $$): acting when ${max} processes are in use for ${patience}s"
 
 # stat_fields sets comm and pgrp from a /proc/PID/stat line. The
 # command name is in parentheses and may hold spaces and parentheses.
@@ -47,11 +56,6 @@ read -r self_stat </proc/$$/stat
 stat_fields "$self_stat"
 desktop=$pgrp
 
-# sleep without fork: a read that times out on a FIFO nobody writes to.
-fifo=$(mktemp -u /tmp/.pilot-pidguard.XXXXXX)
-mkfifo -m 0600 "$fifo"
-exec 9<>"$fifo"
-rm -f "$fifo"
 
 # groups_outside lists, in the associative array named by $1, the process
 # groups outside the desktop with their sizes, and in names their commands.
@@ -98,6 +102,39 @@ kill_flood() {
   fi
   kill -CONT -1 2>/dev/null
 }
+
+# sleeper opens fd 9 for a sleep without fork: a read that times out on a
+# FIFO nobody writes to. Making the FIFO forks, which fails during a flood.
+sleeper() {
+  local fifo
+  fifo=$(mktemp -u /tmp/.pilot-pidguard.XXXXXX) 2>/dev/null &&
+    mkfifo -m 0600 "$fifo" 2>/dev/null &&
+    exec 9<>"$fifo" &&
+    rm -f "$fifo"
+}
+
+# One guard at a time: a sidecar that finds the sandbox running starts one
+# of its own to watch, so the one an earlier sidecar started ends here.
+for f in /proc/[0-9]*/cmdline; do
+  pid=${f#/proc/}
+  pid=${pid%/cmdline}
+  [ "$pid" = $$ ] && continue
+  mapfile -d '' -t argv 2>/dev/null <"$f" || continue
+  if [ "${argv[1]:-}" = /usr/local/bin/pilot-pidguard ] && [ -O "/proc/$pid" ]; then
+    kill "$pid" 2>/dev/null && log "ended the guard started before this one (process ${pid})"
+  fi
+done
+
+# A guard that cannot fork was started in a flood, most likely by the
+# sidecar after the flood's author killed the guard before it: it ends
+# the flood at once, without waiting to be sure.
+until sleeper; do
+  read -r cur <"$cg/pids.current" || continue
+  if ((cur >= max - margin)); then
+    log "started in a flood (${cur} of ${max} processes in use)"
+    kill_flood
+  fi
+done
 
 full=0
 while :; do

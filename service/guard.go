@@ -1,0 +1,59 @@
+package service
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+)
+
+// guardPause is how long the sidecar waits before it starts pilot-pidguard
+// again after it ended: a sandbox that kills it in a loop costs an exec a
+// second, no more.
+const guardPause = time.Second
+
+// startGuard keeps pilot-pidguard running as the sandbox user for this run
+// of a container whose desktop runs as a user of its own (which could not
+// signal a flood of the sandbox user's); older images start it from their
+// entrypoint. The sandbox user can kill it, being its user: an exec stays
+// attached to it, and when it ends while the run goes on, another is
+// started. An exec joins the container past its process limit and the
+// guard forks nothing, so the new one starts and acts even in a flood
+// (pidguard.sh). The guard outlives this process (its exec does not end
+// with the connection), unwatched, until a sidecar starts the sandbox's
+// desktop or finds it running, whose guard ends the one before. A sandbox
+// without it still has its process limit, so a failure is only logged.
+func (m *Manager) startGuard(b *box, c Container) {
+	if user, _ := desktopUserOf(c); user == desktop.User {
+		return
+	}
+	go m.keepGuard(b, keyOf(c))
+}
+
+// keepGuard runs the guard of one run until the run ends.
+func (m *Manager) keepGuard(b *box, key runKey) {
+	log := m.log.With().Str("container", key.id).Logger()
+	for {
+		s, err := m.docker.ExecAttach(context.Background(), key.id, ExecSpec{Cmd: desktop.GuardCommand, User: desktop.User})
+		if err != nil {
+			log.Warn().Err(err).Msg("could not start pilot-pidguard; fork floods will hold the sandbox's process slots")
+			return
+		}
+		io.Copy(io.Discard, s) // until it ends: it writes to its log file
+		s.Close()
+		if !m.runGoesOn(b, key) {
+			return
+		}
+		log.Warn().Msg("pilot-pidguard ended while the sandbox runs (killed from inside?): starting it again")
+		time.Sleep(guardPause)
+	}
+}
+
+// runGoesOn says whether the container still runs the run of key.
+func (m *Manager) runGoesOn(b *box, key runKey) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := m.docker.InspectContainer(ctx, key.id)
+	return err == nil && c.Running && keyOf(c) == key && b.currentRun(key.id) != nil
+}
