@@ -37,12 +37,12 @@ const (
 	NoVNCPort = 6080
 )
 
-// GuardCommand runs pilot-pidguard, which ends fork floods, in a session of
-// its own as the exec's user (User): the desktop's user may not signal
-// User's processes. No shell around it: setsid execs it without a fork
-// (the exec's process leads no group), so it starts even in a flood. Its
-// log stays in the sandbox, where its user can write.
-var GuardCommand = []string{"setsid", "/usr/local/bin/pilot-pidguard", "/tmp/pilot-pidguard.log"}
+// GuardCommand runs pilot-pidguard, which ends fork floods, as the exec's
+// user (User): the desktop's user may not signal User's processes. No
+// setsid around it: an exec's process already leads a session and process
+// group of its own, which the guard leaves alone.
+// Its log stays in the sandbox, where its user can write.
+var GuardCommand = []string{"/usr/local/bin/pilot-pidguard", "/tmp/pilot-pidguard.log"}
 
 // Display is the virtual display's size in pixels.
 type Display struct {

@@ -18,9 +18,9 @@ const guardPause = time.Second
 // signal a flood of the sandbox user's); older images start it from their
 // entrypoint. The sandbox user can kill it, being its user: an exec stays
 // attached to it, and when it ends while the run goes on, another is
-// started. An exec joins the container past its process limit and the
-// guard forks nothing, so the new one starts and acts even in a flood
-// (pidguard.sh). The guard outlives this process (its exec does not end
+// started (tried each second). No exec starts while the sandbox is at its
+// process limit, so a guard killed together with the start of a flood is
+// replaced only once the flood ends (pidguard.sh). The guard outlives this process (its exec does not end
 // with the connection), unwatched, until a sidecar starts the sandbox's
 // desktop or finds it running, whose guard ends the one before. A sandbox
 // without it still has its process limit, so a failure is only logged.

@@ -2,9 +2,10 @@
 # Starts the sandbox desktop as the user desktop and keeps it running.
 #
 # - Waits for Xvfb through -displayfd instead of sleeping.
-# - Replaces the X lock a stopped container (or a crashed Xvfb, or the
-#   sandbox user) left in /tmp with a stale one, and clears the socket, or
-#   Xvfb refuses to start the display again ("Server is already active").
+# - Clears the X lock and socket a stopped container (or a crashed Xvfb, or
+#   the sandbox user) left in /tmp, or Xvfb refuses to start the display
+#   again ("Server is already active"), with /tmp closed to other users
+#   until Xvfb holds its lock (run_xvfb).
 # - Gives the display a new cookie at each start, in a file the sandbox
 #   group can read (XAUTHORITY): the sandbox user's X clients work, and no
 #   other user's.
@@ -121,32 +122,36 @@ fi
 ready_fifo="$(mktemp -u /tmp/.pilot-xvfb-ready.XXXXXX)"
 mkfifo -m 0600 "$ready_fifo"
 lock="/tmp/.X${display_number}-lock"
-# stale_lock puts in the X lock's place, in one rename, a lock naming a
-# process that has ended: Xvfb takes over such a lock, where it refuses one
-# naming a live process ("Server is already active"). Clearing the lock
-# instead would leave the sandbox user, who may write in /tmp, the time
-# Xvfb takes to start to plant a lock of its own (naming a live process it
-# cannot be asked about) and end the desktop. /tmp is desktop's, so the
-# rename replaces whoever's file is there. A sandbox process may still
-# plant one in the instant between Xvfb removing the stale lock and
-# making its own: that start fails, and the next one, a second later,
-# clears it again.
-stale_lock() {
-  local dead
-  sleep 0 & dead=$!
-  wait "$dead"
-  if [ -e "$lock" ] && [ ! -O "$lock" ]; then
-    log "an X lock of another user's was in the way of Xvfb: replacing it"
-  fi
-  local tmp
-  tmp=$(mktemp /tmp/.pilot-xlock.XXXXXX) || return 0
-  printf '%10d\n' "$dead" >"$tmp" && chmod 0444 "$tmp" && mv -f "$tmp" "$lock"
+# reopen_tmp PID makes /tmp writable for all again once Xvfb (PID) holds
+# its lock, or has ended, or after 10 s.
+reopen_tmp() {
+  local pid=$1 held i
+  for ((i = 0; i < 100; i++)); do
+    read -r held 2>/dev/null <"$lock" && [ "$held" = "$pid" ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  chmod 1777 /tmp
 }
 # run_xvfb clears what an earlier Xvfb left and starts one; only the first
 # says when it is ready, through the FIFO this script reads.
+#
+# Xvfb refuses to start while /tmp/.X99-lock (a path built into it) names a
+# live process, and the sandbox user can write in /tmp: in the moment
+# between a crashed Xvfb's lock going and the new one's being made, it
+# could plant a lock of its own (naming a process Xvfb cannot ask about)
+# and end the desktop. So no one else may create files in /tmp while Xvfb
+# takes its lock: /tmp is desktop's, which closes it (1755) and opens it
+# again (1777) once the lock is Xvfb's, a fraction of a second; and as the
+# directory's owner it removes whatever lock or socket was left, whoever's.
 run_xvfb() {
-  stale_lock
-  rm -f "/tmp/.X11-unix/X${display_number}"
+  chmod 1755 /tmp
+  if [ -e "$lock" ] && [ ! -O "$lock" ]; then
+    log "an X lock of another user's was in the way of Xvfb: removing it"
+  fi
+  rm -f "$lock" "/tmp/.X11-unix/X${display_number}"
+  local self=$BASHPID # Xvfb's, once exec'd
+  (reopen_tmp "$self" &)
   local args=(":${display_number}" -screen 0 "$resolution" -nolisten tcp -auth "$xauth_file")
   [ -p "$ready_fifo" ] && exec Xvfb "${args[@]}" -displayfd 3 3>"$ready_fifo"
   exec Xvfb "${args[@]}"

@@ -13,10 +13,10 @@
 # The sidecar starts it, as the sandbox user, once the desktop answers: the
 # desktop's own user may not signal that user's processes. So the sandbox
 # user can kill it too: the sidecar keeps an exec attached to it and starts
-# another when it ends, and a process that joins the container from outside
-# (an exec) is let in past the process limit, so a new one starts even in
-# a flood. The first argument, if any, is the log file: the sidecar starts
-# it with no shell around it (a shell would fork, which a flood forbids). It looks only at
+# another when it ends. An exec cannot start while the sandbox is at its
+# process limit (runc forks inside it), so a guard killed in the same
+# breath as a flood starts is not replaced until the flood ends or the
+# sandbox is restarted. The first argument, if any, is the log file. It looks only at
 # processes of its own user (the desktop's are out of its reach, and out of
 # a flood's), and never touches its own process group or PID 1. In images
 # from before the desktop had a user of its own, the entrypoint starts it;
@@ -125,16 +125,7 @@ for f in /proc/[0-9]*/cmdline; do
   fi
 done
 
-# A guard that cannot fork was started in a flood, most likely by the
-# sidecar after the flood's author killed the guard before it: it ends
-# the flood at once, without waiting to be sure.
-until sleeper; do
-  read -r cur <"$cg/pids.current" || continue
-  if ((cur >= max - margin)); then
-    log "started in a flood (${cur} of ${max} processes in use)"
-    kill_flood
-  fi
-done
+sleeper || exit 1
 
 full=0
 while :; do
