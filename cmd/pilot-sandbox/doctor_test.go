@@ -35,3 +35,26 @@ func TestDoctorWarnsOfAnEngineThatLeaksLoopbackPorts(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorShowsTheImageAge builds the image (at once if it is built) and
+// runs doctor under two policies: it tells the image's age and whether it
+// will be rebuilt for security updates.
+func TestDoctorShowsTheImageAge(t *testing.T) {
+	dockertest.Engine(t)
+	state := "XDG_STATE_HOME=" + t.TempDir()
+	if out, errOut, code := cliRun(t, []string{state}, "", "build"); code != 0 {
+		t.Fatalf("build: %d %s %s", code, out, errOut)
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct{ config, want string }{
+		{`{"rebuildAfter": "168h"}`, "ok   the sandbox image was built * ago; it is rebuilt for security updates once 168h old\n"},
+		{`{"rebuildAfter": "0"}`, "note the sandbox image was built * ago; rebuildAfter is 0, so it is never rebuilt"},
+	} {
+		home := writeConfig(dir, strings.NewReplacer(`"`, "", "{", "", "}", "", ":", "", " ", "").Replace(tc.config), tc.config)
+		out, _, _ := cliRun(t, []string{state, "XDG_CONFIG_HOME=" + home}, "", "doctor")
+		before, after, _ := strings.Cut(tc.want, "*")
+		if line := lineOf(out, before); line == "" || !strings.Contains(out, after) || !strings.Contains(line, after[:10]) {
+			t.Errorf("with %s doctor does not say %q:\n%s", tc.config, tc.want, out)
+		}
+	}
+}
