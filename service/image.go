@@ -119,7 +119,7 @@ func (m *Manager) buildOne(ctx context.Context, project string, img imageBuild, 
 			LabelImageHash: img.build.Hash, LabelSandbox: "image",
 			LabelImageBuilt: m.cfg.Now().UTC().Format(time.RFC3339),
 		},
-		BuildArgs: img.args,
+		BuildArgs: m.buildArgs(ctx, img),
 		NoCache:   v.forAge,
 		Output: func(line string) {
 			tail.Add(line)
