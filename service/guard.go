@@ -28,18 +28,25 @@ func (m *Manager) startGuard(b *box, c Container) {
 	if user, _ := desktopUserOf(c); user == desktop.User {
 		return
 	}
-	go m.keepGuard(b, keyOf(c))
+	// The first one starts before the start returns: a command-line start
+	// exits right after, and the guard must be running by then.
+	s, err := m.execGuard(c.ID)
+	if err != nil {
+		m.log.Warn().Err(err).Str("container", c.ID).Msg("could not start pilot-pidguard; fork floods will hold the sandbox's process slots")
+		return
+	}
+	go m.keepGuard(b, keyOf(c), s)
 }
 
-// keepGuard runs the guard of one run until the run ends.
-func (m *Manager) keepGuard(b *box, key runKey) {
+func (m *Manager) execGuard(id string) (ExecSession, error) {
+	return m.docker.ExecAttach(context.Background(), id, ExecSpec{Cmd: desktop.GuardCommand, User: desktop.User})
+}
+
+// keepGuard watches the guard of one run, s, and starts another each time
+// it ends, until the run ends.
+func (m *Manager) keepGuard(b *box, key runKey, s ExecSession) {
 	log := m.log.With().Str("container", key.id).Logger()
 	for {
-		s, err := m.docker.ExecAttach(context.Background(), key.id, ExecSpec{Cmd: desktop.GuardCommand, User: desktop.User})
-		if err != nil {
-			log.Warn().Err(err).Msg("could not start pilot-pidguard; fork floods will hold the sandbox's process slots")
-			return
-		}
 		io.Copy(io.Discard, s) // until it ends: it writes to its log file
 		s.Close()
 		if !m.runGoesOn(b, key) {
@@ -47,6 +54,11 @@ func (m *Manager) keepGuard(b *box, key runKey) {
 		}
 		log.Warn().Msg("pilot-pidguard ended while the sandbox runs (killed from inside?): starting it again")
 		time.Sleep(guardPause)
+		var err error
+		if s, err = m.execGuard(key.id); err != nil {
+			log.Warn().Err(err).Msg("could not start pilot-pidguard again; fork floods will hold the sandbox's process slots")
+			return
+		}
 	}
 }
 

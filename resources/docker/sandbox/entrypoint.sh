@@ -122,12 +122,13 @@ fi
 ready_fifo="$(mktemp -u /tmp/.pilot-xvfb-ready.XXXXXX)"
 mkfifo -m 0600 "$ready_fifo"
 lock="/tmp/.X${display_number}-lock"
-# reopen_tmp PID makes /tmp writable for all again once Xvfb (PID) holds
-# its lock, or has ended, or after 10 s.
+# reopen_tmp PID makes /tmp writable for all again once Xvfb (PID) listens
+# on the display's socket, which it makes after taking its lock (run_xvfb
+# removed the old one), or has ended, or after 10 s.
 reopen_tmp() {
-  local pid=$1 held i
+  local pid=$1 i
   for ((i = 0; i < 100; i++)); do
-    read -r held 2>/dev/null <"$lock" && [ "$held" = "$pid" ] && break
+    [ -S "/tmp/.X11-unix/X${display_number}" ] && break
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
@@ -142,7 +143,7 @@ reopen_tmp() {
 # could plant a lock of its own (naming a process Xvfb cannot ask about)
 # and end the desktop. So no one else may create files in /tmp while Xvfb
 # takes its lock: /tmp is desktop's, which closes it (1755) and opens it
-# again (1777) once the lock is Xvfb's, a fraction of a second; and as the
+# again (1777) once Xvfb listens, a fraction of a second; and as the
 # directory's owner it removes whatever lock or socket was left, whoever's.
 run_xvfb() {
   chmod 1755 /tmp

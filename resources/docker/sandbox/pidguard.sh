@@ -25,8 +25,12 @@
 # The loop uses builtins only: while the flood lasts, nothing can fork,
 # this script included.
 set -u
-if [ $# -gt 0 ]; then
-  exec </dev/null >>"$1" 2>&1
+exec </dev/null
+# A log it cannot open (/tmp closed a moment while the display restarts)
+# leaves it writing to the exec's output: a failed exec redirection would
+# end it.
+if [ $# -gt 0 ] && : 2>/dev/null >>"$1"; then
+  exec >>"$1" 2>&1
 fi
 
 cg=/sys/fs/cgroup/pids # cgroup v1
