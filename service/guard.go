@@ -38,6 +38,17 @@ func (m *Manager) startGuard(b *box, c Container) {
 	go m.keepGuard(b, keyOf(c), s)
 }
 
+// guardOnce starts the guard of run r of c unless this process did.
+func (m *Manager) guardOnce(b *box, r *run, c Container) {
+	b.mu.Lock()
+	guard := !r.guarded
+	r.guarded = true
+	b.mu.Unlock()
+	if guard {
+		m.startGuard(b, c)
+	}
+}
+
 func (m *Manager) execGuard(id string) (ExecSession, error) {
 	return m.docker.ExecAttach(context.Background(), id, ExecSpec{Cmd: desktop.GuardCommand, User: desktop.User})
 }

@@ -186,13 +186,7 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 		return State{}, m.failStart(ctx, b, c.ID, err)
 	}
 	r := b.runOf(ready)
-	b.mu.Lock()
-	guard := !r.guarded // a run this process has not guarded yet
-	r.guarded = true
-	b.mu.Unlock()
-	if guard {
-		m.startGuard(b, ready)
-	}
+	m.guardOnce(b, r, ready)
 	b.mu.Lock()
 	r.ready = true
 	if installed != (desktop.Secret{}) {
