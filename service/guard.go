@@ -21,8 +21,9 @@ const guardPause = time.Second
 // started (tried each second). No exec starts while the sandbox is at its
 // process limit, so a guard killed together with the start of a flood is
 // replaced only once the flood ends (pidguard.sh). The guard outlives this process (its exec does not end
-// with the connection), unwatched, until a sidecar starts the sandbox's
-// desktop or finds it running, whose guard ends the one before. A sandbox
+// with the connection), unwatched. Each sidecar that starts or finds the
+// sandbox keeps a guard of its own; the oldest acts and the others stand
+// by to take over (pidguard.sh). A sandbox
 // without it still has its process limit, so a failure is only logged.
 func (m *Manager) startGuard(b *box, c Container) {
 	if user, _ := desktopUserOf(c); user == desktop.User {

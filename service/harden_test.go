@@ -179,3 +179,46 @@ while True:
 	})
 	assertDesktopWorks(t, m, dir, st)
 }
+
+// TestTwoSidecarsShareTheGuard: a second sidecar that finds the sandbox
+// running keeps a guard of its own, which stands by while the first acts:
+// neither ends the other's (each sidecar would start its own again, in
+// turn, for ever). When the acting one is killed, the other acts at once.
+func TestTwoSidecarsShareTheGuard(t *testing.T) {
+	first, docker := dockertest.Manager(t, nil)
+	dir := dockertest.Project(t, docker)
+	ctx := context.Background()
+	if _, err := first.Start(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := dockertest.Manager(t, nil)
+	if _, err := second.Start(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	guards := func() string { return exec(t, first, dir, "pgrep -f 'pilot-[p]idguard' | sort | tr '\\n' ' '").Stdout }
+	var both string
+	if !pollUntil(t, "two guards run", func() bool { both = guards(); return strings.Count(both, " ") == 2 }) {
+		return
+	}
+	started := func() int {
+		return strings.Count(exec(t, first, dir, "cat /tmp/pilot-pidguard.log").Stdout, "pilot-pidguard: started")
+	}
+	before := started()
+	// Nothing to poll for: that nothing changes. A sidecar starts a guard
+	// again a second after its own ended.
+	time.Sleep(3 * time.Second)
+	if now, after := guards(), started(); now != both || after != before {
+		t.Errorf("the guards changed: %q -> %q, %d -> %d started", both, now, before, after)
+	}
+	log := exec(t, first, dir, "cat /tmp/pilot-pidguard.log").Stdout
+	var acting int
+	if i := strings.Index(log, "pilot-pidguard: guard "); i < 0 || !strings.Contains(log, "stands by until it ends") {
+		t.Fatalf("no guard stands by:\n%s", log)
+	} else if _, err := fmt.Sscanf(log[i:], "pilot-pidguard: guard %d acts", &acting); err != nil {
+		t.Fatalf("%v:\n%s", err, log)
+	}
+	exec(t, first, dir, fmt.Sprintf("kill -KILL %d", acting))
+	pollUntil(t, "the guard standing by acts", func() bool {
+		return strings.Contains(exec(t, first, dir, "cat /tmp/pilot-pidguard.log").Stdout, "the guard that acted ended: this one")
+	})
+}

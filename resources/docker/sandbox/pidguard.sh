@@ -117,23 +117,60 @@ sleeper() {
     rm -f "$fifo"
 }
 
-# One guard at a time: a sidecar that finds the sandbox running starts one
-# of its own to watch, so the one an earlier sidecar started ends here.
-for f in /proc/[0-9]*/cmdline; do
-  pid=${f#/proc/}
-  pid=${pid%/cmdline}
-  [ "$pid" = $$ ] && continue
-  mapfile -d '' -t argv 2>/dev/null <"$f" || continue
-  if [ "${argv[1]:-}" = /usr/local/bin/pilot-pidguard ] && [ -O "/proc/$pid" ]; then
-    kill "$pid" 2>/dev/null && log "ended the guard started before this one (process ${pid})"
-  fi
-done
+# One guard acts at a time: the oldest. Each sidecar that starts or finds
+# the sandbox running keeps a guard of its own, so several may run; the
+# others stand by, and the oldest of them takes over when the one acting
+# ends (killing the others would have each sidecar start its own again,
+# in turn, for ever).
+
+# start_of PID sets start to the process's start time (clock ticks).
+start_of() {
+  local line rest
+  read -r line 2>/dev/null <"/proc/$1/stat" || return 1
+  rest=${line##*) }
+  # shellcheck disable=SC2086 # splitting is the point
+  set -- $rest
+  start=${20}
+}
+
+# is_guard PID: whether PID is a guard of this user.
+is_guard() {
+  local argv
+  [ -O "/proc/$1" ] || return 1
+  mapfile -d '' -t argv 2>/dev/null <"/proc/$1/cmdline" || return 1
+  [ "${argv[1]:-}" = /usr/local/bin/pilot-pidguard ]
+}
+
+# find_leader sets leader to the oldest guard running, this one included.
+find_leader() {
+  local f pid best=$$ best_start
+  start_of $$
+  best_start=$start
+  for f in /proc/[0-9]*/cmdline; do
+    pid=${f#/proc/}
+    pid=${pid%/cmdline}
+    [ "$pid" = $$ ] && continue
+    is_guard "$pid" && start_of "$pid" || continue
+    if ((start < best_start || (start == best_start && pid < best))); then
+      best=$pid best_start=$start
+    fi
+  done
+  leader=$best
+}
 
 sleeper || exit 1
+find_leader
+[ "$leader" = $$ ] || log "guard ${leader} acts; this one (process $$) stands by until it ends"
 
 full=0
 while :; do
   read -r -t 1 -u 9 _
+  if [ "$leader" != $$ ]; then
+    is_guard "$leader" && continue
+    find_leader
+    [ "$leader" = $$ ] && log "the guard that acted ended: this one (process $$) acts"
+    continue
+  fi
   read -r cur <"$cg/pids.current" || continue
   if ((cur < max - margin)); then
     full=0
