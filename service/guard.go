@@ -55,7 +55,9 @@ func (m *Manager) execGuard(id string) (ExecSession, error) {
 }
 
 // keepGuard watches the guard of one run, s, and starts another each time
-// it ends, until the run ends.
+// it ends, until the run ends. It logs at debug level (the log file's):
+// it may log after whoever started the run is gone (a test that ended,
+// its sandbox being removed).
 func (m *Manager) keepGuard(b *box, key runKey, s ExecSession) {
 	log := m.log.With().Str("container", key.id).Logger()
 	for {
@@ -64,11 +66,11 @@ func (m *Manager) keepGuard(b *box, key runKey, s ExecSession) {
 		if !m.runGoesOn(b, key) {
 			return
 		}
-		log.Warn().Msg("pilot-pidguard ended while the sandbox runs (killed from inside?): starting it again")
+		log.Debug().Msg("pilot-pidguard ended while the sandbox runs (killed from inside?): starting it again")
 		time.Sleep(guardPause)
 		var err error
 		if s, err = m.execGuard(key.id); err != nil {
-			log.Warn().Err(err).Msg("could not start pilot-pidguard again; fork floods will hold the sandbox's process slots")
+			log.Debug().Err(err).Msg("could not start pilot-pidguard again; fork floods will hold the sandbox's process slots")
 			return
 		}
 	}

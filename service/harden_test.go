@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
@@ -173,9 +174,10 @@ while True:
 	if planted := exec(t, m, dir, `pgrep -f O_EXCL >/dev/null && echo planting`).Stdout; planted != "planting\n" {
 		t.Fatalf("the planter stopped: the test proves nothing")
 	}
+	// x11vnc, which ends with its display, is back after its own pause.
 	pollUntil(t, "the sandbox answers again", func() bool {
 		_, err := m.Screenshot(context.Background(), dir)
-		return err == nil
+		return err == nil && desktop.Probe(context.Background(), "127.0.0.1", st.WSPort, viewerPage) == nil
 	})
 	assertDesktopWorks(t, m, dir, st)
 }

@@ -124,11 +124,12 @@ mkfifo -m 0600 "$ready_fifo"
 lock="/tmp/.X${display_number}-lock"
 # reopen_tmp PID makes /tmp writable for all again once Xvfb (PID) listens
 # on the display's socket, which it makes after taking its lock (run_xvfb
-# removed the old one), or has ended, or after 10 s.
+# removed the old one; one the sandbox user put there is not desktop's,
+# and Xvfb replaces it), or has ended, or after 10 s.
 reopen_tmp() {
-  local pid=$1 i
+  local pid=$1 i socket="/tmp/.X11-unix/X${display_number}"
   for ((i = 0; i < 100; i++)); do
-    [ -S "/tmp/.X11-unix/X${display_number}" ] && break
+    [ -S "$socket" ] && [ -O "$socket" ] && break
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
