@@ -37,12 +37,12 @@ const (
 	NoVNCPort = 6080
 )
 
-// GuardCommand starts pilot-pidguard, which ends fork floods, in the
-// background as the exec's user (User): the desktop's user may not signal
-// User's processes. Its log stays in the sandbox, where its user can
-// write.
-var GuardCommand = []string{"sh", "-c",
-	"setsid /usr/local/bin/pilot-pidguard </dev/null >>/tmp/pilot-pidguard.log 2>&1 &"}
+// GuardCommand runs pilot-pidguard, which ends fork floods, as the exec's
+// user (User): the desktop's user may not signal User's processes. No
+// setsid around it: an exec's process already leads a session and process
+// group of its own, which the guard leaves alone.
+// Its log stays in the sandbox, where its user can write.
+var GuardCommand = []string{"/usr/local/bin/pilot-pidguard", "/tmp/pilot-pidguard.log"}
 
 // Display is the virtual display's size in pixels.
 type Display struct {

@@ -38,6 +38,7 @@ func (e *Client) BuildImage(ctx context.Context, spec service.BuildSpec) error {
 		RawJSONStream:       true,
 		Labels:              spec.Labels,
 		BuildArgs:           args,
+		NoCache:             spec.NoCache,
 		RmTmpContainer:      true,
 		ForceRmTmpContainer: true,
 	})

@@ -17,7 +17,7 @@ import (
 // UserConfig is the user's own lifecycle policy: pilot-sandbox/config.json
 // under the XDG config directory. Every key is optional.
 //
-//	{"idleStop": "30m", "maxRunning": 4, "disk": "10g",
+//	{"idleStop": "30m", "maxRunning": 4, "disk": "10g", "rebuildAfter": "168h",
 //	 "caps": {"memory": "4g", "cpus": 2, "processes": 4096, "shmSize": "2g"},
 //	 "network": "none"}
 //
@@ -37,6 +37,10 @@ type UserConfig struct {
 	// NetworkNone gives every sandbox no network at all ("network":
 	// "none").
 	NetworkNone bool
+	// RebuildAfter is the age past which the sandbox image is built again,
+	// without the build's cache, for the security updates of its packages
+	// (at the next new sandbox); 0 never rebuilds it for its age.
+	RebuildAfter time.Duration
 }
 
 // Caps are resource limits in the units the engine takes.
@@ -55,6 +59,8 @@ func DefaultUserConfig() UserConfig {
 		MaxRunning: 4,
 		DiskBytes:  10 << 30,
 		Caps:       Caps{MemoryBytes: 4 << 30, CPUs: 2, Processes: 4096, ShmBytes: 2 << 30},
+
+		RebuildAfter: 7 * 24 * time.Hour,
 	}
 }
 
@@ -62,9 +68,12 @@ func DefaultUserConfig() UserConfig {
 // "30m") from stopping sandboxes under the user's hands; tests lower it
 // through ReadUserConfig's minIdle.
 const (
-	MinIdleStop   = time.Minute
-	maxMaxRunning = 1000
-	minDisk       = 64 << 20
+	MinIdleStop = time.Minute
+	// minRebuildAfter keeps a slip ("168s" for "168h") from rebuilding
+	// the image at every new sandbox.
+	minRebuildAfter = time.Hour
+	maxMaxRunning   = 1000
+	minDisk         = 64 << 20
 )
 
 // UserConfigFile is config.json under the XDG config directory.
@@ -147,7 +156,7 @@ func (p *configParser) fail(key, format string, args ...any) {
 	p.problems = append(p.problems, ConfigProblem{Key: key, Reason: fmt.Sprintf(format, args...)})
 }
 
-var userConfigKeys = []string{"idleStop", "maxRunning", "disk", "caps", "network"}
+var userConfigKeys = []string{"idleStop", "maxRunning", "disk", "caps", "network", "rebuildAfter"}
 
 func (p *configParser) parse(doc map[string]json.RawMessage, cfg *UserConfig) {
 	for _, key := range sortedNames(doc) {
@@ -168,6 +177,8 @@ func (p *configParser) parse(doc map[string]json.RawMessage, cfg *UserConfig) {
 				continue
 			}
 			cfg.NetworkNone = s == NetworkNone
+		case "rebuildAfter":
+			p.duration(key, raw, minRebuildAfter, &cfg.RebuildAfter)
 		default:
 			p.fail(key, "is not a known key (known: %s)", strings.Join(userConfigKeys, ", "))
 		}
@@ -191,6 +202,29 @@ func (p *configParser) idleStop(raw json.RawMessage, dst *time.Duration) {
 		p.fail("idleStop", "%s; it is %q", want, s)
 	case d < p.minIdle:
 		p.fail("idleStop", "must be at least %s, or \"0\" for never; it is %q", FormatDuration(p.minIdle), s)
+	default:
+		*dst = d
+	}
+}
+
+// duration reads a duration of at least least, or "0" for never.
+func (p *configParser) duration(key string, raw json.RawMessage, least time.Duration, dst *time.Duration) {
+	const want = `must be a duration such as "168h", or "0" for never`
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		p.fail(key, "%s; it is %s", want, raw)
+		return
+	}
+	if strings.TrimSpace(s) == "0" {
+		*dst = 0
+		return
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	switch {
+	case err != nil || d < 0:
+		p.fail(key, "%s; it is %q", want, s)
+	case d < least:
+		p.fail(key, "must be at least %s, or \"0\" for never; it is %q", FormatDuration(least), s)
 	default:
 		*dst = d
 	}
@@ -290,6 +324,11 @@ func (c UserConfig) String() string {
 		units.BytesSize(float64(c.Caps.MemoryBytes)), c.Caps.CPUs, c.Caps.Processes, units.BytesSize(float64(c.Caps.ShmBytes)))
 	if c.NetworkNone {
 		b.WriteString(", network none")
+	}
+	if c.RebuildAfter == 0 {
+		b.WriteString(", rebuildAfter 0 (never)")
+	} else {
+		b.WriteString(", rebuildAfter " + FormatDuration(c.RebuildAfter))
 	}
 	return b.String()
 }

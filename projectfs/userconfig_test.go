@@ -27,12 +27,18 @@ func TestReadUserConfig(t *testing.T) {
 		{name: "empty object", file: "{}", want: def},
 		{
 			name: "every key",
-			file: `{"idleStop": "1h30m", "maxRunning": 2, "disk": "20g", "caps": {"memory": "8g", "cpus": 3.5, "processes": 8192, "shmSize": "1g"}}`,
+			file: `{"idleStop": "1h30m", "maxRunning": 2, "disk": "20g", "caps": {"memory": "8g", "cpus": 3.5, "processes": 8192, "shmSize": "1g"}, "rebuildAfter": "72h"}`,
 			want: UserConfig{IdleStop: 90 * time.Minute, MaxRunning: 2, DiskBytes: 20 << 30,
-				Caps: Caps{MemoryBytes: 8 << 30, CPUs: 3.5, Processes: 8192, ShmBytes: 1 << 30}},
+				Caps: Caps{MemoryBytes: 8 << 30, CPUs: 3.5, Processes: 8192, ShmBytes: 1 << 30}, RebuildAfter: 72 * time.Hour},
 		},
-		{name: "zeros turn policies off", file: `{"idleStop": "0", "maxRunning": 0, "disk": "0"}`,
-			want: with(func(c *UserConfig) { c.IdleStop, c.MaxRunning, c.DiskBytes = 0, 0, 0 })},
+		{name: "zeros turn policies off", file: `{"idleStop": "0", "maxRunning": 0, "disk": "0", "rebuildAfter": "0"}`,
+			want: with(func(c *UserConfig) { c.IdleStop, c.MaxRunning, c.DiskBytes, c.RebuildAfter = 0, 0, 0, 0 })},
+		{name: "rebuildAfter below the minimum", file: `{"rebuildAfter": "168s"}`, want: def,
+			badKeys: []string{"rebuildAfter"}, reason: `rebuildAfter must be at least 1h, or "0" for never; it is "168s"`},
+		{name: "rebuildAfter not a duration", file: `{"rebuildAfter": "weekly"}`, want: def,
+			badKeys: []string{"rebuildAfter"}, reason: `rebuildAfter must be a duration such as "168h", or "0" for never; it is "weekly"`},
+		{name: "rebuildAfter a number", file: `{"rebuildAfter": 168}`, want: def, badKeys: []string{"rebuildAfter"}, reason: "rebuildAfter must be a duration"},
+		{name: "rebuildAfter negative", file: `{"rebuildAfter": "-1h"}`, want: def, badKeys: []string{"rebuildAfter"}},
 		{name: "caps in part", file: `{"caps": {"cpus": 1}}`, want: with(func(c *UserConfig) { c.Caps.CPUs = 1 })},
 		{name: "idleStop below the minimum", file: `{"idleStop": "30s"}`, want: def,
 			badKeys: []string{"idleStop"}, reason: `idleStop must be at least 1m, or "0" for never; it is "30s"`},
@@ -50,7 +56,7 @@ func TestReadUserConfig(t *testing.T) {
 		{name: "cap below the bound", file: `{"caps": {"memory": "100m", "processes": 10, "cpus": 0.1, "shmSize": "1m"}}`, want: def,
 			badKeys: []string{"caps.cpus", "caps.memory", "caps.processes", "caps.shmSize"}},
 		{name: "unknown cap", file: `{"caps": {"gpus": 1}}`, want: def, badKeys: []string{"caps.gpus"}, reason: "caps.gpus is not a known key"},
-		{name: "unknown key", file: `{"idlestop": "5m"}`, want: def, badKeys: []string{"idlestop"}, reason: "idlestop is not a known key (known: idleStop, maxRunning, disk, caps, network)"},
+		{name: "unknown key", file: `{"idlestop": "5m"}`, want: def, badKeys: []string{"idlestop"}, reason: "idlestop is not a known key (known: idleStop, maxRunning, disk, caps, network, rebuildAfter)"},
 		{name: "good keys apply beside bad ones", file: `{"maxRunning": 1, "disk": "1k"}`,
 			want: with(func(c *UserConfig) { c.MaxRunning = 1 }), badKeys: []string{"disk"}},
 		{name: "not JSON", file: `{"maxRunning": 1`, want: def, badKeys: []string{""}, reason: "is not valid JSON"},
@@ -108,7 +114,7 @@ func TestReadUserConfigUnreadable(t *testing.T) {
 }
 
 func TestUserConfigString(t *testing.T) {
-	if got, want := DefaultUserConfig().String(), "idleStop 30m, maxRunning 4, disk 10GiB, caps: memory 4GiB, cpus 2, processes 4096, shmSize 2GiB"; got != want {
+	if got, want := DefaultUserConfig().String(), "idleStop 30m, maxRunning 4, disk 10GiB, caps: memory 4GiB, cpus 2, processes 4096, shmSize 2GiB, rebuildAfter 168h"; got != want {
 		t.Errorf("defaults = %q, want %q", got, want)
 	}
 	off := UserConfig{Caps: DefaultUserConfig().Caps}

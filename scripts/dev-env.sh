@@ -5,9 +5,10 @@
 # - No engine answers: as root with apt-get, install docker.io if dockerd is
 #   missing, then start dockerd in the background (machines without systemd,
 #   such as CI containers, have nothing else to start it).
-# - The base image (debian:bookworm-slim, or $PILOT_BASE_IMAGE) cannot be
-#   pulled, e.g. Docker Hub is out of reach: build the same Debian release
-#   with debootstrap and import it under that tag.
+# - The base image (debian:bookworm-slim pinned by digest in the sandbox's
+#   Dockerfile, or $PILOT_BASE_IMAGE) cannot be pulled, e.g. Docker Hub is
+#   out of reach: build the same Debian release with debootstrap (checked
+#   against Debian's archive key) and import it under the tag.
 # - Build pilot-sandbox's image once, so that tests running in parallel do
 #   not each start the same build.
 #
@@ -70,20 +71,31 @@ ensure_engine() {
   return 1
 }
 
+# The sandbox image's base: its Dockerfile pins it by digest (ARG
+# BASE_IMAGE), and the sidecar builds on the engine's image under the
+# digest, or else under its tag, or else has the engine pull the digest.
 ensure_base_image() {
-  local base="${PILOT_BASE_IMAGE:-debian:bookworm-slim}"
-  if docker image inspect "$base" >/dev/null 2>&1; then
+  local pinned base
+  pinned="$(sed -n 's/^ARG BASE_IMAGE=//p' resources/docker/sandbox/Dockerfile)"
+  base="${PILOT_BASE_IMAGE:-${pinned%@*}}"
+  if docker image inspect "$base" >/dev/null 2>&1 ||
+    { [ -z "${PILOT_BASE_IMAGE:-}" ] && docker image inspect "$pinned" >/dev/null 2>&1; }; then
     return 0
   fi
-  log "pulling $base"
-  if timeout 300 docker pull "$base" >/dev/null 2>&1; then
+  local ref="${PILOT_BASE_IMAGE:-$pinned}"
+  log "pulling $ref"
+  if timeout 300 docker pull "$ref" >/dev/null 2>&1; then
     return 0
   fi
-  log "cannot pull $base: building Debian bookworm with debootstrap and importing it as $base"
+  # A root file system made here cannot match a digest: its packages are
+  # the archive's of the day, checked against Debian's archive key.
+  log "cannot pull $ref: building Debian bookworm with debootstrap and importing it as $base"
   command -v debootstrap >/dev/null || apt_install debootstrap || return 1
+  [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || apt_install debian-archive-keyring || return 1
   local root
   root="$(mktemp -d /tmp/pilot-rootfs.XXXXXX)"
-  debootstrap --variant=minbase bookworm "$root" http://deb.debian.org/debian >/tmp/pilot-debootstrap.log 2>&1 || {
+  debootstrap --variant=minbase --keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
+    bookworm "$root" http://deb.debian.org/debian >/tmp/pilot-debootstrap.log 2>&1 || {
     log "debootstrap failed; its log ends:"; tail -n 20 /tmp/pilot-debootstrap.log >&2; rm -rf "$root"; return 1; }
   rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
   tar -C "$root" -c . | docker import - "$base" >/dev/null

@@ -91,7 +91,9 @@ type BuildSpec struct {
 	Dockerfile string
 	Labels     map[string]string
 	BuildArgs  map[string]string
-	Output     func(line string) // may be nil
+	// NoCache builds every step anew (a rebuild for security updates).
+	NoCache bool
+	Output  func(line string) // may be nil
 }
 
 // PullProgress is where a pull is: the engine's last status line, and the

@@ -50,7 +50,9 @@ type fakeDocker struct {
 	now      time.Time
 	// agent answers a desktop agent's requests; nil answers {}. An answer of
 	// nil ends the agent's process.
-	agent    func(req map[string]any) map[string]any
+	agent func(req map[string]any) map[string]any
+	// attached, when set, is told of each ExecAttach before it connects.
+	attached func(spec ExecSpec)
 	sessions map[string][]*fakeSession // container ID -> its attached execs
 	// disk is what DiskUsage answers for a container; specs are the
 	// containers' creation specs.
@@ -413,8 +415,11 @@ func (f *fakeDocker) Exec(ctx context.Context, id string, spec ExecSpec) (ExecRe
 func (f *fakeDocker) ExecAttach(ctx context.Context, id string, spec ExecSpec) (ExecSession, error) {
 	f.mu.Lock()
 	f.calls["ExecAttach"]++
-	c, handler := f.lookup(id), f.agent
+	c, handler, attached := f.lookup(id), f.agent, f.attached
 	f.mu.Unlock()
+	if attached != nil {
+		attached(spec)
+	}
 	if c == nil || !c.Running {
 		return nil, fmt.Errorf("%w: %s", ErrNotRunning, id)
 	}

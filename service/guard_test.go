@@ -26,12 +26,11 @@ func TestStartRunsTheGuardBesideTheDesktopAndWaitsForIt(t *testing.T) {
 			}
 		}
 	})
-	h.docker.execSpec = func(spec ExecSpec) (ExecResult, error) {
+	h.docker.attached = func(spec ExecSpec) {
 		if slices.Equal(spec.Cmd, desktop.GuardCommand) {
 			close(guarding)
 			<-release
 		}
-		return ExecResult{}, nil
 	}
 	dir := project(t)
 	c, err := h.m.create(context.Background(), h.m.box(dir))

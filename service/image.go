@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/imagebuild"
 )
@@ -88,40 +89,57 @@ func (m *Manager) ensureVariant(ctx context.Context, project, variant string) er
 	return nil
 }
 
-// ensureOne builds one image unless it exists with its build hash.
+// ensureOne builds one image unless it exists with its build hash and is
+// younger than the policy's rebuildAfter. An image rebuilt for its age is
+// built without the cache; if that fails, the old image serves on.
 func (m *Manager) ensureOne(ctx context.Context, project string, img imageBuild) error {
 	labels, err := m.docker.ImageLabels(ctx, img.tag)
-	switch {
-	case err == nil && labels[LabelImageHash] == img.build.Hash:
-		return nil
-	case err != nil && !errors.Is(err, ErrImageNotFound):
+	if err != nil && !errors.Is(err, ErrImageNotFound) {
 		return fmt.Errorf("inspect image %s: %w", img.tag, err)
 	}
-	reason := "is missing"
-	if err == nil {
-		reason = "is out of date"
+	policy, _ := m.currentPolicy()
+	v := judgeImage(labels, err == nil, img.build.Hash, m.cfg.Now(), policy.RebuildAfter)
+	if v.reason == "" {
+		return nil
 	}
+	reason := v.reason
 	if pulled, why := m.tryPull(ctx, project, img); pulled {
 		return nil
 	} else if why != "" {
 		reason += "; " + why
 	}
+	err = m.buildOne(ctx, project, img, reason, v.forAge)
+	if err != nil && v.forAge && !errors.Is(err, context.Canceled) {
+		m.log.Warn().Err(err).Str("image", img.tag).Msg("could not rebuild the sandbox image for security updates; using the old one")
+		m.progress(project, StageImage, fmt.Sprintf("Could not rebuild the sandbox image %s; using the one it has (%v)", img.tag, err), 0, 0)
+		return nil
+	}
+	return err
+}
+
+// buildOne builds an image, saying why; noCache builds every step anew (a
+// rebuild for security updates).
+func (m *Manager) buildOne(ctx context.Context, project string, img imageBuild, reason string, noCache bool) error {
 	m.log.Info().Str("image", img.tag).Str("hash", img.build.Hash).Msg("building the sandbox image: it " + reason)
 	m.progress(project, StageImage, fmt.Sprintf("Building the sandbox image %s (it %s)", img.tag, reason), 0, 0)
 
 	tail := imagebuild.NewTail(buildLogLines)
 	steps := imagebuild.NewSteps(func(msg string, cur, total int) { m.progress(project, StageImage, msg, cur, total) })
-	want := map[string]string{LabelImageHash: img.build.Hash, LabelSandbox: "image"}
+	want := map[string]string{
+		LabelImageHash: img.build.Hash, LabelSandbox: "image",
+		LabelImageBuilt: m.cfg.Now().UTC().Format(time.RFC3339),
+	}
 	if img.project != "" {
 		want[LabelProject] = img.project
 	}
 	maps.Copy(want, img.labels)
-	err = m.docker.BuildImage(ctx, BuildSpec{
+	err := m.docker.BuildImage(ctx, BuildSpec{
 		Tag:        img.tag,
 		Context:    bytes.NewReader(img.build.Tar),
 		Dockerfile: img.dockerfile,
 		Labels:     want,
-		BuildArgs:  img.args,
+		BuildArgs:  m.buildArgs(ctx, img),
+		NoCache:    noCache,
 		Output: func(line string) {
 			tail.Add(line)
 			steps.Line(line)

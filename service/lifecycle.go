@@ -166,6 +166,7 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 	m.commit(b, &starting)
 
 	var installed desktop.Secret
+	var guard func() (ExecSession, error) // the guard's exec, started beside the desktop
 	if !c.Running {
 		// Fresh passwords on every start; the file goes in before the desktop
 		// starts, through the archive API, so the secret never appears in the
@@ -190,13 +191,14 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 		if err := m.startContainer(ctx, b, c.ID); err != nil {
 			return State{}, m.failStart(ctx, b, c.ID, err)
 		}
-		defer m.startGuardAside(ctx, c)() // a new run of the container
+		guard = m.execGuardAside(c) // a new run of the container
 	}
 	ready, err := m.waitReady(ctx, c.ID)
 	if err != nil {
 		return State{}, m.failStart(ctx, b, c.ID, err)
 	}
 	r := b.runOf(ready)
+	m.guardOnce(b, r, ready, guard)
 	b.mu.Lock()
 	r.ready = true
 	if installed != (desktop.Secret{}) {

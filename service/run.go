@@ -35,6 +35,8 @@ type run struct {
 	diskWarned    bool
 	diskNextAt    time.Time // a slow layer is measured no sooner
 
+	guarded bool // this process keeps its pilot-pidguard running (guard.go)
+
 	agentMu sync.Mutex     // guards agent; one agent starts at a time
 	agent   *desktop.Agent // the desktop agent, once started
 }

@@ -71,34 +71,3 @@ func (m *Manager) secretFor(ctx context.Context, b *box, c Container) (desktop.S
 	b.mu.Unlock()
 	return s, nil
 }
-
-// startGuardAside starts the guard while the desktop starts (it needs only
-// a running container, and its exec takes about 50 ms, which the start no
-// longer waits for in turn); the function returned waits for it.
-func (m *Manager) startGuardAside(ctx context.Context, c Container) (wait func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		m.startGuard(ctx, c)
-	}()
-	return func() { <-done }
-}
-
-// startGuard starts pilot-pidguard as the sandbox user in a container whose
-// desktop runs as a user of its own (which could not signal a flood of the
-// sandbox user's); older images start it from their entrypoint. A sandbox
-// without it still has its process limit, so a failure is only logged.
-func (m *Manager) startGuard(ctx context.Context, c Container) {
-	if user, _ := desktopUserOf(c); user == desktop.User {
-		return
-	}
-	res, err := m.docker.Exec(ctx, c.ID, ExecSpec{
-		Cmd: desktop.GuardCommand, User: desktop.User, Timeout: 10 * time.Second, MaxOutput: 4096,
-	})
-	if err == nil && res.ExitCode != 0 {
-		err = fmt.Errorf("exit code %d: %s", res.ExitCode, res.Stderr)
-	}
-	if err != nil {
-		m.log.Warn().Err(err).Str("container", c.ID).Msg("could not start pilot-pidguard; fork floods will hold the sandbox's process slots")
-	}
-}

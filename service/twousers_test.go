@@ -83,8 +83,10 @@ func TestAFakeViewerIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Freeze websockify's supervisor (its parent), so that it does not
-	// start another, then end websockify: the port is free.
-	asUser(t, docker, st.ContainerID, "desktop", `w=$(pgrep -x websockify); s=$(ps -o ppid= -p $w); kill -STOP $s; kill $w
+	// start another, then end websockify: the port is free. The oldest
+	// websockify listens; younger ones serve a connection each (the
+	// readiness probe's may not have ended yet).
+	asUser(t, docker, st.ContainerID, "desktop", `w=$(pgrep -o -x websockify); s=$(ps -o ppid= -p $w); kill -STOP $s; kill $w
 		for i in $(seq 100); do pgrep -x websockify >/dev/null || break; sleep 0.1; done`)
 	fake := `cp -r /usr/share/novnc /tmp/fake &&
 		sed -i 's|<title>|<form>Sign in to continue</form><title>|' /tmp/fake/pilot/viewer.html &&

@@ -2,8 +2,10 @@
 # Starts the sandbox desktop as the user desktop and keeps it running.
 #
 # - Waits for Xvfb through -displayfd instead of sleeping.
-# - Clears the X lock and socket a stopped container keeps in /tmp, or Xvfb
-#   refuses to start the display again ("Server is already active").
+# - Clears the X lock and socket a stopped container (or a crashed Xvfb, or
+#   the sandbox user) left in /tmp, or Xvfb refuses to start the display
+#   again ("Server is already active"), with /tmp closed to other users
+#   until Xvfb holds its lock (run_xvfb).
 # - Gives the display a new cookie at each start, in a file the sandbox
 #   group can read (XAUTHORITY): the sandbox user's X clients work, and no
 #   other user's.
@@ -98,8 +100,13 @@ fi
 
 # websockify needs neither the display nor the VNC server (it connects to
 # x11vnc per viewer), and Python takes about 100 ms to start it: it starts
-# first, beside Xvfb, rather than last (README, Performance).
-supervise websockify sh -c 'exec websockify --web /usr/share/novnc 6080 127.0.0.1:5900 >>$HOME/websockify.log 2>&1' &
+# first, beside Xvfb, rather than last (README, Performance). It runs
+# through the image's own launcher: every request, page or
+# WebSocket, must name 127.0.0.1 or localhost as its Host (no DNS
+# rebinding) and come from the viewer's own origin, if from a browser at
+# all; and no directory of the viewer's files is listed.
+supervise websockify sh -c 'exec /usr/local/lib/pilot-websockify/websockify --web /usr/share/novnc \
+  6080 127.0.0.1:5900 >>$HOME/websockify.log 2>&1' &
 started websockify
 
 # write_cookie writes an X authority file with one MIT-MAGIC-COOKIE-1 for
@@ -126,10 +133,39 @@ fi
 
 ready_fifo="$(mktemp -u /tmp/.pilot-xvfb-ready.XXXXXX)"
 mkfifo -m 0600 "$ready_fifo"
+lock="/tmp/.X${display_number}-lock"
+# reopen_tmp PID makes /tmp writable for all again once Xvfb (PID) listens
+# on the display's socket, which it makes after taking its lock (run_xvfb
+# removed the old one; one the sandbox user put there is not desktop's,
+# and Xvfb replaces it), or has ended, or after 10 s.
+reopen_tmp() {
+  local pid=$1 i socket="/tmp/.X11-unix/X${display_number}"
+  for ((i = 0; i < 100; i++)); do
+    [ -S "$socket" ] && [ -O "$socket" ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  chmod 1777 /tmp
+}
 # run_xvfb clears what an earlier Xvfb left and starts one; only the first
 # says when it is ready, through the FIFO this script reads.
+#
+# Xvfb refuses to start while /tmp/.X99-lock (a path built into it) names a
+# live process, and the sandbox user can write in /tmp: in the moment
+# between a crashed Xvfb's lock going and the new one's being made, it
+# could plant a lock of its own (naming a process Xvfb cannot ask about)
+# and end the desktop. So no one else may create files in /tmp while Xvfb
+# takes its lock: /tmp is desktop's, which closes it (1755) and opens it
+# again (1777) once Xvfb listens, a fraction of a second; and as the
+# directory's owner it removes whatever lock or socket was left, whoever's.
 run_xvfb() {
-  rm -f "/tmp/.X${display_number}-lock" "/tmp/.X11-unix/X${display_number}"
+  chmod 1755 /tmp
+  if [ -e "$lock" ] && [ ! -O "$lock" ]; then
+    log "an X lock of another user's was in the way of Xvfb: removing it"
+  fi
+  rm -f "$lock" "/tmp/.X11-unix/X${display_number}"
+  local self=$BASHPID # Xvfb's, once exec'd
+  (reopen_tmp "$self" &)
   local args=(":${display_number}" -screen 0 "$resolution" -nolisten tcp -auth "$xauth_file")
   [ -p "$ready_fifo" ] && exec Xvfb "${args[@]}" -displayfd 3 3>"$ready_fifo"
   exec Xvfb "${args[@]}"
