@@ -82,7 +82,8 @@ func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, ima
 	if err != nil {
 		return ContainerSpec{}, imagePlan{}, err
 	}
-	if err := m.checkNetwork(b.project, pc); err != nil {
+	noNetwork, err := m.networkNone(b.project, pc)
+	if err != nil {
 		return ContainerSpec{}, imagePlan{}, err
 	}
 	display := m.cfg.Display
@@ -108,6 +109,7 @@ func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, ima
 		HostIP:    "127.0.0.1",
 		Limits:    limits,
 		DiskBytes: policy.DiskBytes,
+		NoNetwork: noNetwork,
 	}
 	if variant != VariantDesktop {
 		// Chromium's own sandbox needs user namespaces (README, "The
@@ -185,7 +187,7 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 			return State{}, m.failStart(ctx, b, c.ID, err)
 		}
 	}
-	ready, err := m.waitReady(ctx, c.ID)
+	ready, err := m.waitReady(ctx, b.project, c.ID)
 	if err != nil {
 		return State{}, m.failStart(ctx, b, c.ID, err)
 	}
@@ -245,7 +247,7 @@ func (m *Manager) startContainer(ctx context.Context, b *box, id string) error {
 // poll first checks that the container is still running, so a desktop that
 // crashed fails at once instead of at the timeout. Host ports are read from
 // the container each time, as they change on every start.
-func (m *Manager) waitReady(ctx context.Context, id string) (Container, error) {
+func (m *Manager) waitReady(ctx context.Context, project, id string) (Container, error) {
 	waitCtx, cancel := context.WithTimeout(ctx, m.cfg.ReadyTimeout)
 	defer cancel()
 	delay := firstReadDelay
@@ -262,6 +264,7 @@ func (m *Manager) waitReady(ctx context.Context, id string) (Container, error) {
 		case !c.Running:
 			return c, fmt.Errorf("the container exited with code %d before its desktop was ready", c.ExitCode)
 		}
+		c = m.withDesktopPorts(waitCtx, project, c)
 		if ws := c.Ports[desktop.NoVNCPort]; ws != 0 {
 			probeCtx, cancelProbe := context.WithTimeout(waitCtx, desktop.ProbeTimeout)
 			lastErr = m.cfg.Probe(probeCtx, ws, c.Labels[LabelViewer])
