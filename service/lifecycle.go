@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -264,7 +265,7 @@ func (m *Manager) waitReady(ctx context.Context, project, id string) (Container,
 		case !c.Running:
 			return c, fmt.Errorf("the container exited with code %d before its desktop was ready", c.ExitCode)
 		}
-		c = m.withDesktopPorts(waitCtx, project, c)
+		c, relayErr := m.withDesktopPorts(waitCtx, project, c)
 		if ws := c.Ports[desktop.NoVNCPort]; ws != 0 {
 			probeCtx, cancelProbe := context.WithTimeout(waitCtx, desktop.ProbeTimeout)
 			lastErr = m.cfg.Probe(probeCtx, ws, c.Labels[LabelViewer])
@@ -276,7 +277,7 @@ func (m *Manager) waitReady(ctx context.Context, project, id string) (Container,
 				return c, lastErr // not a desktop still starting
 			}
 		} else {
-			lastErr = errors.New("the container has no published noVNC port")
+			lastErr = cmp.Or(relayErr, errors.New("the container has no published noVNC port"))
 		}
 		select {
 		case <-waitCtx.Done():

@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
@@ -26,19 +28,23 @@ type DesktopPorts interface {
 }
 
 // withDesktopPorts is c with its desktop ports on the host, when the engine
-// publishes none because c has no network; c as it is otherwise, or when
-// they cannot be carried (the readiness check then says it does not answer).
-func (m *Manager) withDesktopPorts(ctx context.Context, project string, c Container) Container {
-	if !c.NoNetwork || !c.Running || c.State == "paused" || m.cfg.DesktopPorts == nil {
-		return c
+// publishes none because c has no network; c as it is otherwise. When they
+// cannot be carried, c has none and the error says why (the readiness
+// check then says it does not answer).
+func (m *Manager) withDesktopPorts(ctx context.Context, project string, c Container) (Container, error) {
+	if !c.NoNetwork || !c.Running || c.State == "paused" {
+		return c, nil
+	}
+	if m.cfg.DesktopPorts == nil {
+		return c, errors.New("the sandbox has no network, and this process does not carry its desktop's ports")
 	}
 	hostPorts, err := m.cfg.DesktopPorts.HostPorts(ctx, project, c.ID, []int{desktop.VNCPort, desktop.NoVNCPort})
 	if err != nil {
 		m.log.Debug().Err(err).Str("project", project).Msg("the desktop of a sandbox without a network: no relay yet")
-		return c
+		return c, fmt.Errorf("carry the desktop's ports of a sandbox without a network: %w", err)
 	}
 	c.Ports = hostPorts
-	return c
+	return c, nil
 }
 
 // networkAsk is where no network is asked for the project's sandbox: the

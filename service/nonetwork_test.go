@@ -192,3 +192,18 @@ func TestNetworkChangeAppliesToANewSandbox(t *testing.T) {
 		t.Error("the start did not say the sandbox stays without a network")
 	}
 }
+
+// A desktop whose ports cannot be carried fails the start saying why.
+func TestNetworkNoneWithoutCarriedPortsFailsTheStart(t *testing.T) {
+	var probed []int
+	h := noNetworkHarness(t, &fakeDesktopPorts{fails: 1 << 30}, "", &probed)
+	dir := project(t)
+	writeSettings(t, dir, `{"sandbox": {"network": "none"}}`)
+	_, err := h.m.Start(context.Background(), dir)
+	if err == nil || !strings.Contains(err.Error(), "carry the desktop's ports of a sandbox without a network: no relay yet") {
+		t.Fatalf("start: %v, want it to say the ports were not carried", err)
+	}
+	if len(probed) != 0 {
+		t.Errorf("probed %v without a carried port", probed)
+	}
+}
