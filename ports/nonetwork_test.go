@@ -160,6 +160,19 @@ func TestNetworkNoneSandbox(t *testing.T) {
 			t.Errorf("screenshot: %dx%d %d bytes, %v", shot.Width, shot.Height, len(shot.PNG), err)
 		}
 	})
+	t.Run("another sidecar finding it running carries its desktop too", func(t *testing.T) {
+		m2, _ := dockertest.Manager(t, func(c *service.Config) {
+			c.Logger = zerolog.Nop()
+			c.DesktopPorts = ports.NewDesktopRelay(dockertest.Engine(t), zerolog.Nop())
+		})
+		other, err := m2.Status(ctx, project)
+		if err != nil || other == nil || other.Status != service.StatusRunning || other.WSPort == 0 || other.WSPort == st.WSPort {
+			t.Fatalf("status in another sidecar: %+v, %v", other, err)
+		}
+		if page := get(t, other.ViewerURL); !strings.Contains(page, "<html") {
+			t.Errorf("GET its viewer: %.200q", page)
+		}
+	})
 	t.Run("its desktop ports close when it stops", func(t *testing.T) {
 		if _, err := sv.Stop(ctx, project); err != nil {
 			t.Fatal(err)
