@@ -159,6 +159,22 @@ func TestNetworkNoneSandbox(t *testing.T) {
 		if err != nil || shot.Width != st.Display.Width || len(shot.PNG) == 0 {
 			t.Errorf("screenshot: %dx%d %d bytes, %v", shot.Width, shot.Height, len(shot.PNG), err)
 		}
+		d, err := sv.Desktop(ctx, project)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Move(ctx, 123, 45); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := d.Pointer(ctx); err != nil || p.X != 123 || p.Y != 45 {
+			t.Errorf("pointer after a move: %v, %v", p, err)
+		}
+		if err := d.SetClipboard(ctx, "no network"); err != nil {
+			t.Fatal(err)
+		}
+		if text, _, err := d.Clipboard(ctx); err != nil || text != "no network" {
+			t.Errorf("clipboard: %q, %v", text, err)
+		}
 	})
 	t.Run("another sidecar finding it running carries its desktop too", func(t *testing.T) {
 		m2, _ := dockertest.Manager(t, func(c *service.Config) {
