@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
@@ -218,4 +219,45 @@ func get(t *testing.T, url string) string {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return string(body)
+}
+
+// The browser of a sandbox without a network answers DevTools through the
+// sidecar's relay (sandbox/browser), which needs no network either.
+func TestNetworkNoneBrowser(t *testing.T) {
+	m, docker := dockertest.Manager(t, func(c *service.Config) {
+		c.Logger = zerolog.Nop()
+		c.DesktopPorts = ports.NewDesktopRelay(dockertest.Engine(t), zerolog.Nop())
+	})
+	dockertest.Run(t, m)
+	t.Cleanup(m.CloseRelays)
+	project := dockertest.Project(t, docker)
+	os.MkdirAll(filepath.Join(project, projectfs.Dir), 0o755)
+	if err := os.WriteFile(projectfs.SettingsFile(project), []byte(`{"sandbox": {"image": "browser", "network": "none"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := m.Start(ctx, project)
+	if err != nil || st.Network != service.NetworkNone {
+		t.Fatalf("start: %+v, %v", st, err)
+	}
+	ws, err := m.Browser(ctx, project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, _, err := websocket.DefaultDialer.Dial(ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if err := conn.WriteJSON(map[string]any{"id": 1, "method": "Browser.getVersion"}); err != nil {
+		t.Fatal(err)
+	}
+	var reply struct {
+		ID     int
+		Result struct{ Product string }
+	}
+	if err := conn.ReadJSON(&reply); err != nil || reply.ID != 1 || !strings.Contains(reply.Result.Product, "Chrom") {
+		t.Errorf("Browser.getVersion through the relay: %+v, %v", reply, err)
+	}
 }
