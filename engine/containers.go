@@ -47,9 +47,9 @@ func (e *Client) CreateContainer(ctx context.Context, spec service.ContainerSpec
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	for attempt := 1; ; attempt++ {
-		netID, err := e.ensureNetwork(ctx, spec.Labels[service.LabelSandbox])
+		netID, err := e.sandboxNetwork(ctx, spec)
 		if err != nil {
-			return "", fmt.Errorf("the sandboxes' network: %w", err)
+			return "", err
 		}
 		host := hostConfig(spec, netID)
 		host.StorageOpt = e.storageOpt(ctx, spec.DiskBytes)
@@ -74,6 +74,23 @@ func (e *Client) CreateContainer(ctx context.Context, spec service.ContainerSpec
 		return c.ID, nil
 	}
 }
+
+// sandboxNetwork is the network mode of spec's container: "none" for a
+// sandbox without a network, else the scope's sandbox network.
+func (e *Client) sandboxNetwork(ctx context.Context, spec service.ContainerSpec) (string, error) {
+	if spec.NoNetwork {
+		return networkNone, nil
+	}
+	netID, err := e.ensureNetwork(ctx, spec.Labels[service.LabelSandbox])
+	if err != nil {
+		return "", fmt.Errorf("the sandboxes' network: %w", err)
+	}
+	return netID, nil
+}
+
+// networkNone is Docker's network mode of a container with only its
+// loopback; the engine refuses to publish its ports.
+const networkNone = "none"
 
 func containerConfig(spec service.ContainerSpec) *docker.Config {
 	exposed := map[docker.Port]struct{}{}
@@ -106,6 +123,9 @@ const (
 func hostConfig(spec service.ContainerSpec, network string) *docker.HostConfig {
 	bindings := map[docker.Port][]docker.PortBinding{}
 	for _, p := range spec.Ports {
+		if spec.NoNetwork {
+			break // the engine publishes no port of such a container
+		}
 		// An empty HostPort lets the engine choose a free one.
 		bindings[tcpPort(p)] = []docker.PortBinding{{HostIP: spec.HostIP}}
 	}
@@ -301,6 +321,7 @@ func containerOf(c *docker.Container) service.Container {
 	}
 	if h := c.HostConfig; h != nil {
 		out.Limits = service.Limits{MemoryBytes: h.Memory, NanoCPUs: h.NanoCPUs, ShmBytes: h.ShmSize}
+		out.NoNetwork = h.NetworkMode == networkNone
 		if h.PidsLimit != nil {
 			out.Limits.PidsLimit = *h.PidsLimit
 		}

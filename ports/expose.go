@@ -34,27 +34,38 @@ type Serving struct {
 	*service.Manager
 	*Exposer
 	*Forwarder
+	desktop *DesktopRelay // the manager's, if it carries desktops
 }
 
 // Serve returns m with a new exposer and forwarder for it; the forwarded
 // ports are kept under m's state directory.
 func Serve(m *service.Manager, log zerolog.Logger) Serving {
-	return Serving{m, NewExposer(m, log), NewForwarder(m, projectfs.NewForwards(m.StateDir()), log)}
+	relay, _ := m.DesktopPorts().(*DesktopRelay)
+	return Serving{m, NewExposer(m, log), NewForwarder(m, projectfs.NewForwards(m.StateDir()), log), relay}
 }
 
-// Watch follows the sandboxes' events for the exposer and the forwarder
-// until events closes, and returns once both have closed their ports.
+// Watch follows the sandboxes' events for the exposer, the forwarder and
+// the desktop relay until events closes, and returns once all have closed
+// their ports.
 func (s Serving) Watch(events <-chan service.Event) {
-	toExposer, toForwarder := make(chan service.Event, 64), make(chan service.Event, 64)
-	var wg sync.WaitGroup
-	wg.Go(func() { s.Exposer.Watch(toExposer) })
-	wg.Go(func() { s.Forwarder.Watch(toForwarder) })
-	for ev := range events {
-		toExposer <- ev
-		toForwarder <- ev
+	watchers := []func(<-chan service.Event){s.Exposer.Watch, s.Forwarder.Watch}
+	if s.desktop != nil {
+		watchers = append(watchers, s.desktop.Watch)
 	}
-	close(toExposer)
-	close(toForwarder)
+	var wg sync.WaitGroup
+	chans := make([]chan service.Event, len(watchers))
+	for i, watch := range watchers {
+		chans[i] = make(chan service.Event, 64)
+		wg.Go(func() { watch(chans[i]) })
+	}
+	for ev := range events {
+		for _, ch := range chans {
+			ch <- ev
+		}
+	}
+	for _, ch := range chans {
+		close(ch)
+	}
 	wg.Wait()
 }
 

@@ -252,20 +252,6 @@ func tarNames(t *testing.T, data []byte) []string {
 	}
 }
 
-func TestNetworkNoneIsRefused(t *testing.T) {
-	h := newHarness(t, nil)
-	dir := project(t)
-	writeSettings(t, dir, `{"sandbox": {"network": "none"}}`)
-	_, err := h.m.Start(context.Background(), dir)
-	var ce *projectfs.ConfigError
-	if !errors.As(err, &ce) || ce.Field != "sandbox.network" || !strings.Contains(ce.Reason, "publishes no port") {
-		t.Fatalf("start: %v, want a refusal of sandbox.network saying why", err)
-	}
-	if len(h.docker.specs) != 0 {
-		t.Errorf("a container was made")
-	}
-}
-
 // A project that asks both gets them one at a time, in the order Pending
 // lists them: the limits, then the Dockerfile.
 func TestBothAsksOneAtATime(t *testing.T) {

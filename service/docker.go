@@ -113,7 +113,10 @@ type ContainerSpec struct {
 	// engine chooses.
 	Ports  []int
 	HostIP string
-	Limits Limits
+	// NoNetwork gives the container no network but its loopback, and
+	// publishes none of Ports.
+	NoNetwork bool
+	Limits    Limits
 	// DiskBytes bounds the container's writable layer where the engine's
 	// storage driver can (overlay2 on xfs with pquota, btrfs, zfs); the
 	// disk policy measures it everywhere. Zero is no bound.
@@ -165,6 +168,9 @@ type Container struct {
 	Ports   map[int]int
 	HostIPs map[int]string
 	Env     []string
+	// NoNetwork says the container has no network but its loopback
+	// (ContainerSpec.NoNetwork): the engine publishes none of its ports.
+	NoNetwork bool
 	// Limits are the container's resource limits.
 	Limits Limits
 }

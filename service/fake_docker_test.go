@@ -232,7 +232,7 @@ func (f *fakeDocker) CreateContainer(ctx context.Context, spec ContainerSpec) (s
 	f.containers[id] = &Container{
 		ID: id, Name: spec.Name, Image: spec.Image, Labels: labels,
 		State: "created", Env: append([]string(nil), spec.Env...), CreatedAt: f.now, Ports: map[int]int{},
-		Limits: spec.Limits,
+		Limits: spec.Limits, NoNetwork: spec.NoNetwork,
 	}
 	f.specs[id] = spec
 	return id, nil
@@ -285,6 +285,9 @@ func (f *fakeDocker) StartContainer(ctx context.Context, id string) error {
 	c.Running, c.State, c.ExitCode = true, "running", 0
 	c.StartedAt = f.now.Add(time.Duration(f.calls["StartContainer"]) * time.Second)
 	c.Ports = map[int]int{desktop.VNCPort: f.nextPort, desktop.NoVNCPort: f.nextPort + 1}
+	if c.NoNetwork {
+		c.Ports = map[int]int{} // the engine publishes no port of such a container
+	}
 	f.nextPort += 2
 	onStart := f.onStart
 	f.mu.Unlock()

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -88,7 +89,8 @@ func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, ima
 	if err != nil {
 		return ContainerSpec{}, imagePlan{}, err
 	}
-	if err := m.checkNetwork(b.project, pc); err != nil {
+	noNetwork, err := m.networkNone(b.project, pc)
+	if err != nil {
 		return ContainerSpec{}, imagePlan{}, err
 	}
 	display := m.cfg.Display
@@ -114,6 +116,7 @@ func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, ima
 		HostIP:    "127.0.0.1",
 		Limits:    limits,
 		DiskBytes: policy.DiskBytes,
+		NoNetwork: noNetwork,
 	}
 	if variant != VariantDesktop {
 		// Chromium's own sandbox needs user namespaces (README, "The
@@ -193,7 +196,7 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 		}
 		guard = m.execGuardAside(c) // a new run of the container
 	}
-	ready, err := m.waitReady(ctx, c.ID)
+	ready, err := m.waitReady(ctx, b.project, c.ID)
 	if err != nil {
 		return State{}, m.failStart(ctx, b, c.ID, err)
 	}
@@ -251,7 +254,7 @@ func (m *Manager) startContainer(ctx context.Context, b *box, id string) error {
 // poll first checks that the container is still running, so a desktop that
 // crashed fails at once instead of at the timeout. Host ports are read from
 // the container each time, as they change on every start.
-func (m *Manager) waitReady(ctx context.Context, id string) (Container, error) {
+func (m *Manager) waitReady(ctx context.Context, project, id string) (Container, error) {
 	waitCtx, cancel := context.WithTimeout(ctx, m.cfg.ReadyTimeout)
 	defer cancel()
 	delay, began := firstReadDelay, time.Now()
@@ -268,6 +271,7 @@ func (m *Manager) waitReady(ctx context.Context, id string) (Container, error) {
 		case !c.Running:
 			return c, fmt.Errorf("the container exited with code %d before its desktop was ready", c.ExitCode)
 		}
+		c, relayErr := m.withDesktopPorts(waitCtx, project, c)
 		if ws := c.Ports[desktop.NoVNCPort]; ws != 0 {
 			probeCtx, cancelProbe := context.WithTimeout(waitCtx, desktop.ProbeTimeout)
 			lastErr = m.cfg.Probe(probeCtx, ws, c.Labels[LabelViewer])
@@ -279,7 +283,7 @@ func (m *Manager) waitReady(ctx context.Context, id string) (Container, error) {
 				return c, lastErr // not a desktop still starting
 			}
 		} else {
-			lastErr = errors.New("the container has no published noVNC port")
+			lastErr = cmp.Or(relayErr, errors.New("the container has no published noVNC port"))
 		}
 		select {
 		case <-waitCtx.Done():

@@ -56,6 +56,9 @@ func (m *Manager) applyLimits(ctx context.Context, b *box, c Container) error {
 	case err != nil:
 		return err
 	}
+	if err := m.checkMadeNetwork(b, pc, c); err != nil {
+		return err
+	}
 	m.noteCreationOnly(b, pc, c)
 	m.noteImageChange(ctx, b, pc, c)
 	want.ShmBytes = c.Limits.ShmBytes // fixed at creation

@@ -67,6 +67,10 @@ type Config struct {
 	ResyncInterval time.Duration
 	// Policy is where the user's lifecycle policy comes from (policy.go).
 	Policy PolicyConfig
+	// DesktopPorts carries the desktop ports of a sandbox without a
+	// network (sandbox.network "none"), for which the engine publishes
+	// none; nil refuses such a sandbox.
+	DesktopPorts DesktopPorts
 	// Probe checks a started desktop; nil means the real check
 	// (desktop.Probe). Unit tests replace it.
 	// viewerPath is the container's LabelViewer.
@@ -274,6 +278,10 @@ func (m *Manager) Image() string { return m.tagFor(m.cfg.DefaultVariant) }
 
 // StateDir is the sidecar's XDG state directory ("" for none).
 func (m *Manager) StateDir() string { return m.cfg.StateDir }
+
+// DesktopPorts is what carries the desktop of a sandbox without a network
+// (Config.DesktopPorts), nil if nothing does.
+func (m *Manager) DesktopPorts() DesktopPorts { return m.cfg.DesktopPorts }
 
 // Subscribe returns the manager's events and the function that ends the
 // subscription. The channel is closed when the subscription ends.

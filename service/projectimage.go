@@ -137,24 +137,6 @@ func (m *Manager) removeProjectImage(ctx context.Context, project string) {
 	m.log.Info().Str("project", project).Str("image", tag).Msg("removed the project's image")
 }
 
-// checkNetwork refuses a sandbox without a network, from the project's
-// settings or the user's config. The desktop's readiness probe, its viewer
-// and VNC addresses reach the sandbox through ports published on 127.0.0.1,
-// and a container without a network can publish none (docs/protocol.md,
-// "No network").
-func (m *Manager) checkNetwork(project string, pc projectfs.Config) error {
-	const why = `, which this sidecar cannot run yet: the desktop's viewer and VNC addresses (and the check that it is ready) ` +
-		`reach the sandbox through ports published on the host's 127.0.0.1, and Docker publishes no port for a container without a network; ` +
-		`leave it out to start the sandbox with its own network, which reaches no other sandbox`
-	if pc.NetworkNone() {
-		return &projectfs.ConfigError{File: projectfs.SettingsFile(project), Field: "sandbox.network", Reason: `is "none"` + why}
-	}
-	if cfg, _ := m.currentPolicy(); cfg.NetworkNone {
-		return &projectfs.ConfigError{File: m.policy.file, Field: "network", Reason: `is "none"` + why}
-	}
-	return nil
-}
-
 // noteImageChange says, in the start's progress, when the project's
 // Dockerfile (or its context) changed since its sandbox was made: the
 // image applies to a new sandbox, as every sandbox.image does.

@@ -39,9 +39,12 @@ type State struct {
 	ViewerURL     string          `json:"viewerUrl"`
 	WatchURL      string          `json:"watchUrl"`
 	Display       desktop.Display `json:"display"`
-	CreatedAt     int64           `json:"createdAt"`
-	StartedAt     int64           `json:"startedAt,omitempty"`
-	Error         string          `json:"error,omitempty"`
+	// Network is "none" for a sandbox without a network, whose desktop
+	// addresses are carried by this process (nonetwork.go); empty otherwise.
+	Network   string `json:"network,omitempty"`
+	CreatedAt int64  `json:"createdAt"`
+	StartedAt int64  `json:"startedAt,omitempty"`
+	Error     string `json:"error,omitempty"`
 	// StopReason says why the lifecycle policy stopped the sandbox
 	// ("stopped after 30m without activity"); empty after any other stop.
 	StopReason string `json:"stopReason,omitempty"`
@@ -90,6 +93,9 @@ func stateOf(project string, c Container, secret desktop.Secret, display desktop
 		Image:         c.Image,
 		Display:       display,
 		CreatedAt:     millis(c.CreatedAt),
+	}
+	if c.NoNetwork {
+		st.Network = NetworkNone
 	}
 	st.Status, st.Error = statusOf(c, stopping)
 	if st.Status == StatusRunning {

@@ -72,6 +72,7 @@ func absProject(p string) (string, error) {
 
 // printState prints a sandbox the way a person reads it, or as JSON.
 func (c *cli) printState(st *service.State) {
+	st = withoutCarried(st)
 	if c.json {
 		c.printJSON(st)
 		return
@@ -84,7 +85,10 @@ func (c *cli) printState(st *service.State) {
 	fmt.Fprintf(w, "Sandbox for %s: %s\n", st.ProjectPath, st.Status)
 	fmt.Fprintf(w, "  container  %s (%s)\n", st.ContainerName, short(st.ContainerID))
 	fmt.Fprintf(w, "  display    %dx%d\n", st.Display.Width, st.Display.Height)
-	if st.Status == service.StatusRunning {
+	switch {
+	case st.Status == service.StatusRunning && st.Network == service.NetworkNone:
+		fmt.Fprintf(w, "  network    none: %s\n", noNetworkDesktop)
+	case st.Status == service.StatusRunning:
 		fmt.Fprintf(w, "  control    %s\n", st.ViewerURL)
 		fmt.Fprintf(w, "  watch      %s\n", st.WatchURL)
 		fmt.Fprintf(w, "  vnc        127.0.0.1:%d\n", st.VNCPort)
@@ -92,6 +96,22 @@ func (c *cli) printState(st *service.State) {
 	if st.Error != "" {
 		fmt.Fprintf(w, "  error      %s\n", st.Error)
 	}
+}
+
+// noNetworkDesktop says where the desktop of a sandbox without a network is.
+const noNetworkDesktop = "its desktop is carried by `pilot-sandbox ui` (or the app) while that runs; " +
+	"no address printed here would outlive this command"
+
+// withoutCarried is st without the desktop addresses of a sandbox without a
+// network: this process carried them (ports.DesktopRelay), and they end
+// with it.
+func withoutCarried(st *service.State) *service.State {
+	if st == nil || st.Network != service.NetworkNone {
+		return st
+	}
+	out := *st
+	out.WSPort, out.VNCPort, out.ViewerURL, out.WatchURL = 0, 0, "", ""
+	return &out
 }
 
 func (c *cli) printJSON(v any) {
@@ -219,7 +239,10 @@ func runList(ctx context.Context, e *env, args []string) error {
 	gone := 0
 	for _, st := range states {
 		line := fmt.Sprintf("%-9s %s", st.Status, st.ProjectPath)
-		if st.Status == service.StatusRunning {
+		switch {
+		case st.Status == service.StatusRunning && st.Network == service.NetworkNone:
+			line += "  (no network: its desktop is carried by pilot-sandbox ui)"
+		case st.Status == service.StatusRunning:
 			line += fmt.Sprintf("  (noVNC 127.0.0.1:%d)", st.WSPort)
 		}
 		if projectfs.Gone(st.ProjectPath) {

@@ -26,7 +26,7 @@ type listedState struct {
 func listed(states []service.State) []listedState {
 	out := make([]listedState, 0, len(states))
 	for _, st := range states {
-		out = append(out, listedState{State: st, ProjectGone: projectfs.Gone(st.ProjectPath)})
+		out = append(out, listedState{State: *withoutCarried(&st), ProjectGone: projectfs.Gone(st.ProjectPath)})
 	}
 	return out
 }

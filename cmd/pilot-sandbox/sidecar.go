@@ -21,3 +21,20 @@ func newSidecarService(m *service.Manager, log zerolog.Logger) (svc ports.Servin
 	}()
 	return svc, func() { unsubscribe(); <-done; m.CloseRelays() }
 }
+
+// watchDesktops closes the carried desktop ports of m's sandboxes without a
+// network as they stop, in a process that serves no sandbox ports (mcp);
+// stop ends the watch and closes them all.
+func watchDesktops(m *service.Manager) (stop func()) {
+	relay, ok := m.DesktopPorts().(*ports.DesktopRelay)
+	if !ok {
+		return func() {}
+	}
+	events, unsubscribe := m.Subscribe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		relay.Watch(events)
+	}()
+	return func() { unsubscribe(); <-done }
+}

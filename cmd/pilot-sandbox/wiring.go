@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pilot-sandbox/pilot-sandbox/engine"
+	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/resources"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
@@ -89,6 +90,9 @@ func newManager(log zerolog.Logger) (*service.Manager, *engine.Client, error) {
 		Scope:            os.Getenv(envScope),
 		Policy:           policyConfig(),
 		Logger:           log,
+		// A sandbox without a network has its desktop carried by this
+		// process: serve and ui for as long as they run (sidecar.go).
+		DesktopPorts: ports.NewDesktopRelay(docker, log),
 	}
 	if base := os.Getenv(envBaseImage); base != "" {
 		cfg.BuildArgs = map[string]string{"BASE_IMAGE": base}
