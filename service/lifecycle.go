@@ -95,7 +95,7 @@ func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, ima
 	}
 	variant, image := plan.variant, plan.tag
 	m.commit(b, &State{
-		ProjectPath: b.project, ContainerName: name, Image: image,
+		ProjectPath: b.project, ContainerName: name, Image: image, ImageVariant: variant,
 		Status: StatusStarting, Display: display, CreatedAt: m.cfg.Now().UnixMilli(),
 	})
 	policy, _ := m.currentPolicy()
@@ -109,6 +109,7 @@ func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, ima
 		Limits:    limits,
 		DiskBytes: policy.DiskBytes,
 	}
+	spec.Labels[LabelVariant] = variant
 	if variant != VariantDesktop {
 		// Chromium's own sandbox needs user namespaces (README, "The
 		// browser's sandbox"); desktop sandboxes keep Docker's profile.
