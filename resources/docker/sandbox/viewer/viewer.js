@@ -178,7 +178,7 @@ function toDesktop(text) {
  * @param {string} text
  */
 function latin1(text) {
-  return Array.from(text, (c) => (c.codePointAt(0) > 0xff ? '?' : c)).join('');
+  return Array.from(text, (c) => ((c.codePointAt(0) ?? 0) > 0xff ? '?' : c)).join('');
 }
 
 /** Sends the browser's clipboard to the desktop, if the browser lets us read it. */
