@@ -44,11 +44,15 @@ func (s *spareDialer) Dial(ctx context.Context) (net.Conn, error) {
 	if ch != nil {
 		select {
 		case d := <-ch:
-			if d.err == nil {
+			if d.err == nil && d.conn.(*watchedConn).alive() {
 				return d.conn, nil
 			}
-			// A spare that failed (Docker busy, the sandbox stopping)
-			// gets one fresh try, as a connection without spares would.
+			if d.conn != nil {
+				d.conn.Close()
+			}
+			// A spare that failed (Docker busy, the sandbox stopping) or
+			// whose pipe has ended since (killed in the sandbox) gets one
+			// fresh try, as a connection without spares would.
 		case <-ctx.Done():
 			go discard(ch)
 			return nil, ctx.Err()
@@ -69,7 +73,11 @@ func (s *spareDialer) prepare() {
 	s.spare = ch
 	go func() {
 		c, err := s.dial(s.ctx)
-		ch <- dialed{c, err}
+		if err != nil {
+			ch <- dialed{nil, err}
+			return
+		}
+		ch <- dialed{watch(c), nil}
 	}()
 }
 
@@ -90,4 +98,65 @@ func discard(ch chan dialed) {
 	if d := <-ch; d.conn != nil {
 		d.conn.Close()
 	}
+}
+
+// watchedConn is a spare pipe whose end is seen while it waits: the pipe
+// writes nothing before it is written to, so a read that returns while it
+// is spare means it has ended. That first read's result is then the
+// connection's first.
+type watchedConn struct {
+	net.Conn
+	first  chan firstRead
+	peeked *firstRead // the first read's result, once alive took it
+	read   bool       // the first read's result was returned
+}
+
+type firstRead struct {
+	b   byte
+	n   int
+	err error
+}
+
+func watch(c net.Conn) *watchedConn {
+	w := &watchedConn{Conn: c, first: make(chan firstRead, 1)}
+	go func() {
+		var b [1]byte
+		n, err := c.Read(b[:])
+		w.first <- firstRead{b[0], n, err}
+	}()
+	return w
+}
+
+// alive says whether the pipe has not ended. Called before the
+// connection is handed over, never at the same time as Read.
+func (w *watchedConn) alive() bool {
+	if w.peeked == nil {
+		select {
+		case r := <-w.first:
+			w.peeked = &r
+		default:
+			return true
+		}
+	}
+	return w.peeked.n > 0
+}
+
+func (w *watchedConn) Read(p []byte) (int, error) {
+	if w.read {
+		return w.Conn.Read(p)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	r := w.peeked
+	if r == nil {
+		got := <-w.first
+		r = &got
+	}
+	w.read = true
+	if r.n == 0 {
+		return 0, r.err
+	}
+	p[0] = r.b
+	return 1, nil
 }

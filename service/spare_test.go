@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"sync"
@@ -59,12 +60,62 @@ func TestSpareDialerHandsOverThePipeMadeAhead(t *testing.T) {
 	defer s.Close()
 	ahead := f.next(t) // made before anyone asked
 	got, err := s.Dial(context.Background())
-	if err != nil || got != ahead {
+	if err != nil || unwrap(got) != ahead {
 		t.Fatalf("Dial: %v, %v; want the pipe made ahead", got, err)
 	}
 	second := f.next(t) // the next spare, made at once
-	if got, err := s.Dial(context.Background()); err != nil || got != second {
+	if got, err := s.Dial(context.Background()); err != nil || unwrap(got) != second {
 		t.Fatalf("second Dial: %v, %v; want the second spare", got, err)
+	}
+	// What the pipe says comes whole, its first byte included (the one
+	// read while the pipe was spare).
+	f.mu.Lock()
+	far := f.far[0]
+	f.mu.Unlock()
+	go far.Write([]byte("hello"))
+	got.SetReadDeadline(time.Now().Add(5 * time.Second)) // a lost byte fails, not hangs
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(got, buf[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(got, buf[1:]); err != nil || string(buf) != "hello" {
+		t.Errorf("read %q, %v; want hello", buf, err)
+	}
+}
+
+func unwrap(c net.Conn) net.Conn {
+	if w, ok := c.(*watchedConn); ok {
+		return w.Conn
+	}
+	return c
+}
+
+func TestSpareDialerReplacesASpareWhosePipeEnded(t *testing.T) {
+	f := newFakePipes()
+	s := newSpareDialer(f.dial)
+	defer s.Close()
+	f.next(t)
+	f.mu.Lock()
+	f.far[0].Close() // the pipe's process was killed in the sandbox
+	f.mu.Unlock()
+	s.mu.Lock()
+	ch := s.spare
+	s.mu.Unlock()
+	d := <-ch
+	deadline := time.Now().Add(10 * time.Second)
+	for d.conn.(*watchedConn).alive() {
+		if time.Now().After(deadline) {
+			t.Fatal("the ended pipe still looks alive")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ch <- d
+	got, err := s.Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh := f.next(t); got != fresh {
+		t.Errorf("Dial returned %v, not a fresh pipe %v", got, fresh)
 	}
 }
 
