@@ -261,3 +261,24 @@ func TestBrowserOpenRaisesTheWindow(t *testing.T) {
 	exec1(t, m, project, "pilot-open 'http://127.0.0.1:8000/?again'")
 	waitColour(t, m, project, magenta)
 }
+
+// TestBrowserConnectsAfterItsSparePipeIsKilled: the relay keeps a DevTools
+// pipe started ahead (service/spare.go), a process of the sandbox user's
+// that the sandbox's programs can kill. The next connection must still
+// reach Chromium, through a fresh pipe.
+func TestBrowserConnectsAfterItsSparePipeIsKilled(t *testing.T) {
+	m, project := browserSandbox(t, map[string]string{"index.html": page})
+	ws, err := m.Browser(context.Background(), project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pipe's script, as ps shows it: [f] keeps pgrep from finding
+	// the shell that runs it.
+	const spare = "pgrep -u sandbox -f '[f]irst = os.read'"
+	dockertest.PollExec(t, m, project, "the spare pipe runs", spare)
+	exec1(t, m, project, "pkill -u sandbox -f '[f]irst = os.read'")
+	dockertest.PollExec(t, m, project, "the spare pipe is gone", "! "+spare)
+	if out := puppeteer(t, ws, `console.log((await browser.version()).startsWith('Chrome') ? 'reached' : 'no');`); !strings.Contains(out, "reached") {
+		t.Errorf("puppeteer: %s", out)
+	}
+}

@@ -18,9 +18,14 @@ const LabelBrowser = "pilot.sandbox.browser"
 
 // devtoolsPipe, run in the sandbox, joins its stdin and stdout to
 // Chromium's DevTools port, which listens on 127.0.0.1 inside only: one
-// per connection through the relay.
+// per connection through the relay. It connects once the first bytes come,
+// so that one can wait started for the next connection (spareDialer).
 const devtoolsPipe = `import os, socket, threading
+first = os.read(0, 65536)
+if not first:
+    raise SystemExit
 s = socket.create_connection(("127.0.0.1", 9222))
+s.sendall(first)
 def up():
     while True:
         d = os.read(0, 65536)
@@ -48,6 +53,12 @@ type relay struct {
 	container string
 	startedAt int64
 	r         *cdprelay.Relay
+	spare     *spareDialer
+}
+
+func (r *relay) close() {
+	r.r.Close()
+	r.spare.Close()
 }
 
 // Browser returns the ws:// address of the sandbox's Chromium through a
@@ -95,7 +106,7 @@ func (m *Manager) relayFor(b *box, st State) (*cdprelay.Relay, error) {
 		if old.container == st.ContainerID && old.startedAt == st.StartedAt {
 			return old.r, nil
 		}
-		old.r.Close()
+		old.close()
 		delete(m.relays.byProject, st.ProjectPath)
 	}
 	secret, err := cdprelay.NewSecret()
@@ -103,11 +114,13 @@ func (m *Manager) relayFor(b *box, st State) (*cdprelay.Relay, error) {
 		return nil, err
 	}
 	id := st.ContainerID
-	r, err := cdprelay.Start(secret, func(ctx context.Context) (net.Conn, error) { return m.dialDevtools(ctx, id) })
+	spare := newSpareDialer(func(ctx context.Context) (net.Conn, error) { return m.dialDevtools(ctx, id) })
+	r, err := cdprelay.Start(secret, spare.Dial)
 	if err != nil {
+		spare.Close()
 		return nil, err
 	}
-	m.relays.byProject[st.ProjectPath] = &relay{container: st.ContainerID, startedAt: st.StartedAt, r: r}
+	m.relays.byProject[st.ProjectPath] = &relay{container: st.ContainerID, startedAt: st.StartedAt, r: r, spare: spare}
 	return r, nil
 }
 
@@ -132,7 +145,7 @@ func (m *Manager) closeRelay(project string) {
 	m.relays.mu.Lock()
 	defer m.relays.mu.Unlock()
 	if r := m.relays.byProject[project]; r != nil {
-		r.r.Close()
+		r.close()
 		delete(m.relays.byProject, project)
 	}
 }
@@ -142,7 +155,7 @@ func (m *Manager) CloseRelays() {
 	m.relays.mu.Lock()
 	defer m.relays.mu.Unlock()
 	for p, r := range m.relays.byProject {
-		r.r.Close()
+		r.close()
 		delete(m.relays.byProject, p)
 	}
 }

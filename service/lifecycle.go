@@ -103,7 +103,7 @@ func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, ima
 	}
 	variant, image := plan.variant, plan.tag
 	m.commit(b, &State{
-		ProjectPath: b.project, ContainerName: name, Image: image,
+		ProjectPath: b.project, ContainerName: name, Image: image, ImageVariant: variant,
 		Status: StatusStarting, Display: display, CreatedAt: m.cfg.Now().UnixMilli(),
 	})
 	policy, _ := m.currentPolicy()
@@ -118,6 +118,7 @@ func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, ima
 		DiskBytes: policy.DiskBytes,
 		NoNetwork: noNetwork,
 	}
+	spec.Labels[LabelVariant] = variant
 	if variant != VariantDesktop {
 		// Chromium's own sandbox needs user namespaces (README, "The
 		// browser's sandbox"); desktop sandboxes keep Docker's profile.

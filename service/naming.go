@@ -16,6 +16,11 @@ const (
 	// from it carries it too), is the path of the sandbox's own viewer page
 	// on the noVNC port.
 	LabelViewer = "pilot.sandbox.viewer"
+	// LabelVariant, set on the container when it is created, is the kind
+	// of image it runs: VariantDesktop, VariantBrowser or VariantProject.
+	// On the container, not the image, so a project's Dockerfile cannot
+	// claim another.
+	LabelVariant = "pilot.sandbox.variant"
 )
 
 // ContainerName is the sandbox container's name for a canonical project path:

@@ -29,16 +29,19 @@ func settled(st *State) bool { return st != nil && !st.Status.transitional() && 
 // State is what a client sees of one project's sandbox (PROTOCOL.md,
 // SandboxState). Times are milliseconds since the Unix epoch.
 type State struct {
-	ProjectPath   string          `json:"projectPath"`
-	ContainerID   string          `json:"containerId"`
-	ContainerName string          `json:"containerName"`
-	Image         string          `json:"image"`
-	Status        Status          `json:"status"`
-	WSPort        int             `json:"wsPort"`
-	VNCPort       int             `json:"vncPort"`
-	ViewerURL     string          `json:"viewerUrl"`
-	WatchURL      string          `json:"watchUrl"`
-	Display       desktop.Display `json:"display"`
+	ProjectPath   string `json:"projectPath"`
+	ContainerID   string `json:"containerId"`
+	ContainerName string `json:"containerName"`
+	Image         string `json:"image"`
+	// ImageVariant is the kind of image: "desktop", "browser", or
+	// "dockerfile" (the project's own, built on the browser image).
+	ImageVariant string          `json:"imageVariant,omitempty"`
+	Status       Status          `json:"status"`
+	WSPort       int             `json:"wsPort"`
+	VNCPort      int             `json:"vncPort"`
+	ViewerURL    string          `json:"viewerUrl"`
+	WatchURL     string          `json:"watchUrl"`
+	Display      desktop.Display `json:"display"`
 	// Network is "none" for a sandbox without a network, whose desktop
 	// addresses are carried by this process (nonetwork.go); empty otherwise.
 	Network   string `json:"network,omitempty"`
@@ -84,6 +87,20 @@ func statusOf(c Container, stopping bool) (Status, string) {
 	}
 }
 
+// variantOf says which kind of image a container runs. Containers created
+// before LabelVariant existed are told apart by their image's labels.
+func variantOf(c Container) string {
+	switch {
+	case c.Labels[LabelVariant] != "":
+		return c.Labels[LabelVariant]
+	case c.Labels[LabelContext] != "":
+		return VariantProject
+	case c.Labels[LabelBrowser] != "":
+		return VariantBrowser
+	}
+	return VariantDesktop
+}
+
 // stateOf builds the client's view of a container.
 func stateOf(project string, c Container, secret desktop.Secret, display desktop.Display, stopping bool) State {
 	st := State{
@@ -91,6 +108,7 @@ func stateOf(project string, c Container, secret desktop.Secret, display desktop
 		ContainerID:   c.ID,
 		ContainerName: c.Name,
 		Image:         c.Image,
+		ImageVariant:  variantOf(c),
 		Display:       display,
 		CreatedAt:     millis(c.CreatedAt),
 	}

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"regexp"
 	"strings"
 	"testing"
@@ -51,5 +52,27 @@ func TestContainerNames(t *testing.T) {
 	}
 	if got := ContainerName("/home/me/My Project!"); !strings.HasPrefix(got, "pilot-sandbox-my-project-") {
 		t.Errorf("name %q does not show the project", got)
+	}
+}
+
+func TestVariantOf(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   string
+	}{
+		{"the desktop image", map[string]string{LabelVariant: VariantDesktop}, VariantDesktop},
+		{"the browser image", map[string]string{LabelVariant: VariantBrowser, LabelBrowser: "1"}, VariantBrowser},
+		{"a project's Dockerfile", map[string]string{LabelVariant: VariantProject, LabelBrowser: "1", LabelContext: "sha256:x"}, VariantProject},
+		// Containers created before the label: their image's labels say.
+		{"an older desktop container", nil, VariantDesktop},
+		{"an older browser container", map[string]string{LabelBrowser: "1"}, VariantBrowser},
+		{"an older project container", map[string]string{LabelBrowser: "1", LabelContext: "sha256:x"}, VariantProject},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := stateOf("/p", Container{Labels: tc.labels}, desktop.Secret{}, desktop.Display{}, false).ImageVariant; got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

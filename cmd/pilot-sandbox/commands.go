@@ -84,6 +84,7 @@ func (c *cli) printState(st *service.State) {
 	}
 	fmt.Fprintf(w, "Sandbox for %s: %s\n", st.ProjectPath, st.Status)
 	fmt.Fprintf(w, "  container  %s (%s)\n", st.ContainerName, short(st.ContainerID))
+	fmt.Fprintf(w, "  image      %s\n", imageLine(st))
 	fmt.Fprintf(w, "  display    %dx%d\n", st.Display.Width, st.Display.Height)
 	switch {
 	case st.Status == service.StatusRunning && st.Network == service.NetworkNone:
@@ -112,6 +113,19 @@ func withoutCarried(st *service.State) *service.State {
 	out := *st
 	out.WSPort, out.VNCPort, out.ViewerURL, out.WatchURL = 0, 0, "", ""
 	return &out
+}
+
+// imageLine says which image a sandbox runs, in words, and its tag.
+func imageLine(st *service.State) string {
+	kind := map[string]string{
+		service.VariantDesktop: "desktop",
+		service.VariantBrowser: "browser (the desktop with Chromium)",
+		service.VariantProject: "the project's own Dockerfile",
+	}[st.ImageVariant]
+	if kind == "" {
+		return st.Image
+	}
+	return fmt.Sprintf("%s, %s", kind, st.Image)
 }
 
 func (c *cli) printJSON(v any) {
@@ -238,7 +252,7 @@ func runList(ctx context.Context, e *env, args []string) error {
 	}
 	gone := 0
 	for _, st := range states {
-		line := fmt.Sprintf("%-9s %s", st.Status, st.ProjectPath)
+		line := fmt.Sprintf("%-9s %-10s %s", st.Status, st.ImageVariant, st.ProjectPath)
 		switch {
 		case st.Status == service.StatusRunning && st.Network == service.NetworkNone:
 			line += "  (no network: its desktop is carried by pilot-sandbox ui)"

@@ -369,8 +369,15 @@ func TestCommandLine(t *testing.T) {
 	}
 	out, code := run("status", "--project", project, "--json")
 	var st map[string]any
-	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st["status"] != "running" {
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st["status"] != "running" || st["imageVariant"] != "desktop" {
 		t.Errorf("status --json: %d %s", code, out)
+	}
+	// Which image it runs, in words (PILOT_DEFAULT_IMAGE=desktop in tests).
+	if out, code := run("status"); code != 0 || !strings.Contains(out, "\n  image      desktop, ") {
+		t.Errorf("status: %d %s", code, out)
+	}
+	if out, code := run("list"); code != 0 || !strings.Contains(out, "running   desktop    "+project) {
+		t.Errorf("list: %d %s", code, out)
 	}
 	if out, code := run("exec", "--", "echo", "$((6*7))", ";", "exit", "3"); code != 3 || out != "42\n" {
 		t.Errorf("exec: code %d, out %q", code, out)

@@ -128,10 +128,26 @@ class ClipboardHelperTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0)
 
     def test_each_copy_reaches_the_cut_buffer(self):
-        for data in [b"plain text", "h\u00e9llo \u2713".encode(), b"two\nlines\ttabbed"]:
+        # As Latin-1, what RFB carries, '?' for each character beyond it.
+        for data, want in [(b"plain text", b"plain text"), ("h\u00e9llo \u2713 \u65e5".encode(), b"h\xe9llo ? ?"),
+                           (b"two\nlines\ttabbed", b"two\nlines\ttabbed")]:
             with self.subTest(data=data):
                 self.copy(data)
-                poll("%r in CUT_BUFFER0" % data, lambda: self.watch.value() == data)
+                poll("%r in CUT_BUFFER0" % want, lambda: self.watch.value() == want)
+
+    def test_latin1_served_as_utf8_is_taken_over(self):
+        # What x11vnc does with a viewer's paste: Latin-1 bytes, served
+        # for UTF8_STRING too. Programs must read the characters as UTF-8.
+        self.copy(b"h\xe9llo \xa9")
+        poll("the text in CUT_BUFFER0", lambda: self.watch.value() == b"h\xe9llo \xa9")
+        for target, want in [("UTF8_STRING", "h\u00e9llo \u00a9".encode()), ("STRING", b"h\xe9llo \xa9")]:
+            with self.subTest(target=target):
+                poll("%s read as %r" % (target, want), lambda: self.paste(target) == want)
+
+    def paste(self, target):
+        p = subprocess.run(["xclip", "-selection", "clipboard", "-out", "-target", target], env=self.xvfb.env(),
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=30)
+        return p.stdout
 
     def test_text_already_in_the_cut_buffer_is_not_written_again(self):
         # What a viewer pastes: x11vnc puts it in CUT_BUFFER0 and takes the

@@ -19,6 +19,7 @@
  * @property {string} containerId
  * @property {string} containerName
  * @property {string} image
+ * @property {'desktop' | 'browser' | 'dockerfile'} [imageVariant] which image it runs (the project's own Dockerfile: "dockerfile")
  * @property {SandboxStatus} status
  * @property {number} wsPort host port of noVNC on 127.0.0.1 (0 unless running)
  * @property {number} vncPort host port of the VNC server on 127.0.0.1

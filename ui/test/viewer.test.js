@@ -209,6 +209,26 @@ test('the clipboard both ways', { skip, timeout: 120_000 }, async (t) => {
     assert.ok(await posted.jsonValue());
     assert.equal(await frame.evaluate(() => navigator.clipboard.readText()), fromDesktop);
   });
+
+  // Characters: RFB's clipboard is Latin-1 (README, Copy and paste), so
+  // Latin-1 text goes exactly both ways and each character beyond it
+  // arrives as '?', both ways alike. Before: the desktop read broken UTF-8
+  // (x11vnc served the viewer's Latin-1 as UTF8_STRING) and the browser got
+  // UTF-8 bytes read as Latin-1 ("hÃ©llo").
+  await t.test('characters beyond ASCII', async () => {
+    const stamp = Date.now();
+    await page.evaluate((text) => navigator.clipboard.writeText(text), `héllo wörld — 日本語 ✓ ${stamp}`);
+    await frame.evaluate(() => window.dispatchEvent(new Event('focus')));
+    const onDesktop = `héllo wörld ? ??? ? ${stamp}`;
+    assert.equal(await desktopClipboard(onDesktop), onDesktop);
+
+    await sandboxExec(`printf %s 'dèsktop wörld — 日本語 ✓ ${stamp}' | xclip -selection clipboard -in`);
+    const inBrowser = `dèsktop wörld ? ??? ? ${stamp}`;
+    const posted = await page.waitForFunction((text) => /** @type {any} */ (window).messages
+      .some((/** @type {any} */ m) => m?.source === 'pilot-sandbox-viewer' && m.type === 'clipboard' && m.text === text), inBrowser, { timeout: 5_000 });
+    assert.ok(await posted.jsonValue());
+    assert.equal(await frame.evaluate(() => navigator.clipboard.readText()), inBrowser);
+  });
   assertNoErrors();
 });
 

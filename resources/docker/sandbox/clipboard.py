@@ -11,10 +11,23 @@ to every viewer at once, with no such wait: that is the route used here.
 
 So this program, run by the entrypoint as the desktop user, is told by
 XFixes each time the CLIPBOARD changes owner, asks the new owner for the
-text as STRING (what x11vnc itself asks for and sends), and writes it to
-CUT_BUFFER0. Nothing is written when CUT_BUFFER0 already holds the text:
-x11vnc puts there what a viewer pasted, and takes the CLIPBOARD with it,
-so the viewer's own text is not sent back to it.
+text, and writes it to CUT_BUFFER0. Nothing is written when CUT_BUFFER0
+already holds the text: x11vnc puts there what a viewer pasted, and takes
+the CLIPBOARD with it, so the viewer's own text is not sent back to it.
+
+Characters. RFB's clipboard is Latin-1 (x11vnc 0.9.16 has no extended
+clipboard; noVNC decodes what it gets as Latin-1), while the sandbox's
+programs copy UTF-8, and xclip hands its UTF-8 bytes out even when asked
+for STRING (which means Latin-1). So the text is asked for as UTF8_STRING
+(STRING if the owner has no such target) and written to CUT_BUFFER0 as
+Latin-1, each character beyond it as '?', the same as the viewer page does
+the other way. x11vnc runs with -noclipboard -noprimary (entrypoint), or
+its own polling would send the raw UTF-8 again a second later.
+The other way, x11vnc serves what a viewer pasted (Latin-1 bytes) as
+UTF8_STRING too, which programs then read as broken UTF-8: an owner whose
+UTF8_STRING is not valid UTF-8 has its text taken over here, as Latin-1,
+and served as UTF8_STRING, STRING and TEXT (with PRIMARY too when the same
+window owns it, as x11vnc does).
 
 Any X client of the sandbox can already write CUT_BUFFER0 and have x11vnc
 send it to viewers, so this gives the sandbox no new way in. What it reads
@@ -26,15 +39,20 @@ Only the standard library and the X libraries x11vnc links (libX11,
 libXfixes). `pilot-clipboard --check` loads them and exits.
 """
 
+import codecs
 import ctypes
 import sys
 
 # x11vnc's PROP_MAX: the most it reads of a selection or the cut buffer.
 MAX_TEXT = 262144
 
+XA_ATOM = 4
+XA_PRIMARY = 1
 XA_STRING = 31
 XA_CUT_BUFFER0 = 9
-SELECTION_NOTIFY = 31  # the core event type
+SELECTION_CLEAR = 29  # the core event types
+SELECTION_REQUEST = 30
+SELECTION_NOTIFY = 31
 XFIXES_SET_SELECTION_OWNER_NOTIFY_MASK = 1
 PROP_MODE_REPLACE = 0
 ANY_PROPERTY_TYPE = 0
@@ -54,6 +72,21 @@ class XSelectionEvent(ctypes.Structure):
     ]
 
 
+class XSelectionRequestEvent(ctypes.Structure):
+    _fields_ = [
+        ("type", ctypes.c_int), ("serial", ctypes.c_ulong), ("send_event", ctypes.c_int),
+        ("display", Display), ("owner", Window), ("requestor", Window), ("selection", Atom),
+        ("target", Atom), ("property", Atom), ("time", Time),
+    ]
+
+
+class XSelectionClearEvent(ctypes.Structure):
+    _fields_ = [
+        ("type", ctypes.c_int), ("serial", ctypes.c_ulong), ("send_event", ctypes.c_int),
+        ("display", Display), ("window", Window), ("selection", Atom), ("time", Time),
+    ]
+
+
 class XFixesSelectionNotifyEvent(ctypes.Structure):
     _fields_ = [
         ("type", ctypes.c_int), ("serial", ctypes.c_ulong), ("send_event", ctypes.c_int),
@@ -66,6 +99,7 @@ class XFixesSelectionNotifyEvent(ctypes.Structure):
 class XEvent(ctypes.Union):
     _fields_ = [
         ("type", ctypes.c_int), ("xselection", XSelectionEvent),
+        ("xselectionrequest", XSelectionRequestEvent), ("xselectionclear", XSelectionClearEvent),
         ("xfixesselection", XFixesSelectionNotifyEvent), ("pad", ctypes.c_long * 24),
     ]
 
@@ -90,6 +124,9 @@ _proto(x11.XDeleteProperty, ctypes.c_int, Display, Window, Atom)
 _proto(x11.XChangeProperty, ctypes.c_int, Display, Window, Atom, Atom, ctypes.c_int, ctypes.c_int,
        ctypes.c_char_p, ctypes.c_int)
 _proto(x11.XFlush, ctypes.c_int, Display)
+_proto(x11.XSetSelectionOwner, ctypes.c_int, Display, Atom, Window, Time)
+_proto(x11.XGetSelectionOwner, Window, Display, Atom)
+_proto(x11.XSendEvent, ctypes.c_int, Display, Window, ctypes.c_int, ctypes.c_long, ctypes.POINTER(XEvent))
 _proto(x11.XFree, ctypes.c_int, ctypes.c_void_p)
 ERROR_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, Display, ctypes.c_void_p)
 _proto(x11.XSetErrorHandler, ctypes.c_void_p, ERROR_HANDLER)
@@ -124,6 +161,24 @@ def read_property(d, window, prop, delete):
             x11.XFree(data)
 
 
+def decode(data):
+    """The text of an owner's UTF8_STRING answer, and whether it was UTF-8.
+
+    Bytes that are not UTF-8 are Latin-1 served under the wrong name (what
+    x11vnc does with a viewer's paste). A character that MAX_TEXT cut in
+    two is dropped, not taken for Latin-1.
+    """
+    try:
+        return codecs.getincrementaldecoder("utf-8")().decode(data, final=False), True
+    except UnicodeDecodeError:
+        return data.decode("latin-1"), False
+
+
+def latin1(text):
+    """text as RFB carries it: Latin-1, '?' for each character beyond."""
+    return text.encode("latin-1", errors="replace")
+
+
 class Watcher:
     def __init__(self, d):
         self.d = d
@@ -132,9 +187,15 @@ class Watcher:
         self.window = x11.XCreateSimpleWindow(d, self.root, 0, 0, 1, 1, 0, 0, 0)
         self.clipboard = x11.XInternAtom(d, b"CLIPBOARD", 0)
         self.prop = x11.XInternAtom(d, b"_PILOT_CLIPBOARD", 0)
+        self.utf8 = x11.XInternAtom(d, b"UTF8_STRING", 0)
+        self.targets = x11.XInternAtom(d, b"TARGETS", 0)
+        self.text_atom = x11.XInternAtom(d, b"TEXT", 0)
         # The ownership change whose text is awaited (its timestamp): an
         # answer for an older one is not written over a newer one's.
         self.pending = None
+        # The selections this program owns (atom -> text), after taking
+        # over a Latin-1 owner's.
+        self.owned = {}
         base, error_base = ctypes.c_int(), ctypes.c_int()
         if not xfixes.XFixesQueryExtension(d, ctypes.byref(base), ctypes.byref(error_base)):
             raise SystemExit("pilot-clipboard: the X server has no XFixes extension")
@@ -150,25 +211,80 @@ class Watcher:
                 self.owner_changed(ev.xfixesselection)
             elif ev.type == SELECTION_NOTIFY:
                 self.answered(ev.xselection)
+            elif ev.type == SELECTION_REQUEST:
+                self.serve(ev.xselectionrequest)
+            elif ev.type == SELECTION_CLEAR:
+                self.owned.pop(ev.xselectionclear.selection, None)
 
     def owner_changed(self, e):
         if e.selection != self.clipboard or e.owner in (0, self.window):
             return
-        self.pending = e.selection_timestamp
-        x11.XConvertSelection(self.d, self.clipboard, XA_STRING, self.prop, self.window, e.selection_timestamp)
+        self.owned.pop(self.clipboard, None)
+        self.pending = (e.selection_timestamp, e.owner)
+        self.ask(self.utf8)
+
+    def ask(self, target):
+        x11.XConvertSelection(self.d, self.clipboard, target, self.prop, self.window, self.pending[0])
         x11.XFlush(self.d)
 
     def answered(self, e):
-        if e.requestor != self.window or e.selection != self.clipboard or e.time != self.pending:
+        if e.requestor != self.window or e.selection != self.clipboard or not self.pending \
+                or e.time != self.pending[0]:
             return
-        self.pending = None
         if e.property == 0:
-            return  # the owner has no text as STRING
-        text = read_property(self.d, self.window, e.property, 1)
+            if e.target == self.utf8:
+                self.ask(XA_STRING)  # an owner with no UTF8_STRING
+            else:
+                self.pending = None  # the owner has no text
+            return
+        owner = self.pending[1]
+        self.pending = None
+        data = read_property(self.d, self.window, e.property, 1)
         x11.XDeleteProperty(self.d, self.window, e.property)
-        if text and text != read_property(self.d, self.root, XA_CUT_BUFFER0, 0):
+        if not data:
+            x11.XFlush(self.d)
+            return
+        text, utf8 = decode(data) if e.target == self.utf8 else (data.decode("latin-1"), True)
+        out = latin1(text)
+        if out != read_property(self.d, self.root, XA_CUT_BUFFER0, 0):
             x11.XChangeProperty(self.d, self.root, XA_CUT_BUFFER0, XA_STRING, 8, PROP_MODE_REPLACE,
-                                text, len(text))
+                                out, len(out))
+        if not utf8:
+            self.take_over(owner, text, e.time)
+        x11.XFlush(self.d)
+
+    def take_over(self, owner, text, when):
+        """Owns the CLIPBOARD (and PRIMARY if owner has it too) with text."""
+        sels = [self.clipboard]
+        if x11.XGetSelectionOwner(self.d, XA_PRIMARY) == owner:
+            sels.append(XA_PRIMARY)
+        for sel in sels:
+            if x11.XGetSelectionOwner(self.d, sel) != owner:
+                continue  # a newer owner came meanwhile
+            x11.XSetSelectionOwner(self.d, sel, self.window, when)
+            if x11.XGetSelectionOwner(self.d, sel) == self.window:
+                self.owned[sel] = text
+
+    def serve(self, r):
+        """Answers a request for a selection this program owns."""
+        text = self.owned.get(r.selection)
+        prop = r.property or r.target  # an old client names no property
+        if text is None:
+            prop = 0
+        elif r.target == self.targets:
+            atoms = (ctypes.c_ulong * 4)(self.targets, self.utf8, XA_STRING, self.text_atom)
+            x11.XChangeProperty(self.d, r.requestor, prop, XA_ATOM, 32, PROP_MODE_REPLACE,
+                                ctypes.cast(atoms, ctypes.c_char_p), 4)
+        elif r.target in (self.utf8, self.text_atom, XA_STRING):
+            data = latin1(text) if r.target == XA_STRING else text.encode("utf-8")
+            kind = XA_STRING if r.target == XA_STRING else self.utf8
+            x11.XChangeProperty(self.d, r.requestor, prop, kind, 8, PROP_MODE_REPLACE, data, len(data))
+        else:
+            prop = 0
+        reply = XEvent()
+        reply.xselection = XSelectionEvent(SELECTION_NOTIFY, 0, 1, self.d, r.requestor, r.selection,
+                                           r.target, prop, r.time)
+        x11.XSendEvent(self.d, r.requestor, 0, 0, ctypes.byref(reply))
         x11.XFlush(self.d)
 
 

@@ -192,8 +192,14 @@ log "display :${display_number} ready at ${resolution}"
 # connected for 8 s (45 s without a window manager), to stay clear of a
 # display manager this desktop does not have. Until then text a viewer
 # pastes stops in CUT_BUFFER0 and the CLIPBOARD is not sent to viewers.
+# -noclipboard -noprimary: x11vnc no longer polls the selections to send
+# them to viewers (it still sets both to what a viewer pastes). It would
+# send them as the raw bytes their owners give for STRING, which are UTF-8
+# (xclip's), a second after pilot-clipboard sent the same text as Latin-1:
+# the viewer's clipboard would end up garbled. Copies reach viewers through
+# pilot-clipboard and CUT_BUFFER0; a mere selection (PRIMARY) no longer does.
 supervise x11vnc env X11VNC_AVOID_WINDOWS=never x11vnc -display ":${display_number}" -rfbport 5900 -forever -shared \
-  -passwdfile "read:${passwd_file}" -noremote -novncconnect -noxdamage -quiet -o "$HOME/x11vnc.log" &
+  -noclipboard -noprimary -passwdfile "read:${passwd_file}" -noremote -novncconnect -noxdamage -quiet -o "$HOME/x11vnc.log" &
 started x11vnc
 
 # After x11vnc, which a start waits for: fluxbox's own start-up would

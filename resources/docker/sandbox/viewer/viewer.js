@@ -166,7 +166,19 @@ function fromDesktop(text) {
 function toDesktop(text) {
   if (!rfb || settings.viewOnly || typeof text !== 'string' || !text || text === lastClipboard) return;
   lastClipboard = text;
-  rfb.clipboardPasteFrom(text);
+  rfb.clipboardPasteFrom(latin1(text));
+}
+
+/**
+ * text as RFB's clipboard carries it: Latin-1, '?' for each character
+ * beyond (x11vnc has no extended clipboard, and noVNC would keep only the
+ * low byte of each UTF-16 unit: '日' would arrive as 'å'). pilot-clipboard
+ * does the same the other way.
+ *
+ * @param {string} text
+ */
+function latin1(text) {
+  return Array.from(text, (c) => ((c.codePointAt(0) ?? 0) > 0xff ? '?' : c)).join('');
 }
 
 /** Sends the browser's clipboard to the desktop, if the browser lets us read it. */
