@@ -129,8 +129,11 @@ func TestAKilledPidguardIsReplaced(t *testing.T) {
 		return api.Stats(st.ContainerID).Pids <= baseline+2
 	})
 	log := exec(t, m, dir, "cat /tmp/pilot-pidguard.log").Stdout
-	if strings.Count(log, "pilot-pidguard: started") < 2 || !strings.Contains(log, "killed process group") {
-		t.Errorf("the guard's log does not show a second guard ending the flood:\n%s", log)
+	// The first guard was killed before the flood, so the one that ended
+	// it is a replacement. (The first may have logged to its exec instead:
+	// it starts beside the desktop, while /tmp may be closed; pidguard.sh.)
+	if !strings.Contains(log, "killed process group") {
+		t.Errorf("the guard's log does not show a replacement ending the flood:\n%s", log)
 	}
 	assertDesktopWorks(t, m, dir, st)
 }

@@ -135,6 +135,13 @@ class ClipboardHelperTest(unittest.TestCase):
                 self.copy(data)
                 poll("%r in CUT_BUFFER0" % want, lambda: self.watch.value() == want)
 
+    def test_a_copy_made_before_it_started_is_handed_on(self):
+        self.stop_helper()
+        self.copy(b"copied while it was down")
+        self.helper = subprocess.Popen([sys.executable, "-B", helper_path(self)], env=self.xvfb.env(),
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        poll("the earlier copy in CUT_BUFFER0", lambda: self.watch.value() == b"copied while it was down")
+
     def test_latin1_served_as_utf8_is_taken_over(self):
         # What x11vnc does with a viewer's paste: Latin-1 bytes, served
         # for UTF8_STRING too. Programs must read the characters as UTF-8.

@@ -204,6 +204,7 @@ class Watcher:
         x11.XFlush(d)
 
     def run(self):
+        self.catch_up()
         ev = XEvent()
         while True:
             x11.XNextEvent(self.d, ctypes.byref(ev))
@@ -215,6 +216,16 @@ class Watcher:
                 self.serve(ev.xselectionrequest)
             elif ev.type == SELECTION_CLEAR:
                 self.owned.pop(ev.xselectionclear.selection, None)
+
+    def catch_up(self):
+        """Hands on what was copied before this program watched: it starts
+        beside the desktop (and again after a crash), and a program of the
+        sandbox may copy first."""
+        owner = x11.XGetSelectionOwner(self.d, self.clipboard)
+        if owner in (0, self.window):
+            return
+        self.pending = (0, owner)  # CurrentTime, which the owner's answer carries
+        self.ask(self.utf8)
 
     def owner_changed(self, e):
         if e.selection != self.clipboard or e.owner in (0, self.window):
