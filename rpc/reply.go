@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -37,24 +38,22 @@ func (s *Stream) writeResult(id jsonrpc2.ID, result any) error {
 
 // responseFrame is a JSON-RPC response as jsonrpc2.Response marshals it:
 // the id, the result, then the version. Marshalling the outcome again
-// would change nothing: json.Marshal's output is compact, its strings
-// already escaped as the compaction would escape them.
+// would change nothing: encoding/json's output is compact, its strings
+// already escaped as the compaction would escape them. The result is
+// encoded straight after the frame's head (an Encoder writes it once into
+// the buffer; json.Marshal would copy it out first).
 func responseFrame(idJSON []byte, result any) ([]byte, error) {
 	const head, middle, tail = `{"id":`, `,"result":`, `,"jsonrpc":"2.0"}`
-	body, err := marshalResult(result)
-	if err != nil {
+	var b bytes.Buffer
+	b.WriteString(head)
+	b.Write(idJSON)
+	b.WriteString(middle)
+	if err := json.NewEncoder(&b).Encode(result); err != nil {
 		return nil, fmt.Errorf("marshal the result: %w", err)
 	}
+	b.Truncate(b.Len() - 1) // Encode's newline
 	// One byte more, for NDJSON's newline (ndjsonFramer.WriteFrame).
-	frame := make([]byte, 0, len(head)+len(idJSON)+len(middle)+len(body)+len(tail)+1)
-	frame = append(frame, head...)
-	frame = append(frame, idJSON...)
-	frame = append(frame, middle...)
-	frame = append(frame, body...)
-	return append(frame, tail...), nil
-}
-
-// marshalResult is json.Marshal(result).
-func marshalResult(result any) ([]byte, error) {
-	return json.Marshal(result)
+	b.Grow(len(tail) + 1)
+	b.WriteString(tail)
+	return b.Bytes(), nil
 }

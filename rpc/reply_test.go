@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"strings"
 	"testing"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -34,7 +33,7 @@ func (r *objectRecorder) Close() error         { close(r.closed); return nil }
 // UTF-8, raw messages with spaces, null, and a tool's image.
 func TestResultFrameIsConnReply(t *testing.T) {
 	image := tools.Result{Content: []tools.Content{
-		{Type: "image", Data: strings.Repeat("iVBORw0KGgo+/=", 1000), MimeType: "image/png"},
+		{Type: "image", Data: bytes.Repeat([]byte("\x89PNG\r\n\x1a\n\x00\xff"), 1000), MimeType: "image/png"},
 		{Type: "text", Text: "a <b> & \"c\"\n\u2028 \xff é"},
 	}}
 	results := []any{
