@@ -36,6 +36,7 @@ type fakeSandbox struct {
 	calls     []string
 	subs      []chan service.Event
 	pointer   image.Point // where the last action left the pointer
+	shot      []byte      // when set, the PNG every screenshot answers
 }
 
 // moved records where an action left the pointer.
@@ -183,6 +184,9 @@ func (d fakeDesktop) Keys(ctx context.Context, keys string) error {
 
 // Screenshot is the display, black with a white top-left pixel.
 func (d fakeDesktop) Screenshot(ctx context.Context) (desktop.Screenshot, error) {
+	if d.f.shot != nil {
+		return desktop.Screenshot{PNG: d.f.shot, Width: d.f.display.Width, Height: d.f.display.Height}, nil
+	}
 	img := image.NewGray(image.Rect(0, 0, d.f.display.Width, d.f.display.Height))
 	img.Set(0, 0, color.White)
 	var b bytes.Buffer

@@ -220,10 +220,16 @@ func appendChunk(line, chunk []byte) []byte {
 	return append(line, chunk...)
 }
 
+// WriteFrame writes msg and its newline at once. The newline goes into
+// msg's spare capacity when it has some (a frame is the outbox's alone, and
+// a reply's leaves a byte for it), else into a copy.
 func (f *ndjsonFramer) WriteFrame(msg []byte) error {
-	b := make([]byte, 0, len(msg)+1)
-	b = append(append(b, msg...), '\n')
-	_, err := f.w.Write(b)
+	b := msg
+	if cap(b) == len(b) {
+		b = make([]byte, len(msg), len(msg)+1)
+		copy(b, msg)
+	}
+	_, err := f.w.Write(append(b, '\n'))
 	return err
 }
 

@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -112,7 +111,7 @@ type (
 	}
 	screenshotResult struct {
 		MimeType string `json:"mimeType"`
-		Data     string `json:"data"`
+		Data     []byte `json:"data"` // base64 in JSON, encoded once, into the reply
 		Width    int    `json:"width"`
 		Height   int    `json:"height"`
 	}
@@ -254,7 +253,7 @@ func (s *Server) screenshot(ctx context.Context, _ *session, p screenshotParams)
 	}
 	return screenshotResult{
 		MimeType: mime,
-		Data:     base64.StdEncoding.EncodeToString(data),
+		Data:     data,
 		Width:    shot.Width,
 		Height:   shot.Height,
 	}, nil

@@ -61,6 +61,8 @@ var schemaOverrides = map[reflect.Type]schema{
 		string(service.StatusStopped), string(service.StatusError),
 	}},
 	reflect.TypeFor[jsonschema.Schema](): {},
+	// encoding/json writes bytes as a base64 string (an image's data).
+	reflect.TypeFor[[]byte](): {"type": "string"},
 }
 
 // resultSchemas reflects the JSON Schemas of results and of the server's

@@ -3,7 +3,6 @@ package rpc
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"image"
 	"image/jpeg"
 	"image/png"
@@ -54,7 +53,7 @@ func TestScreenshotFormats(t *testing.T) {
 			continue
 		}
 		shot := res.(screenshotResult)
-		data, _ := base64.StdEncoding.DecodeString(shot.Data)
+		data := shot.Data
 		decode := map[string]func([]byte) (image.Config, error){
 			"image/png":  func(b []byte) (image.Config, error) { return png.DecodeConfig(bytes.NewReader(b)) },
 			"image/jpeg": func(b []byte) (image.Config, error) { return jpeg.DecodeConfig(bytes.NewReader(b)) },

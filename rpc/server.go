@@ -119,6 +119,9 @@ type session struct {
 	shutdown atomic.Bool
 	exited   atomic.Bool // after exit, nothing more is handled
 	opts     ConnOptions
+	// results writes successful replies when the stream can (resultWriter);
+	// else they go through the connection.
+	results resultWriter
 	// flushes asks the forwarder to send every event published so far;
 	// forwarded is closed when the forwarder stops.
 	flushes   chan chan struct{}
@@ -143,6 +146,7 @@ func (s *Server) Serve(ctx context.Context, stream jsonrpc2.ObjectStream, opts C
 		running:   newAdmission(defaultCallLimits),
 		inflight:  map[jsonrpc2.ID]*inflightCall{},
 	}
+	sess.results, _ = stream.(resultWriter)
 	events, unsubscribe := s.svc.Subscribe()
 	defer unsubscribe()
 	if opts.OnSubscribed != nil {
@@ -365,9 +369,12 @@ func (h handler) reply(ctx context.Context, req *jsonrpc2.Request, result any, w
 	h.sess.flush()
 	conn := h.sess.conn.Load()
 	var err error
-	if wire != nil {
+	switch {
+	case wire != nil:
 		err = conn.ReplyWithError(ctx, req.ID, boundMessage(wire))
-	} else {
+	case h.sess.results != nil:
+		err = h.sess.results.writeResult(req.ID, result)
+	default:
 		err = conn.Reply(ctx, req.ID, result)
 	}
 	if err != nil && err != jsonrpc2.ErrClosed && !errors.Is(err, errOutboxEnded) {

@@ -3,7 +3,6 @@ package tools_test
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -209,7 +208,7 @@ func (bn *bench) screenshotFormats(display desktop.Display, screen string) {
 			var size int
 			for b.Loop() {
 				res := bn.tool("sandbox_screenshot", `{"format": "`+format+`"}`)
-				size = base64.StdEncoding.DecodedLen(len(res.Content[0].Data))
+				size = len(res.Content[0].Data)
 			}
 			b.ReportMetric(float64(size), "bytes/shot")
 		})
@@ -286,7 +285,7 @@ func BenchmarkScreenshotBeside(b *testing.B) {
 				began := time.Now()
 				res := bn.tool("sandbox_screenshot", `{}`)
 				tool += time.Since(began)
-				size = base64.StdEncoding.DecodedLen(len(res.Content[0].Data))
+				size = len(res.Content[0].Data)
 				b.StopTimer()
 				began = time.Now()
 				bn.exec("scrot", "--overwrite", "-")

@@ -8,7 +8,6 @@ package tools_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"fmt"
 	"image"
 	"image/png"
@@ -272,7 +271,7 @@ func decodePNG(t *testing.T, res tools.Result) image.Image {
 	if res.IsError || len(res.Content) == 0 {
 		t.Fatalf("screenshot: %q", text(res))
 	}
-	data, _ := base64.StdEncoding.DecodeString(res.Content[0].Data)
+	data := res.Content[0].Data
 	img, err := png.Decode(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)

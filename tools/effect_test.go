@@ -3,7 +3,6 @@ package tools_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"image/jpeg"
@@ -302,10 +301,7 @@ func TestScreenshot(t *testing.T) {
 	if res.IsError || len(res.Content) != 2 {
 		t.Fatalf("%+v", res)
 	}
-	data, err := base64.StdEncoding.DecodeString(res.Content[0].Data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := res.Content[0].Data
 	img, err := png.Decode(bytes.NewReader(data))
 	if err != nil || img.Bounds().Dx() != 1280 || img.Bounds().Dy() != 800 {
 		t.Fatalf("screenshot: %v %v", img.Bounds(), err)
@@ -320,7 +316,7 @@ func TestScreenshot(t *testing.T) {
 	}
 	// As a JPEG: the same screen, a fraction of the bytes.
 	jres := d.call("sandbox_screenshot", `{"format": "jpeg"}`)
-	jdata, _ := base64.StdEncoding.DecodeString(jres.Content[0].Data)
+	jdata := jres.Content[0].Data
 	jimg, err := jpeg.Decode(bytes.NewReader(jdata))
 	if err != nil || jres.Content[0].MimeType != "image/jpeg" {
 		t.Fatalf("jpeg screenshot: %s %v", jres.Content[0].MimeType, err)
@@ -338,7 +334,7 @@ func absDiff(a, b uint32) uint32 { return max(a, b) - min(a, b) }
 func TestLargeDisplayIsScaledBothWays(t *testing.T) {
 	d := newDesk(t, `{"sandbox": {"display": {"width": 2560, "height": 1600}}}`)
 	res := d.call("sandbox_screenshot", `{}`)
-	data, _ := base64.StdEncoding.DecodeString(res.Content[0].Data)
+	data := res.Content[0].Data
 	cfg, err := png.DecodeConfig(bytes.NewReader(data))
 	if err != nil || cfg.Width != 1389 || cfg.Height != 868 || !strings.Contains(text(res), "scaled down from the 2560x1600 display") {
 		t.Fatalf("screenshot %dx%d %v: %q", cfg.Width, cfg.Height, err, text(res))

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 
@@ -63,11 +62,7 @@ func MCPResult(r Result) (*mcp.CallToolResult, error) {
 	for _, c := range r.Content {
 		switch c.Type {
 		case "image":
-			data, err := base64.StdEncoding.DecodeString(c.Data)
-			if err != nil {
-				return nil, err
-			}
-			out.Content = append(out.Content, &mcp.ImageContent{Data: data, MIMEType: c.MimeType})
+			out.Content = append(out.Content, &mcp.ImageContent{Data: c.Data, MIMEType: c.MimeType})
 		default:
 			out.Content = append(out.Content, &mcp.TextContent{Text: c.Text})
 		}

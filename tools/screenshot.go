@@ -3,7 +3,6 @@ package tools
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -130,7 +129,7 @@ func picture(shot desktop.Screenshot, size desktop.Display, a screenshotArgs, no
 		return Result{}, err
 	}
 	return Result{Content: []Content{
-		{Type: "image", Data: base64.StdEncoding.EncodeToString(data), MimeType: mime},
+		{Type: "image", Data: data, MimeType: mime},
 		{Type: "text", Text: note},
 	}}, nil
 }

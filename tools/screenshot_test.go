@@ -3,6 +3,7 @@ package tools
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"image"
 	"image/jpeg"
 	"image/png"
@@ -18,10 +19,7 @@ func pictureOf(t *testing.T, res Result, mime string) image.Image {
 	if res.IsError || len(res.Content) != 2 || res.Content[0].Type != "image" || res.Content[0].MimeType != mime {
 		t.Fatalf("want an image/%s and a text: %+v", mime, textOf(res))
 	}
-	data, err := base64.StdEncoding.DecodeString(res.Content[0].Data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := res.Content[0].Data
 	decode := png.Decode
 	if mime == "image/jpeg" {
 		decode = jpeg.Decode
@@ -107,6 +105,25 @@ func TestZoomShowsFullResolution(t *testing.T) {
 					t.Errorf("%s: pixel %v is (%d, %d), want display pixel %v", tc.name, p, r>>8, g>>8, want)
 				}
 			}
+		}
+	}
+}
+
+// TestImageDataIsBase64InJSON holds an image's content to the JSON it had
+// when its data was a base64 string: the bytes now held as they are must
+// reach the wire the same.
+func TestImageDataIsBase64InJSON(t *testing.T) {
+	type before struct {
+		Type     string `json:"type"`
+		Text     string `json:"text,omitempty"`
+		Data     string `json:"data,omitempty"`
+		MimeType string `json:"mimeType,omitempty"`
+	}
+	for _, data := range [][]byte{nil, {}, {0}, {0xff, 0xfe}, []byte("\x89PNG\r\n\x1a\n<>&+/")} {
+		got, _ := json.Marshal(Content{Type: "image", Data: data, MimeType: "image/png"})
+		want, _ := json.Marshal(before{Type: "image", Data: base64.StdEncoding.EncodeToString(data), MimeType: "image/png"})
+		if string(got) != string(want) {
+			t.Errorf("%q:\n got %s\nwant %s", data, got, want)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package tools
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"image"
 	"image/png"
@@ -212,7 +211,7 @@ func TestLargeDisplaysAreScaled(t *testing.T) {
 	if res.IsError || len(res.Content) != 2 || res.Content[0].Type != "image" || res.Content[0].MimeType != "image/png" {
 		t.Fatalf("screenshot: %+v", res)
 	}
-	data, _ := base64.StdEncoding.DecodeString(res.Content[0].Data)
+	data := res.Content[0].Data
 	img, err := png.DecodeConfig(bytes.NewReader(data))
 	if err != nil || img.Width != 1389 || img.Height != 868 {
 		t.Errorf("scaled screenshot is %dx%d (%v), want 1389x868", img.Width, img.Height, err)
@@ -234,7 +233,7 @@ func TestLargeDisplaysAreScaled(t *testing.T) {
 func TestDefaultDisplayIsSentAtFullSize(t *testing.T) {
 	sb := &fakeSandbox{display: desktop.DefaultDisplay}
 	res := call(t, sb, "sandbox_screenshot", ``)
-	data, _ := base64.StdEncoding.DecodeString(res.Content[0].Data)
+	data := res.Content[0].Data
 	img, _ := png.DecodeConfig(bytes.NewReader(data))
 	if img.Width != 1280 || img.Height != 800 || !strings.Contains(textOf(res), "whole 1280x800 screen") {
 		t.Errorf("screenshot %dx%d: %q", img.Width, img.Height, textOf(res))

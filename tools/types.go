@@ -16,9 +16,13 @@ type Tool struct {
 
 // Content is one part of a tool's result: text, or an image.
 type Content struct {
-	Type     string `json:"type"` // "text" or "image"
-	Text     string `json:"text,omitempty"`
-	Data     string `json:"data,omitempty"` // base64, for images
+	Type string `json:"type"` // "text" or "image"
+	Text string `json:"text,omitempty"`
+	// Data is an image's bytes, which JSON carries in base64. Kept as
+	// bytes, an image is encoded to base64 once, straight into the reply
+	// (encoding/json encodes a []byte so, without a string to scan), and
+	// goes to an MCP client's ImageContent as it is.
+	Data     []byte `json:"data,omitempty"`
 	MimeType string `json:"mimeType,omitempty"`
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -69,10 +68,7 @@ func printResult(e *env, res tools.Result, output string) error {
 	for _, part := range res.Content {
 		switch part.Type {
 		case "image":
-			data, err := base64.StdEncoding.DecodeString(part.Data)
-			if err != nil {
-				return err
-			}
+			data := part.Data
 			if err := os.WriteFile(output, data, 0o644); err != nil {
 				return err
 			}
