@@ -113,8 +113,7 @@ func (m *Manager) resync(ctx context.Context) error {
 		seen[project] = true
 		b := m.box(project)
 		if m.tryLockProject(b) {
-			m.observe(ctx, b, c)
-			m.ensureRecord(b)
+			m.resyncOne(ctx, b)
 			m.unlockProject(b)
 		}
 	}
@@ -133,6 +132,20 @@ func (m *Manager) resync(ctx context.Context) error {
 		m.unlockProject(b)
 	}
 	return nil
+}
+
+// resyncOne makes a listed project's state follow its container, read
+// again now that the project's lock is held: the list may be seconds old
+// (each sandbox before it was probed), and another process may have
+// stopped and restarted the container meanwhile. Its state from the list
+// (stopped, or killed at the end of a slow stop) written over the restart's
+// running one would stay in .pilot/sandbox.json.
+func (m *Manager) resyncOne(ctx context.Context, b *box) {
+	if _, err := m.refresh(ctx, b); err != nil {
+		m.log.Debug().Err(err).Str("project", b.project).Msg("refresh failed")
+		return
+	}
+	m.ensureRecord(b)
 }
 
 // Run reconciles the sandboxes with Docker, then follows Docker's events
