@@ -41,9 +41,16 @@ export function serveBinary() {
  */
 export function tempDir(prefix) {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
-  // Retried: a sidecar given this directory as its state may still be
-  // writing its log or activity marks while its own after hook ends it.
-  after(() => rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 }));
+  // A sidecar given this directory as its state may still be writing its
+  // log or activity marks: its own after hook, which ends it, may come
+  // after this one. What cannot be removed now is removed at exit.
+  after(() => {
+    try {
+      rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+    } catch {
+      process.on('exit', () => rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }));
+    }
+  });
   return dir;
 }
 
