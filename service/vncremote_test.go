@@ -43,6 +43,10 @@ func TestSandboxCannotCommandTheVNCServer(t *testing.T) {
 	}
 	defer viewer.Close()
 	pid := exec(t, m, dir, "pgrep -x x11vnc").Stdout
+	// The witnesses need x11vnc sending clipboard text to this viewer,
+	// which it does not while another client is half connected (a
+	// readiness probe's, just after the start): wait until one arrives.
+	warmUp(t, m, dir, viewer)
 
 	if err := commandAndWitness(t, m, dir, viewer, "x11vnc -display $DISPLAY -R viewonly"); err != nil {
 		t.Fatal(err)
@@ -114,6 +118,18 @@ func witness(m *service.Manager, dir string, viewer *rfbtest.Conn, text string) 
 		return fmt.Errorf("the viewer did not get %q: %w", text, err)
 	}
 	return nil
+}
+
+// warmUp changes CUT_BUFFER0 until the viewer gets it, for at most 60 s.
+func warmUp(t *testing.T, m *service.Manager, dir string, viewer *rfbtest.Conn) {
+	t.Helper()
+	var err error
+	for i := range 6 {
+		if err = witness(m, dir, viewer, fmt.Sprintf("warm-up %d", i)); err == nil {
+			return
+		}
+	}
+	t.Fatalf("x11vnc sends this viewer no clipboard text: %v", err)
 }
 
 // established returns the lines of /proc/net/tcp for established

@@ -116,15 +116,36 @@ func PollExec(t testing.TB, m *service.Manager, project, what, test string) {
 }
 
 // Project makes an empty project directory and removes the project's sandbox
-// container when the test ends, whatever happened to it.
+// container when the test ends, whatever happened to it, then the
+// directory.
 func Project(t testing.TB, docker service.Docker) string {
 	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
+	dir, err := os.MkdirTemp("", "pilot-project-")
+	if err == nil {
+		dir, err = filepath.EvalSymlinks(dir)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { removeProjectDir(t, dir) })
 	t.Cleanup(func() { RemoveSandbox(t, docker, dir) })
 	return dir
+}
+
+// removeProjectDir removes a test's project directory. Every sidecar of the
+// tests follows every test sandbox, so another test's sidecar may still be
+// writing this project's .pilot/sandbox.json from a resync that began
+// before the sandbox was removed (t.TempDir's cleanup then fails with
+// "directory not empty"): it is tried again for a few seconds.
+func removeProjectDir(t testing.TB, dir string) {
+	var err error
+	for range 50 {
+		if err = os.RemoveAll(dir); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("remove the project directory: %v", err)
 }
 
 // RemoveSandbox force-removes a project's container if there is one.
