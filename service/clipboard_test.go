@@ -45,17 +45,7 @@ func TestSandboxClipboardReachesTheViewer(t *testing.T) {
 	// while a client is half connected, which the readiness probe's can be
 	// for a few seconds after a start. The rounds measure the settled
 	// desktop; this waits for it, and fails if it never comes.
-	settledAfter := -1
-	for i := range 6 {
-		if copiedToNewViewer(t, m, dir, st.ViewerURL, fmt.Sprintf("warm-up %d", i), copyByExec, fmt.Sprintf("warm-up %d", i), 0) == nil {
-			settledAfter = i
-			break
-		}
-	}
-	if settledAfter < 0 {
-		t.Fatal("no copy reached a viewer in 6 tries after the start")
-	}
-	t.Logf("the first copy to reach a viewer after the start was try %d", settledAfter)
+	awaitSettledClipboard(t, m, dir, st.ViewerURL)
 	var misses []string
 	for i := range clipboardRounds {
 		text := fmt.Sprintf("copied in the sandbox, round %d", i)
@@ -114,6 +104,21 @@ func awaitCutText(viewer *rfbtest.Conn, want string, bound time.Duration) error 
 	}
 }
 
+// awaitSettledClipboard copies until a copy reaches a new viewer, for at
+// most 6 tries: right after a start, x11vnc may send none while the
+// readiness probe's client is half connected (README, Copy and paste).
+func awaitSettledClipboard(t *testing.T, m *service.Manager, dir, viewerURL string) {
+	t.Helper()
+	for i := range 6 {
+		text := fmt.Sprintf("warm-up %d", i)
+		if copiedToNewViewer(t, m, dir, viewerURL, text, copyByExec, text, 0) == nil {
+			t.Logf("the first copy to reach a viewer after the start was try %d", i)
+			return
+		}
+	}
+	t.Fatal("no copy reached a viewer in 6 tries after the start")
+}
+
 // copyByExec copies as a program in the sandbox does: xclip as the
 // sandbox user.
 func copyByExec(t *testing.T, m *service.Manager, dir, text string) {
@@ -151,6 +156,7 @@ func TestClipboardCharactersBothWays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	awaitSettledClipboard(t, m, dir, st.ViewerURL)
 	t.Run("sandbox to viewer", func(t *testing.T) {
 		want := "h\xe9llo w\xf6rld ? ??? ?" // Latin-1 bytes, as sent
 		if err := copiedToNewViewer(t, m, dir, st.ViewerURL, nonLatin1, copyByExec, want, clipboardSettle); err != nil {

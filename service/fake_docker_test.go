@@ -50,9 +50,7 @@ type fakeDocker struct {
 	now      time.Time
 	// agent answers a desktop agent's requests; nil answers {}. An answer of
 	// nil ends the agent's process.
-	agent func(req map[string]any) map[string]any
-	// attached, when set, is told of each ExecAttach before it connects.
-	attached func(spec ExecSpec)
+	agent    func(req map[string]any) map[string]any
 	sessions map[string][]*fakeSession // container ID -> its attached execs
 	// disk is what DiskUsage answers for a container; specs are the
 	// containers' creation specs.
@@ -418,11 +416,8 @@ func (f *fakeDocker) Exec(ctx context.Context, id string, spec ExecSpec) (ExecRe
 func (f *fakeDocker) ExecAttach(ctx context.Context, id string, spec ExecSpec) (ExecSession, error) {
 	f.mu.Lock()
 	f.calls["ExecAttach"]++
-	c, handler, attached := f.lookup(id), f.agent, f.attached
+	c, handler := f.lookup(id), f.agent
 	f.mu.Unlock()
-	if attached != nil {
-		attached(spec)
-	}
 	if c == nil || !c.Running {
 		return nil, fmt.Errorf("%w: %s", ErrNotRunning, id)
 	}

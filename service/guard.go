@@ -25,21 +25,13 @@ const guardPause = time.Second
 // sandbox keeps a guard of its own; the oldest acts and the others stand
 // by to take over (pidguard.sh). A sandbox
 // without it still has its process limit, so a failure is only logged.
-func (m *Manager) startGuard(b *box, c Container, pending func() (ExecSession, error)) {
+func (m *Manager) startGuard(b *box, c Container) {
 	if user, _ := desktopUserOf(c); user == desktop.User {
-		if pending != nil {
-			if s, err := pending(); err == nil {
-				s.Close()
-			}
-		}
 		return
 	}
 	// The first one starts before the start returns: a command-line start
 	// exits right after, and the guard must be running by then.
-	if pending == nil {
-		pending = func() (ExecSession, error) { return m.execGuard(c.ID) }
-	}
-	s, err := pending()
+	s, err := m.execGuard(c.ID)
 	if err != nil {
 		m.log.Warn().Err(err).Str("container", c.ID).Msg("could not start pilot-pidguard; fork floods will hold the sandbox's process slots")
 		return
@@ -47,44 +39,14 @@ func (m *Manager) startGuard(b *box, c Container, pending func() (ExecSession, e
 	go m.keepGuard(b, keyOf(c), s)
 }
 
-// execGuardAside starts the guard's exec while the desktop starts (it
-// needs only a running container, and takes about 50 ms the start need not
-// wait for in turn); the function returned waits for it.
-func (m *Manager) execGuardAside(c Container) func() (ExecSession, error) {
-	if user, _ := desktopUserOf(c); user == desktop.User {
-		return nil // an older image: its entrypoint starts the guard
-	}
-	type result struct {
-		s   ExecSession
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		s, err := m.execGuard(c.ID)
-		done <- result{s, err}
-	}()
-	return func() (ExecSession, error) {
-		r := <-done
-		return r.s, r.err
-	}
-}
-
-// guardOnce starts the guard of run r of c unless this process did;
-// pending, when not nil, is its exec already under way (execGuardAside).
-func (m *Manager) guardOnce(b *box, r *run, c Container, pending func() (ExecSession, error)) {
+// guardOnce starts the guard of run r of c unless this process did.
+func (m *Manager) guardOnce(b *box, r *run, c Container) {
 	b.mu.Lock()
 	guard := !r.guarded
 	r.guarded = true
 	b.mu.Unlock()
-	switch {
-	case guard:
-		m.startGuard(b, c, pending)
-	case pending != nil:
-		// Another start of this process guards the run already; this
-		// one's guard stands by, as a second sidecar's would (pidguard.sh).
-		if s, err := pending(); err == nil {
-			go m.keepGuard(b, keyOf(c), s)
-		}
+	if guard {
+		m.startGuard(b, c)
 	}
 }
 

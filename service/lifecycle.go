@@ -170,7 +170,6 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 	m.commit(b, &starting)
 
 	var installed desktop.Secret
-	var guard func() (ExecSession, error) // the guard's exec, started beside the desktop
 	if !c.Running {
 		// Fresh passwords on every start; the file goes in before the desktop
 		// starts, through the archive API, so the secret never appears in the
@@ -195,14 +194,13 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 		if err := m.startContainer(ctx, b, c.ID); err != nil {
 			return State{}, m.failStart(ctx, b, c.ID, err)
 		}
-		guard = m.execGuardAside(c) // a new run of the container
 	}
 	ready, err := m.waitReady(ctx, b.project, c.ID)
 	if err != nil {
 		return State{}, m.failStart(ctx, b, c.ID, err)
 	}
 	r := b.runOf(ready)
-	m.guardOnce(b, r, ready, guard)
+	m.guardOnce(b, r, ready)
 	b.mu.Lock()
 	r.ready = true
 	if installed != (desktop.Secret{}) {
