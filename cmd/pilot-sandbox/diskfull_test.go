@@ -107,8 +107,7 @@ func TestFullOrReadOnlyProjectFileSystem(t *testing.T) {
 			if got, _ := os.ReadFile(filepath.Join(project, ".pilot", "sandbox.json")); !bytes.Equal(got, recordBefore) {
 				t.Errorf("sandbox.json changed though it could not be written: %q", got)
 			}
-			entries, _ := os.ReadDir(filepath.Join(project, ".pilot"))
-			if len(entries) != 2 {
+			if entries := settledEntries(filepath.Join(project, ".pilot"), 2); len(entries) != 2 {
 				t.Errorf(".pilot holds %v, want settings.json and sandbox.json alone", entries)
 			}
 
@@ -116,5 +115,19 @@ func TestFullOrReadOnlyProjectFileSystem(t *testing.T) {
 			st = result(t, s.call("sandbox/start", p, 5*time.Minute))
 			assertStateFile(t, project, st)
 		})
+	}
+}
+
+// settledEntries lists dir until it holds want entries, for up to ten
+// seconds: a later write of the record (after the one the warning told of)
+// may still be failing, its temporary file not yet removed.
+func settledEntries(dir string, want int) []os.DirEntry {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		entries, _ := os.ReadDir(dir)
+		if len(entries) == want || time.Now().After(deadline) {
+			return entries
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
