@@ -30,12 +30,15 @@ const (
 // image first if it is missing or out of date). Starting a running sandbox
 // returns its state. Concurrent starts of one project make one container.
 func (m *Manager) Start(ctx context.Context, path string) (State, error) {
+	trace := newStartTrace()
 	b, err := m.lockProject(ctx, path)
 	if err != nil {
 		return State{}, err
 	}
 	defer m.unlockProject(b)
+	trace.step("lock")
 	c, err := m.find(ctx, b)
+	trace.step("inspect")
 	if (err == nil && !c.Running) || errors.Is(err, ErrContainerNotFound) {
 		release, err := m.admit(ctx, b)
 		if err != nil {
@@ -45,12 +48,17 @@ func (m *Manager) Start(ctx context.Context, path string) (State, error) {
 	}
 	if errors.Is(err, ErrContainerNotFound) {
 		c, err = m.create(ctx, b)
+		trace.step("create")
 	}
 	if err != nil {
 		m.settle(ctx, b)
 		return State{}, err
 	}
-	return m.launch(ctx, b, c)
+	st, err := m.launch(ctx, b, c, trace)
+	if err == nil {
+		m.log.Debug().Str("project", b.project).Str("steps", trace.steps.String()).Int("probes", trace.probes).Msg("start timeline")
+	}
+	return st, err
 }
 
 // find looks the project's container up by its name, which is derived from
@@ -163,7 +171,7 @@ const nameHeldAttempts = 8
 
 // launch starts a stopped container, or adopts a running one, and waits
 // until its desktop answers.
-func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error) {
+func (m *Manager) launch(ctx context.Context, b *box, c Container, trace *startTrace) (State, error) {
 	display := m.displayOf(c)
 	starting := stateOf(b.project, c, desktop.Secret{}, display, false)
 	starting.Status, starting.Error = StatusStarting, ""
@@ -171,34 +179,17 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 
 	var installed desktop.Secret
 	if !c.Running {
-		// Fresh passwords on every start; the file goes in before the desktop
-		// starts, through the archive API, so the secret never appears in the
-		// container's environment, command line or labels.
-		secret, err := desktop.NewSecret()
+		secret, err := m.startStopped(ctx, b, c, trace)
 		if err != nil {
-			m.settle(ctx, b)
 			return State{}, err
-		}
-		if err := m.applyLimits(ctx, b, c); err != nil {
-			m.settle(ctx, b)
-			return State{}, err
-		}
-		dir, legacy := passwdDir(c)
-		_, gid := desktopUserOf(c)
-		if err := m.docker.CopyTo(ctx, c.ID, dir, desktop.PasswdArchive(secret, legacy, gid)); err != nil {
-			m.settle(ctx, b)
-			return State{}, fmt.Errorf("install VNC password: %w", err)
 		}
 		installed = secret
-		m.progress(b.project, StageStart, "Starting the desktop", 0, 0)
-		if err := m.startContainer(ctx, b, c.ID); err != nil {
-			return State{}, m.failStart(ctx, b, c.ID, err)
-		}
 	}
-	ready, err := m.waitReady(ctx, b.project, c.ID)
+	ready, err := m.waitReady(ctx, b.project, c.ID, trace)
 	if err != nil {
 		return State{}, m.failStart(ctx, b, c.ID, err)
 	}
+	trace.step("ready")
 	r := b.runOf(ready)
 	m.guardOnce(b, r, ready)
 	b.mu.Lock()
@@ -217,8 +208,39 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container) (State, error
 	m.touch(b) // a start is a use
 	m.commit(b, &st)
 	m.progress(b.project, StageReady, fmt.Sprintf("The desktop is ready on 127.0.0.1:%d", st.WSPort), 0, 0)
+	trace.step("after")
 	m.log.Info().Str("project", b.project).Int("wsPort", st.WSPort).Int("vncPort", st.VNCPort).Msg("sandbox running")
 	return st, nil
+}
+
+// startStopped starts the stopped container with the project's limits and
+// fresh passwords, which it returns. The passwords' file goes in before the
+// desktop starts, through the archive API, so the secret never appears in
+// the container's environment, command line or labels.
+func (m *Manager) startStopped(ctx context.Context, b *box, c Container, trace *startTrace) (desktop.Secret, error) {
+	secret, err := desktop.NewSecret()
+	if err != nil {
+		m.settle(ctx, b)
+		return desktop.Secret{}, err
+	}
+	if err := m.applyLimits(ctx, b, c); err != nil {
+		m.settle(ctx, b)
+		return desktop.Secret{}, err
+	}
+	trace.step("limits")
+	dir, legacy := passwdDir(c)
+	_, gid := desktopUserOf(c)
+	if err := m.docker.CopyTo(ctx, c.ID, dir, desktop.PasswdArchive(secret, legacy, gid)); err != nil {
+		m.settle(ctx, b)
+		return desktop.Secret{}, fmt.Errorf("install VNC password: %w", err)
+	}
+	trace.step("password")
+	m.progress(b.project, StageStart, "Starting the desktop", 0, 0)
+	if err := m.startContainer(ctx, b, c.ID); err != nil {
+		return desktop.Secret{}, m.failStart(ctx, b, c.ID, err)
+	}
+	trace.step("engine")
+	return secret, nil
 }
 
 // errNotAnswering: a running container's desktop did not answer in time.
@@ -253,7 +275,7 @@ func (m *Manager) startContainer(ctx context.Context, b *box, id string) error {
 // poll first checks that the container is still running, so a desktop that
 // crashed fails at once instead of at the timeout. Host ports are read from
 // the container each time, as they change on every start.
-func (m *Manager) waitReady(ctx context.Context, project, id string) (Container, error) {
+func (m *Manager) waitReady(ctx context.Context, project, id string, trace *startTrace) (Container, error) {
 	waitCtx, cancel := context.WithTimeout(ctx, m.cfg.ReadyTimeout)
 	defer cancel()
 	delay, began := firstReadDelay, time.Now()
@@ -272,6 +294,7 @@ func (m *Manager) waitReady(ctx context.Context, project, id string) (Container,
 		}
 		c, relayErr := m.withDesktopPorts(waitCtx, project, c)
 		if ws := c.Ports[desktop.NoVNCPort]; ws != 0 {
+			trace.probed()
 			probeCtx, cancelProbe := context.WithTimeout(waitCtx, desktop.ProbeTimeout)
 			lastErr = m.cfg.Probe(probeCtx, ws, c.Labels[LabelViewer])
 			cancelProbe()

@@ -90,7 +90,7 @@ func (m *Manager) awaitReady(ctx context.Context, b *box) {
 	if err != nil || !c.Running {
 		return
 	}
-	ready, err := m.waitReady(ctx, b.project, c.ID)
+	ready, err := m.waitReady(ctx, b.project, c.ID, nil)
 	switch {
 	case err == nil:
 		m.markReady(b, ready)

@@ -127,7 +127,7 @@ export async function newPage(browser, name, options = {}) {
  *
  * @param {import('playwright-core').Frame} frame
  * @param {number} [timeout]
- * @returns {Promise<{width: number, height: number}>}
+ * @returns {Promise<{width: number, height: number, drawnAt: number}>} drawnAt: the frame's clock (Date.now) when it was first seen painted
  */
 export async function desktopPainted(frame, timeout = 30_000) {
   const handle = await frame.waitForFunction(() => {
@@ -139,12 +139,12 @@ export async function desktopPainted(frame, timeout = 30_000) {
     for (let y = 0.1; y < 1; y += 0.2) {
       for (let x = 0.1; x < 1; x += 0.2) {
         const [, , , alpha] = ctx.getImageData(Math.floor(canvas.width * x), Math.floor(canvas.height * y), 1, 1).data;
-        if (alpha > 0) return { width: canvas.width, height: canvas.height };
+        if (alpha > 0) return { width: canvas.width, height: canvas.height, drawnAt: Date.now() };
       }
     }
     return null;
   }, undefined, { timeout, polling: 'raf' });
-  return /** @type {{width: number, height: number}} */ (await handle.jsonValue());
+  return /** @type {{width: number, height: number, drawnAt: number}} */ (await handle.jsonValue());
 }
 
 /**

@@ -135,14 +135,15 @@ export async function viewerFrame(page, title) {
  * @param {Page} page
  * @param {RegExp} title
  * @param {number} [timeout]
- * @returns {Promise<{frame: Frame, size: {width: number, height: number}}>}
+ * @returns {Promise<{frame: Frame, size: {width: number, height: number}, drawnAt: number}>} drawnAt: the frame's clock (Date.now) when it was first seen drawn
  */
 export async function paintedViewer(page, title, timeout = 60_000) {
   const deadline = Date.now() + timeout;
   for (;;) {
     const frame = await viewerFrame(page, title);
     try {
-      return { frame, size: await desktopPainted(frame, Math.max(1000, deadline - Date.now())) };
+      const { drawnAt, ...size } = await desktopPainted(frame, Math.max(1000, deadline - Date.now()));
+      return { frame, size, drawnAt };
     } catch (err) {
       if (!/detached/i.test(String(err)) || Date.now() > deadline) throw err;
     }

@@ -52,7 +52,8 @@ const framePage = (src, allow = '') => `<!DOCTYPE html><title>parent</title>
 async function paintedViewer(page) {
   const frame = await (await page.getByTitle('desktop').elementHandle())?.contentFrame();
   assert.ok(frame, 'no frame');
-  return desktopPainted(frame);
+  const { width, height } = await desktopPainted(frame);
+  return { width, height };
 }
 
 /**

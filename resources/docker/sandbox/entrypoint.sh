@@ -198,8 +198,16 @@ log "display :${display_number} ready at ${resolution}"
 # (xclip's), a second after pilot-clipboard sent the same text as Latin-1:
 # the viewer's clipboard would end up garbled. Copies reach viewers through
 # pilot-clipboard and CUT_BUFFER0; a mere selection (PRIMARY) no longer does.
+# -threads: libvncserver accepts each viewer and serves it in a thread of
+# its own. Without it x11vnc's one loop accepts a new client only between
+# 200 ms naps while none is connected, and reads a new client's messages
+# one per pass, between 250 ms naps while the screen is still: a viewer
+# that connected right after a start waited 0.2 s for its handshake and,
+# one start in two, 1 s for its first picture (README, Performance). The
+# manual calls the mode experimental; every test of the desktop runs with
+# it.
 supervise x11vnc env X11VNC_AVOID_WINDOWS=never x11vnc -display ":${display_number}" -rfbport 5900 -forever -shared \
-  -noclipboard -noprimary -passwdfile "read:${passwd_file}" -noremote -novncconnect -noxdamage -quiet -o "$HOME/x11vnc.log" &
+  -noclipboard -noprimary -passwdfile "read:${passwd_file}" -noremote -novncconnect -noxdamage -threads -quiet -o "$HOME/x11vnc.log" &
 started x11vnc
 
 # After x11vnc, which a start waits for: fluxbox's own start-up would
