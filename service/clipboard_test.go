@@ -41,11 +41,9 @@ func TestSandboxClipboardReachesTheViewer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Known gap (README, Copy and paste): x11vnc sends no clipboard text
-	// while a client is half connected, which the readiness probe's can be
-	// for a few seconds after a start. The rounds measure the settled
-	// desktop; this waits for it, and fails if it never comes.
-	awaitSettledClipboard(t, m, dir, st.ViewerURL)
+	// Round 0 comes right after the start: before x11vnc served its
+	// clients in threads, a copy then reached no viewer while the
+	// readiness probe's client was still being dropped (3 starts of 4).
 	var misses []string
 	for i := range clipboardRounds {
 		text := fmt.Sprintf("copied in the sandbox, round %d", i)
@@ -104,21 +102,6 @@ func awaitCutText(viewer *rfbtest.Conn, want string, bound time.Duration) error 
 	}
 }
 
-// awaitSettledClipboard copies until a copy reaches a new viewer, for at
-// most 6 tries: right after a start, x11vnc may send none while the
-// readiness probe's client is half connected (README, Copy and paste).
-func awaitSettledClipboard(t *testing.T, m *service.Manager, dir, viewerURL string) {
-	t.Helper()
-	for i := range 6 {
-		text := fmt.Sprintf("warm-up %d", i)
-		if copiedToNewViewer(t, m, dir, viewerURL, text, copyByExec, text, 0) == nil {
-			t.Logf("the first copy to reach a viewer after the start was try %d", i)
-			return
-		}
-	}
-	t.Fatal("no copy reached a viewer in 6 tries after the start")
-}
-
 // copyByExec copies as a program in the sandbox does: xclip as the
 // sandbox user.
 func copyByExec(t *testing.T, m *service.Manager, dir, text string) {
@@ -156,7 +139,6 @@ func TestClipboardCharactersBothWays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	awaitSettledClipboard(t, m, dir, st.ViewerURL)
 	t.Run("sandbox to viewer", func(t *testing.T) {
 		want := "h\xe9llo w\xf6rld ? ??? ?" // Latin-1 bytes, as sent
 		if err := copiedToNewViewer(t, m, dir, st.ViewerURL, nonLatin1, copyByExec, want, clipboardSettle); err != nil {
