@@ -37,8 +37,12 @@ func newCLI(e *env, name string, args []string, extra func(*flag.FlagSet)) (*cli
 	if extra != nil {
 		extra(fs)
 	}
-	if err := fs.Parse(args); err != nil {
-		return nil, nil, errUsage
+	parse := parseFlags
+	if takesArguments[name] {
+		parse = parseFlagsAndArguments
+	}
+	if err := parse(e, fs, args); err != nil {
+		return nil, nil, err
 	}
 	level := zerolog.WarnLevel
 	if *verbose {

@@ -25,8 +25,8 @@ var filepathAbs = filepath.Abs
 func runDoctor(ctx context.Context, e *env, args []string) error {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(e, fs, args); err != nil {
+		return err
 	}
 	a, err := openApp(e.stderr, zerolog.ErrorLevel)
 	if err != nil {

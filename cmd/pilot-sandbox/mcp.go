@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"sync"
 
@@ -73,12 +72,8 @@ func parseMCPFlags(e *env, args []string) (mcpOptions, error) {
 	projectFlag := fs.String("project", ".", "the project directory")
 	enable := fs.Bool("enable-tools", false, "turn the project's agent tools on (dockerToolsEnabled in .pilot/settings.json)")
 	verbose := fs.Bool("v", false, "log debug messages to stderr too")
-	if err := fs.Parse(args); err != nil {
-		return mcpOptions{}, errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(e.stderr, "pilot-sandbox mcp: unexpected argument %q\n", fs.Arg(0))
-		return mcpOptions{}, errUsage
+	if err := parseFlags(e, fs, args); err != nil {
+		return mcpOptions{}, err
 	}
 	opts := mcpOptions{enable: *enable, level: zerolog.InfoLevel}
 	if *verbose {

@@ -19,8 +19,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs.SetOutput(e.stderr)
 	framingFlag := fs.String("framing", string(rpc.FramingLSP), "message framing on stdio: lsp (Content-Length headers) or ndjson (one JSON object a line)")
 	verbose := fs.Bool("v", false, "log debug messages to stderr too")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(e, fs, args); err != nil {
+		return err
 	}
 	framing, err := rpc.ParseFraming(*framingFlag)
 	if err != nil {

@@ -80,12 +80,8 @@ func parseUIFlags(e *env, args []string) (uiOptions, error) {
 	listen := fs.String("listen", "127.0.0.1:0", "the address to serve on: a port of 127.0.0.1 (0 picks a free one)")
 	noOpen := fs.Bool("no-open", false, "do not open the panel in a browser")
 	verbose := fs.Bool("v", false, "log debug messages to stderr too")
-	if err := fs.Parse(args); err != nil {
-		return uiOptions{}, errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(e.stderr, "pilot-sandbox ui: unexpected argument %q\n", fs.Arg(0))
-		return uiOptions{}, errUsage
+	if err := parseFlags(e, fs, args); err != nil {
+		return uiOptions{}, err
 	}
 	opts := uiOptions{level: zerolog.InfoLevel, open: !*noOpen}
 	if *verbose {
