@@ -2,10 +2,12 @@ package rpc
 
 import (
 	"context"
+	"errors"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
+	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
 // Ports is what the sandbox/ports methods serve; ports.Serving is one.
@@ -80,7 +82,12 @@ func (s *Server) forwardPort(ctx context.Context, _ *session, p portForwardParam
 
 func (s *Server) listPorts(ctx context.Context, _ *session, p projectParams) (portsListResult, error) {
 	listening, err := s.svc.ListeningPorts(ctx, string(p.ProjectPath))
-	if err != nil {
+	switch {
+	case errors.Is(err, service.ErrNotRunning):
+		// Stopped, or not made yet: nothing listens and nothing is
+		// exposed, and the forwards are kept for the next start.
+		listening = []ports.Listening{}
+	case err != nil:
 		return portsListResult{}, err
 	}
 	forwarded, err := s.svc.ForwardedPorts(string(p.ProjectPath))
