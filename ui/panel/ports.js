@@ -5,6 +5,8 @@
 // opened, every few seconds while open, and after each change. Names of
 // processes come from the sandbox: they are set as text, never as markup.
 
+import { messageOf } from './model.js';
+
 /** @typedef {import('../client/pilot-sandbox.js').Client} Client */
 /** @typedef {import('../client/types.js').PortsList} PortsList */
 
@@ -19,6 +21,11 @@ export class PortsSection {
   /** @type {ReturnType<typeof setTimeout> | undefined} */
   #timer;
   #root;
+  // What the last change was refused for, and what reading the list last
+  // failed with: a read that works must not wipe out why a change did
+  // not (it follows every change).
+  #changeError = '';
+  #listError = '';
 
   /** @param {ShadowRoot} root the panel's, with template.js's markup */
   constructor(root) {
@@ -65,10 +72,11 @@ export class PortsSection {
       const list = await client.listPorts(this.#project);
       if (client !== this.#client) return;
       this.#draw(list);
-      this.#error('');
+      this.#listError = '';
     } catch (err) {
-      this.#error(err);
+      this.#listError = messageOf(err);
     }
+    this.#showError();
     if (this.#details.open && this.#running) this.#timer = setTimeout(() => this.#refresh(), REFRESH_MS);
   }
 
@@ -84,10 +92,11 @@ export class PortsSection {
     try {
       await call(client);
       if (form) /** @type {HTMLFormElement} */ (this.#$(form)).reset();
-      this.#error('');
+      this.#changeError = '';
     } catch (err) {
-      this.#error(err);
+      this.#changeError = messageOf(err);
     }
+    this.#showError();
     await this.#refresh();
   }
 
@@ -148,10 +157,9 @@ export class PortsSection {
     return b;
   }
 
-  /** @param {unknown} err an error, or '' for none */
-  #error(err) {
-    const message = err instanceof Error ? err.message.replace(/^[\w$./]+: /, '') : String(err);
-    this.#$('.ports-error').textContent = message;
+  /** Shows why the last change was refused, else why the list was not read. */
+  #showError() {
+    this.#$('.ports-error').textContent = this.#changeError || this.#listError;
   }
 
   /**

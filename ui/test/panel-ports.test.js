@@ -67,7 +67,25 @@ test("the panel's ports: forward a host port, expose a sandbox port and open its
   // A port something in the sandbox listens on is refused, and says why.
   await page.getByRole('spinbutton', { name: 'Port in the sandbox' }).fill('8700');
   await page.getByRole('button', { name: 'Forward', exact: true }).click();
-  await panel.expectVisible(page.getByText('python3 already listens on port 8700 in the sandbox'));
+  const refused = page.getByText('python3 already listens on port 8700 in the sandbox');
+  await panel.expectVisible(refused);
+  // It stays while the list is read again (after each change, on Refresh,
+  // every few seconds): a read that worked wiped it out at once before.
+  // The page notes each redrawing of the list and any emptying of the
+  // message; Refresh, then wait for a redrawing.
+  await page.evaluate(() => {
+    const root = /** @type {ShadowRoot} */ (document.querySelector('pilot-sandbox-panel')?.shadowRoot);
+    const w = /** @type {any} */ (window);
+    w.portsRedrawn = 0;
+    w.portsErrorCleared = false;
+    new MutationObserver(() => { w.portsRedrawn++; }).observe(/** @type {Node} */ (root.querySelector('.listening')), { childList: true });
+    new MutationObserver(() => { if (!root.querySelector('.ports-error')?.textContent) w.portsErrorCleared = true; })
+      .observe(/** @type {Node} */ (root.querySelector('.ports-error')), { childList: true, characterData: true, subtree: true });
+  });
+  await page.getByRole('button', { name: 'Refresh', exact: true }).click();
+  await page.waitForFunction(() => /** @type {any} */ (window).portsRedrawn > 0);
+  assert.equal(await page.evaluate(() => /** @type {any} */ (window).portsErrorCleared), false, 'the refusal was wiped out by the next read of the list');
+  assert.ok(await refused.isVisible());
   await screenshot('2-refused');
 
   // Remove both.
