@@ -5,8 +5,13 @@ import (
 	"context"
 	"errors"
 	"image/png"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,14 +19,21 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
 // mcpClient connects the MCP Go SDK's own client to the built binary's
 // `pilot-sandbox mcp`, over its stdin and stdout.
 func mcpClient(t *testing.T, args ...string) (*mcp.ClientSession, *bytes.Buffer) {
 	t.Helper()
+	return mcpClientWithState(t, t.TempDir(), args...)
+}
+
+// mcpClientWithState is mcpClient with the user's state directory given.
+func mcpClientWithState(t *testing.T, state string, args ...string) (*mcp.ClientSession, *bytes.Buffer) {
+	t.Helper()
 	cmd := exec.Command(binary, append([]string{"mcp"}, args...)...)
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
@@ -130,5 +142,40 @@ func TestMCPRefusesABadProject(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 || stdout.Len() > 0 ||
 		!strings.Contains(stderr.String(), `project path "/nonexistent/project": does not exist`) {
 		t.Errorf("%v: stdout %q, stderr %q", err, stdout.String(), stderr.String())
+	}
+}
+
+// A port the user forwarded for the project (kept in their state, as the
+// app's sidecar keeps it) reaches their dev server from a sandbox the MCP
+// server started, with no other sidecar running: before, only serve and
+// ui carried forwards.
+func TestMCPCarriesTheProjectsForwards(t *testing.T) {
+	docker := dockertest.Engine(t)
+	project := dockertest.Project(t, docker)
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "the host's dev server") }))
+	defer host.Close()
+	hostPort := host.Listener.Addr().(*net.TCPAddr).Port
+	state := t.TempDir()
+	err := projectfs.NewForwards(filepath.Join(state, "pilot-sandbox")).Change(project, func([]projectfs.Forward) ([]projectfs.Forward, error) {
+		return []projectfs.Forward{{Port: 8766, HostPort: hostPort}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, _ := mcpClientWithState(t, state, "--project", project, "--enable-tools")
+	startSandbox(t, cs)
+	fetch := `python3 -c 'import urllib.request; print(urllib.request.urlopen("http://localhost:8766/", timeout=10).read().decode(), end="")'`
+	var text string
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		// The forward is applied as the sandbox is seen running, beside
+		// the start's answer.
+		_, text = mcpCall(t, cs, "sandbox_exec", map[string]any{"command": fetch})
+		if strings.Contains(text, "the host's dev server") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !strings.Contains(text, "the host's dev server") {
+		t.Errorf("through the forward: %q", text)
 	}
 }

@@ -22,19 +22,28 @@ func newSidecarService(m *service.Manager, log zerolog.Logger) (svc ports.Servin
 	return svc, func() { unsubscribe(); <-done; m.CloseRelays() }
 }
 
-// watchDesktops closes the carried desktop ports of m's sandboxes without a
-// network as they stop, in a process that serves no sandbox ports (mcp);
-// stop ends the watch and closes them all.
-func watchDesktops(m *service.Manager) (stop func()) {
-	relay, ok := m.DesktopPorts().(*ports.DesktopRelay)
-	if !ok {
-		return func() {}
-	}
+// carryProjectPorts carries, for a process that serves one project (mcp),
+// that project's forwarded ports (the user's own choice, kept in their
+// state: the sandbox reaches their dev server however it was started) and
+// its desktop's ports when it has no network, closing them as its sandbox
+// stops. Nothing can expose or forward from there. stop ends the watch and
+// closes them all.
+func carryProjectPorts(m *service.Manager, project string, log zerolog.Logger) (stop func()) {
+	svc := ports.Serve(m, log)
 	events, unsubscribe := m.Subscribe()
+	mine := make(chan service.Event, 64)
 	done := make(chan struct{})
 	go func() {
+		defer close(mine)
+		for ev := range events {
+			if ev.Project == project {
+				mine <- ev
+			}
+		}
+	}()
+	go func() {
 		defer close(done)
-		relay.Watch(events)
+		svc.Watch(mine)
 	}()
 	return func() { unsubscribe(); <-done }
 }
