@@ -4,6 +4,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -22,17 +23,32 @@ func newSidecarService(m *service.Manager, log zerolog.Logger) (svc ports.Servin
 	return svc, func() { unsubscribe(); <-done; m.CloseRelays() }
 }
 
-// carryProjectPorts carries, for a process that serves one project (mcp),
-// that project's forwarded ports (the user's own choice, kept in their
-// state: the sandbox reaches their dev server however it was started) and
-// its desktop's ports when it has no network, closing them as its sandbox
-// stops. Nothing can expose or forward from there. stop ends the watch and
-// closes them all.
-func carryProjectPorts(m *service.Manager, project string, log zerolog.Logger) (stop func()) {
-	svc := ports.Serve(m, log)
+// watchDesktops closes the carried desktop ports of m's sandboxes without a
+// network as they stop, in a process that serves no sandbox ports (mcp);
+// stop ends the watch and closes them all.
+func watchDesktops(m *service.Manager) (stop func()) {
+	relay, ok := m.DesktopPorts().(*ports.DesktopRelay)
+	if !ok {
+		return func() {}
+	}
+	events, unsubscribe := m.Subscribe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		relay.Watch(events)
+	}()
+	return func() { unsubscribe(); <-done }
+}
+
+// carryForwards carries, in a process that serves one project (mcp), that
+// project's forwarded ports: the user's own choice, kept in their state,
+// so the sandbox reaches their dev server however it was started. They
+// are applied as its sandbox is seen running and end as it stops; nothing
+// there adds or removes one. stop ends the watch and closes them all.
+func carryForwards(m *service.Manager, project string, log zerolog.Logger) (stop func()) {
+	f := ports.NewForwarder(m, projectfs.NewForwards(m.StateDir()), log)
 	events, unsubscribe := m.Subscribe()
 	mine := make(chan service.Event, 64)
-	done := make(chan struct{})
 	go func() {
 		defer close(mine)
 		for ev := range events {
@@ -41,9 +57,10 @@ func carryProjectPorts(m *service.Manager, project string, log zerolog.Logger) (
 			}
 		}
 	}()
+	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		svc.Watch(mine)
+		f.Watch(mine)
 	}()
 	return func() { unsubscribe(); <-done }
 }
