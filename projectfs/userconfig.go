@@ -163,7 +163,7 @@ func (p *configParser) parse(doc map[string]json.RawMessage, cfg *UserConfig) {
 		raw := doc[key]
 		switch key {
 		case "idleStop":
-			p.idleStop(raw, &cfg.IdleStop)
+			p.duration(key, raw, p.minIdle, `"30m" or "2h"`, &cfg.IdleStop)
 		case "maxRunning":
 			p.integer(key, raw, 0, maxMaxRunning, "0 for no cap", func(n int64) { cfg.MaxRunning = int(n) })
 		case "disk":
@@ -178,38 +178,17 @@ func (p *configParser) parse(doc map[string]json.RawMessage, cfg *UserConfig) {
 			}
 			cfg.NetworkNone = s == NetworkNone
 		case "rebuildAfter":
-			p.duration(key, raw, minRebuildAfter, &cfg.RebuildAfter)
+			p.duration(key, raw, minRebuildAfter, `"168h"`, &cfg.RebuildAfter)
 		default:
 			p.fail(key, "is not a known key (known: %s)", strings.Join(userConfigKeys, ", "))
 		}
 	}
 }
 
-func (p *configParser) idleStop(raw json.RawMessage, dst *time.Duration) {
-	const want = `must be a duration such as "30m" or "2h", or "0" for never`
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		p.fail("idleStop", "%s; it is %s", want, raw)
-		return
-	}
-	if strings.TrimSpace(s) == "0" {
-		*dst = 0
-		return
-	}
-	d, err := time.ParseDuration(strings.TrimSpace(s))
-	switch {
-	case err != nil || d < 0:
-		p.fail("idleStop", "%s; it is %q", want, s)
-	case d < p.minIdle:
-		p.fail("idleStop", "must be at least %s, or \"0\" for never; it is %q", FormatDuration(p.minIdle), s)
-	default:
-		*dst = d
-	}
-}
-
-// duration reads a duration of at least least, or "0" for never.
-func (p *configParser) duration(key string, raw json.RawMessage, least time.Duration, dst *time.Duration) {
-	const want = `must be a duration such as "168h", or "0" for never`
+// duration reads a duration of at least least, or "0" for never; example
+// is one the error message offers.
+func (p *configParser) duration(key string, raw json.RawMessage, least time.Duration, example string, dst *time.Duration) {
+	want := `must be a duration such as ` + example + `, or "0" for never`
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
 		p.fail(key, "%s; it is %s", want, raw)
