@@ -1,9 +1,7 @@
 package engine
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -25,25 +23,21 @@ func (e *Client) BuildImage(ctx context.Context, spec service.BuildSpec) error {
 	for k, v := range spec.BuildArgs {
 		args = append(args, docker.BuildArg{Name: k, Value: v})
 	}
-	pr, pw := io.Pipe()
-	parsed := make(chan error, 1)
-	go func() { parsed <- readBuildStream(pr, spec.Output) }()
-
-	err = api.BuildImage(docker.BuildImageOptions{
-		Context:             ctx,
-		Name:                spec.Tag,
-		Dockerfile:          spec.Dockerfile,
-		InputStream:         spec.Context,
-		OutputStream:        pw,
-		RawJSONStream:       true,
-		Labels:              spec.Labels,
-		BuildArgs:           args,
-		NoCache:             spec.NoCache,
-		RmTmpContainer:      true,
-		ForceRmTmpContainer: true,
-	})
-	pw.CloseWithError(err)
-	streamErr := <-parsed
+	err, streamErr := withJSONStream(func(out io.Writer) error {
+		return api.BuildImage(docker.BuildImageOptions{
+			Context:             ctx,
+			Name:                spec.Tag,
+			Dockerfile:          spec.Dockerfile,
+			InputStream:         spec.Context,
+			OutputStream:        out,
+			RawJSONStream:       true,
+			Labels:              spec.Labels,
+			BuildArgs:           args,
+			NoCache:             spec.NoCache,
+			RmTmpContainer:      true,
+			ForceRmTmpContainer: true,
+		})
+	}, buildLines(spec.Output))
 	if err != nil {
 		return e.classify(err)
 	}
@@ -60,36 +54,23 @@ type buildMessage struct {
 	} `json:"errorDetail"`
 }
 
-// readBuildStream passes each line of output to out and returns the build's
-// error, if the stream reported one. It reads to the end so the writer never
-// blocks.
-func readBuildStream(r io.Reader, out func(string)) error {
-	var buildErr error
-	dec := json.NewDecoder(bufio.NewReader(r))
-	for {
-		var msg buildMessage
-		if err := dec.Decode(&msg); err != nil {
-			if errors.Is(err, io.EOF) {
-				return buildErr
-			}
-			io.Copy(io.Discard, r)
-			if buildErr != nil {
-				return buildErr
-			}
-			return err
-		}
+// buildLines passes each line of a build's output to out (if any) and
+// returns the error a message reports.
+func buildLines(out func(string)) func(buildMessage) error {
+	return func(msg buildMessage) error {
 		text := msg.Stream + msg.Status
+		var err error
 		if msg.Error != "" {
 			text = msg.Error
-			buildErr = errors.New(strings.TrimSpace(msg.Error))
+			err = errors.New(strings.TrimSpace(msg.Error))
 		}
-		if out == nil {
-			continue
-		}
-		for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
-			if strings.TrimSpace(line) != "" {
-				out(line)
+		if out != nil {
+			for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+				if strings.TrimSpace(line) != "" {
+					out(line)
+				}
 			}
 		}
+		return err
 	}
 }

@@ -1,10 +1,7 @@
 package engine
 
 import (
-	"bufio"
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -23,18 +20,15 @@ func (e *Client) PullImage(ctx context.Context, ref string, progress func(servic
 		return err
 	}
 	repo, tag := docker.ParseRepositoryTag(ref)
-	pr, pw := io.Pipe()
-	parsed := make(chan error, 1)
-	go func() { parsed <- readPullStream(pr, progress) }()
-	err = api.PullImage(docker.PullImageOptions{
-		Context:       ctx,
-		Repository:    repo,
-		Tag:           tag,
-		OutputStream:  pw,
-		RawJSONStream: true,
-	}, docker.AuthConfiguration{})
-	pw.CloseWithError(err)
-	streamErr := <-parsed
+	err, streamErr := withJSONStream(func(out io.Writer) error {
+		return api.PullImage(docker.PullImageOptions{
+			Context:       ctx,
+			Repository:    repo,
+			Tag:           tag,
+			OutputStream:  out,
+			RawJSONStream: true,
+		}, docker.AuthConfiguration{})
+	}, pullLayers(progress))
 	if err != nil {
 		return e.classify(err)
 	}
@@ -52,25 +46,13 @@ type pullMessage struct {
 	} `json:"progressDetail"`
 }
 
-// readPullStream reports the layers' download in bytes (the sum over the
-// layers seen so far) and returns the pull's error, if the stream reported
-// one. It reads to the end so the writer never blocks.
-func readPullStream(r io.Reader, progress func(service.PullProgress)) error {
-	var pullErr error
+// pullLayers reports the layers' download in bytes to progress (the sum
+// over the layers seen so far) and returns the error a message reports.
+func pullLayers(progress func(service.PullProgress)) func(pullMessage) error {
 	layers := map[string][2]int64{} // id: downloaded, size
-	dec := json.NewDecoder(bufio.NewReader(r))
-	for {
-		var msg pullMessage
-		if err := dec.Decode(&msg); err != nil {
-			if errors.Is(err, io.EOF) {
-				return pullErr
-			}
-			io.Copy(io.Discard, r)
-			return cmp.Or(pullErr, err)
-		}
+	return func(msg pullMessage) error {
 		if msg.Error != "" {
-			pullErr = errors.New(strings.TrimSpace(msg.Error))
-			continue
+			return errors.New(strings.TrimSpace(msg.Error))
 		}
 		if msg.Status == "Downloading" && msg.ID != "" {
 			layers[msg.ID] = [2]int64{msg.ProgressDetail.Current, msg.ProgressDetail.Total}
@@ -87,5 +69,6 @@ func readPullStream(r io.Reader, progress func(service.PullProgress)) error {
 			}
 			progress(p)
 		}
+		return nil
 	}
 }

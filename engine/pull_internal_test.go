@@ -34,7 +34,7 @@ func TestReadPullStream(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var last service.PullProgress
-			err := readPullStream(strings.NewReader(tc.stream), func(p service.PullProgress) { last = p })
+			err := decodeStream(strings.NewReader(tc.stream), pullLayers(func(p service.PullProgress) { last = p }))
 			if (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("err = %v, want %q", err, tc.err)
 			}
