@@ -12,6 +12,7 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/engine"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/tcptest"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -114,22 +115,7 @@ func outsideListener(t *testing.T) string {
 	if u, _ := url.Parse(dockertest.Engine(t).Endpoint()); u == nil || u.Scheme != "unix" {
 		t.Skip("the engine is not on this host: its containers may not reach this host's addresses")
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("outside\n"))
-			c.Close()
-		}
-	}()
-	return ln.Addr().String()
+	return tcptest.Serve(t, net.JoinHostPort(host, "0"), func(c net.Conn) { c.Write([]byte("outside\n")) }).String()
 }
 
 // rawNetwork is what the tests read of `docker network inspect`.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pilot-sandbox/pilot-sandbox/internal/tcptest"
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
@@ -151,23 +152,7 @@ func benchConnect(b *testing.B, addr string, ready func()) {
 
 // hostServers runs the blob and echo servers on the host's loopback.
 func hostServers(b *testing.B) (blob, echo string) {
-	serve := func(f func(net.Conn)) string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				go func() { defer c.Close(); f(c) }()
-			}
-		}()
-		return ln.Addr().String()
-	}
+	serve := func(f func(net.Conn)) string { return tcptest.Serve(b, "127.0.0.1:0", f).String() }
 	chunk := make([]byte, 1<<20)
 	blob = serve(func(c net.Conn) {
 		c.Read(make([]byte, 1))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pilot-sandbox/pilot-sandbox/internal/tcptest"
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
@@ -91,22 +92,7 @@ func (s *hostSession) Close() error {
 // bannerServer writes a line to each connection, then closes it; it
 // returns its port on the host's loopback.
 func bannerServer(t *testing.T, banner string) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte(banner))
-			c.Close()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
+	return tcptest.Serve(t, "127.0.0.1:0", func(c net.Conn) { c.Write([]byte(banner)) }).Port
 }
 
 // readFrom returns what a connection to the host port gets, or the error.

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/tcptest"
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
@@ -111,26 +112,11 @@ func hostServer(t *testing.T) int {
 // hostEcho reads each connection to its end, then writes it all back and
 // closes: only a client's half-close gets it an answer.
 func hostEcho(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				if all, err := io.ReadAll(c); err == nil {
-					c.Write(all)
-				}
-			}()
+	return tcptest.Serve(t, "127.0.0.1:0", func(c net.Conn) {
+		if all, err := io.ReadAll(c); err == nil {
+			c.Write(all)
 		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
+	}).Port
 }
 
 // run runs a command in the sandbox: its stdout, and whether it succeeded.
