@@ -36,14 +36,8 @@ const gatewayScript = `import hmac, os, socket, sys, threading
 ` + tcpJoin + `
 secret = os.read(0, 64).strip()
 port = int(sys.argv[1])
-l = socket.socket()
-l.bind(("0.0.0.0", 0))
-l.listen(128)
-try:
-    ip = socket.gethostbyname(socket.gethostname())
-except OSError:
-    ip = "-"
-os.write(1, ("%s %d\n" % (ip, l.getsockname()[1])).encode())
+l, where = direct_listener()
+os.write(1, (where + "\n").encode())
 def serve(c):
     if not admitted(c):
         return
@@ -62,11 +56,22 @@ while os.read(0, 4096):
     pass
 `
 
-// tcpJoin is Python for the direct route: admitted(c) reads the secret
+// tcpJoin is Python for the direct route: direct_listener() listens on a
+// free port of every address of the container and says where ("IP PORT",
+// its own address as Docker's /etc/hosts gives it); admitted(c) reads the secret
 // and a newline from a new connection within 10 s and closes it if they
 // are not there; join(a, b) carries bytes both ways between two sockets,
 // each side's end passed on as a half-close, and closes both at the end.
-const tcpJoin = `def admitted(c):
+const tcpJoin = `def direct_listener():
+    l = socket.socket()
+    l.bind(("0.0.0.0", 0))
+    l.listen(128)
+    try:
+        ip = socket.gethostbyname(socket.gethostname())
+    except OSError:
+        ip = "-"
+    return l, "%s %d" % (ip, l.getsockname()[1])
+def admitted(c):
     c.settimeout(10)
     got = b""
     try:

@@ -85,14 +85,8 @@ def directs():
     while True:
         x, _ = g.accept()
         threading.Thread(target=direct, args=(x,), daemon=True).start()
-g = socket.socket()
-g.bind(("0.0.0.0", 0))
-g.listen(128)
-try:
-    ip = socket.gethostbyname(socket.gethostname())
-except OSError:
-    ip = "-"
-os.write(1, ("+%s %d\n" % (ip, g.getsockname()[1])).encode())
+g, where = direct_listener()
+os.write(1, ("+" + where + "\n").encode())
 for l in ls:
     threading.Thread(target=accept, args=(l,), daemon=True).start()
 threading.Thread(target=hand, daemon=True).start()
