@@ -311,7 +311,7 @@ export class PilotSandboxPanel extends HTMLElement {
     // navigating this page, no pop-ups, no forms.
     frame.setAttribute('sandbox', 'allow-scripts allow-same-origin');
     frame.referrerPolicy = 'no-referrer';
-    // The clipboard both ways, in control (README, Copy and paste): a
+    // The clipboard both ways, in control (docs/sandbox.md, Copy and paste): a
     // frame of another origin may use it only if allowed here.
     if (this.#model.mode === 'control') frame.allow = 'clipboard-read; clipboard-write';
     frame.src = src;

@@ -99,8 +99,8 @@ test('in a page served over http', { skip, timeout: 120_000 }, async () => {
 // Chromium's Local Network Access checks keep some opaque parents from
 // framing 127.0.0.1 at all, before any page of ours loads: a navigated
 // about:blank or a data: page fails with ERR_BLOCKED_BY_LOCAL_NETWORK_ACCESS_
-// CHECKS, and in a sandboxed frame the viewer never finished loading (README,
-// The panel in an app). So the opaque parents here are those that can frame
+// CHECKS, and in a sandboxed frame the viewer never finished loading (docs/app.md,
+// Framing the desktop). So the opaque parents here are those that can frame
 // it: a new window's first about:blank, and a file:// page, which is what
 // an Electron app loads.
 test('in parents with an opaque origin, where vnc.html fails', { skip, timeout: 120_000 }, async () => {
@@ -219,7 +219,7 @@ test('the clipboard both ways', { skip, timeout: 120_000 }, async (t) => {
     assert.equal(await frame.evaluate(() => navigator.clipboard.readText()), fromDesktop);
   });
 
-  // Characters: RFB's clipboard is Latin-1 (README, Copy and paste), so
+  // Characters: RFB's clipboard is Latin-1 (docs/sandbox.md, Copy and paste), so
   // Latin-1 text goes exactly both ways and each character beyond it
   // arrives as '?', both ways alike. Before: the desktop read broken UTF-8
   // (x11vnc served the viewer's Latin-1 as UTF8_STRING) and the browser got
