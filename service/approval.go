@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	units "github.com/docker/go-units"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
@@ -117,7 +118,7 @@ func (m *Manager) asks(project string) ([]Approval, error) {
 		if err != nil {
 			return nil, err
 		}
-		asks = append(asks, m.dockerfileAsk(bc))
+		asks = append(asks, dockerfileAsk(bc))
 	}
 	return asks, nil
 }
@@ -137,11 +138,8 @@ func (m *Manager) caps() projectfs.Caps {
 }
 
 // dockerfileAsk is the approval a project Dockerfile needs.
-func (m *Manager) dockerfileAsk(bc projectfs.BuildContext) Approval {
-	summary := fmt.Sprintf("build %s (%s) FROM the browser image and run it as this project's sandbox; "+
-		"its build context %s holds %d files (%s), and its build steps run as root with network access",
-		bc.Dockerfile, units.BytesSize(float64(bc.DockerfileSize)), bc.Dir+"/", bc.Files, units.BytesSize(float64(bc.Bytes)))
-	return Approval{Kind: ApprovalDockerfile, Summary: summary, Digest: bc.Digest}
+func dockerfileAsk(bc projectfs.BuildContext) Approval {
+	return Approval{Kind: ApprovalDockerfile, Summary: images.Summary(bc), Digest: bc.Digest}
 }
 
 // limitsAsk is the approval the project's limits above caps need, if any:

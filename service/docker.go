@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/sandboxfs"
 )
 
@@ -15,20 +16,14 @@ import (
 // answers, ErrContainerNotFound / ErrImageNotFound / ErrNameConflict for those
 // conditions, and ErrTimeout when the engine did not answer in time.
 type Docker interface {
+	// Engine is what the images need: their labels, builds, pulls and
+	// removal (package images).
+	images.Engine
 	// Info reports the engine's endpoint and version, or an
 	// ErrDockerUnavailable error.
 	Info(ctx context.Context) (EngineInfo, error)
 	// Capacity reports the CPUs and memory the engine has.
 	Capacity(ctx context.Context) (Capacity, error)
-	// ImageLabels returns the labels of an image, or ErrImageNotFound.
-	ImageLabels(ctx context.Context, ref string) (map[string]string, error)
-	// BuildImage builds an image from a tar build context, reporting each line
-	// of the build's output to spec.Output as it arrives. It fails if the build
-	// fails, whatever the engine's HTTP status said.
-	BuildImage(ctx context.Context, spec BuildSpec) error
-	// PullImage pulls an image from its registry, reporting the download
-	// as it goes. It fails, like a build, when the stream reports a failure.
-	PullImage(ctx context.Context, ref string, progress func(PullProgress)) error
 	// CreateContainer creates (does not start) a container and returns its ID.
 	CreateContainer(ctx context.Context, spec ContainerSpec) (string, error)
 	// CopyTo extracts a tar archive into dir inside the container, which may
@@ -45,9 +40,6 @@ type Docker interface {
 	// RemoveContainer removes the container and its anonymous volumes, running
 	// or not.
 	RemoveContainer(ctx context.Context, id string) error
-	// RemoveImage removes an image tag (and the layers only it used), or
-	// answers ErrImageNotFound.
-	RemoveImage(ctx context.Context, ref string) error
 	// InspectContainer looks a container up by ID or name.
 	InspectContainer(ctx context.Context, idOrName string) (Container, error)
 	// ListContainers lists all containers, running or not, that carry every
@@ -80,27 +72,6 @@ type EngineInfo struct {
 	Endpoint   string
 	Version    string
 	APIVersion string
-}
-
-// BuildSpec is an image build.
-type BuildSpec struct {
-	Tag     string
-	Context io.Reader // a tar archive with the Dockerfile at its root
-	// Dockerfile is the Dockerfile's name in the context; "" is
-	// "Dockerfile".
-	Dockerfile string
-	Labels     map[string]string
-	BuildArgs  map[string]string
-	// NoCache builds every step anew (a rebuild for security updates).
-	NoCache bool
-	Output  func(line string) // may be nil
-}
-
-// PullProgress is where a pull is: the engine's last status line, and the
-// bytes of the layers seen so far, downloaded and in all.
-type PullProgress struct {
-	Status         string
-	Current, Total int64
 }
 
 // ContainerSpec is what the manager asks of a new sandbox container.

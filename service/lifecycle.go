@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 )
 
 // How a start waits for its desktop. A desktop answers within a few
@@ -127,7 +128,7 @@ func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, ima
 		NoNetwork: noNetwork,
 	}
 	spec.Labels[LabelVariant] = variant
-	if variant != VariantDesktop {
+	if variant != images.VariantDesktop {
 		// Chromium's own sandbox needs user namespaces (README, "The
 		// browser's sandbox"); desktop sandboxes keep Docker's profile.
 		spec.Seccomp = m.cfg.Seccomp

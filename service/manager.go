@@ -6,33 +6,32 @@
 // errors adapters map to their own codes.
 //
 // It owns the decisions, not the details: the project's files are
-// projectfs's, the channel into the desktop is desktop's, the build context
-// imagebuild's. It knows nothing of JSON-RPC, the agent tools or
+// projectfs's, the channel into the desktop is desktop's, the images
+// images'. It knows nothing of JSON-RPC, the agent tools or
 // go-dockerclient.
 package service
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
-	"github.com/pilot-sandbox/pilot-sandbox/imagebuild"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/rs/zerolog"
 )
 
 // Config is how a Manager runs sandboxes. Zero fields take the defaults.
 type Config struct {
-	// Image is the tag of the desktop image (DefaultImage).
+	// Image is the tag of the desktop image (images.DefaultTag).
 	Image string
 	// Resources is the desktop image's build context (the embedded resources).
 	Resources fs.FS
-	// BrowserImage is the tag of the browser image (BrowserTag(Image)).
+	// BrowserImage is the tag of the browser image (images.BrowserTag(Image)).
 	BrowserImage string
 	// BrowserResources is the browser image's build context, a layer on
 	// the desktop image; nil means the sidecar has no browser variant.
@@ -41,7 +40,8 @@ type Config struct {
 	// default plus what Chromium's own sandbox needs. "" leaves Docker's.
 	Seccomp string
 	// DefaultVariant is the image variant of a project that names none
-	// (VariantBrowser, or VariantDesktop without BrowserResources).
+	// (images.VariantBrowser, or images.VariantDesktop without
+	// BrowserResources).
 	DefaultVariant string
 	// Agent is the desktop agent's Python source (resources.DesktopAgent).
 	Agent []byte
@@ -93,15 +93,15 @@ var DefaultLimits = Limits{
 
 func (c Config) withDefaults() Config {
 	if c.Image == "" {
-		c.Image = DefaultImage
+		c.Image = images.DefaultTag
 	}
 	if c.BrowserImage == "" {
-		c.BrowserImage = BrowserTag(c.Image)
+		c.BrowserImage = images.BrowserTag(c.Image)
 	}
 	if c.DefaultVariant == "" {
-		c.DefaultVariant = VariantDesktop
+		c.DefaultVariant = images.VariantDesktop
 		if c.BrowserResources != nil {
-			c.DefaultVariant = VariantBrowser
+			c.DefaultVariant = images.VariantBrowser
 		}
 	}
 	if c.Scope == "" {
@@ -135,23 +135,19 @@ func (c Config) withDefaults() Config {
 
 // Manager runs the sandboxes of every project. It is safe for concurrent use.
 type Manager struct {
-	docker Docker
-	cfg    Config
-	log    zerolog.Logger
-	build  imagebuild.Context
-	// browserBuild is the browser image's context, hashed on the desktop's.
-	browserBuild imagebuild.Context
-	relays       relays // sandbox/browser's DevTools relays (browser.go)
-	registry     *projectfs.Registry
-	locks        projectfs.Locks
-	approvals    projectfs.Approvals // the user's approvals (approval.go)
-	events       broker
-	policy       *policy // the user's lifecycle policy (policy.go)
+	docker    Docker
+	cfg       Config
+	log       zerolog.Logger
+	images    *images.Builder
+	relays    relays // sandbox/browser's DevTools relays (browser.go)
+	registry  *projectfs.Registry
+	locks     projectfs.Locks
+	approvals projectfs.Approvals // the user's approvals (approval.go)
+	events    broker
+	policy    *policy // the user's lifecycle policy (policy.go)
 
 	reconciled     chan struct{} // closed once Run first looked at Docker
 	reconciledOnce sync.Once
-
-	imageMu sync.Mutex // serializes image checks and builds
 
 	// unready passes Run the projects whose running container's desktop
 	// does not answer yet (readiness.go).
@@ -232,29 +228,27 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 	if cfg.Resources == nil {
 		return nil, errors.New("service: Config.Resources is required")
 	}
-	build, err := imagebuild.NewContext(cfg.Resources, cfg.BuildArgs)
-	if err != nil {
-		return nil, fmt.Errorf("read image resources: %w", err)
-	}
-	var browserBuild imagebuild.Context
-	if cfg.BrowserResources != nil {
-		browserBuild, err = imagebuild.NewContext(cfg.BrowserResources, map[string]string{"DESKTOP": cfg.Image})
-		if err != nil {
-			return nil, fmt.Errorf("read browser image resources: %w", err)
-		}
-		browserBuild = browserBuild.On(build.Hash)
-	}
 	m := &Manager{
-		docker:       docker,
-		cfg:          cfg,
-		log:          cfg.Logger,
-		build:        build,
-		browserBuild: browserBuild,
-		relays:       relays{byProject: map[string]*relay{}},
-		boxes:        map[string]*box{},
-		unready:      make(chan string, 64),
-		policy:       newPolicy(cfg.Policy, cfg.StateDir),
-		reconciled:   make(chan struct{}),
+		docker:     docker,
+		cfg:        cfg,
+		log:        cfg.Logger,
+		relays:     relays{byProject: map[string]*relay{}},
+		boxes:      map[string]*box{},
+		unready:    make(chan string, 64),
+		policy:     newPolicy(cfg.Policy, cfg.StateDir),
+		reconciled: make(chan struct{}),
+	}
+	var err error
+	m.images, err = images.New(docker, images.Config{
+		Tag: cfg.Image, Resources: cfg.Resources, BuildArgs: cfg.BuildArgs,
+		BrowserTag: cfg.BrowserImage, BrowserResources: cfg.BrowserResources,
+		Labels:       map[string]string{LabelSandbox: "image"},
+		RebuildAfter: m.rebuildAfter,
+		Logger:       cfg.Logger,
+		Now:          cfg.Now,
+	})
+	if err != nil {
+		return nil, err
 	}
 	m.locks = projectfs.NewLocks(cfg.StateDir)
 	m.approvals = projectfs.NewApprovals(cfg.StateDir)
@@ -268,13 +262,10 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 
 // ImageHash is the build hash the default variant's image of this binary
 // carries.
-func (m *Manager) ImageHash() string {
-	images := m.imagesFor(m.cfg.DefaultVariant)
-	return images[len(images)-1].build.Hash
-}
+func (m *Manager) ImageHash() string { return m.images.Hash(m.cfg.DefaultVariant) }
 
 // Image is the default variant's image tag.
-func (m *Manager) Image() string { return m.tagFor(m.cfg.DefaultVariant) }
+func (m *Manager) Image() string { return m.images.Tag(m.cfg.DefaultVariant) }
 
 // StateDir is the sidecar's XDG state directory ("" for none).
 func (m *Manager) StateDir() string { return m.cfg.StateDir }

@@ -2,28 +2,17 @@ package service
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
+	"time"
 
-	"github.com/pilot-sandbox/pilot-sandbox/imagebuild"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
-
-// VariantProject is the image of a project that brings its own Dockerfile
-// (sandbox.image {"dockerfile": PATH}): built on the browser image, once
-// the user approved it.
-const VariantProject = "dockerfile"
 
 // desktopEntrypoint is the desktop images' entrypoint, which a project's
 // own image runs whatever its Dockerfile sets.
 const desktopEntrypoint = "/usr/local/bin/pilot-desktop"
-
-// LabelContext, on a project's own image, is the digest of the build
-// context it was built from (what the user approved).
-const LabelContext = "pilot.sandbox.context"
 
 // pinnedLabels are the labels of the browser image a project's container
 // keeps whatever the project's Dockerfile set: they say which user runs the
@@ -33,11 +22,11 @@ var pinnedLabels = []string{LabelDesktopUser, LabelVNCDir, LabelViewer, LabelBro
 
 // ProjectTag is the tag of a project's own image: one per project, on the
 // desktop image's repository (pilot-sandbox:latest ->
-// pilot-sandbox-project:NAME-HASH); an empty desktopImage is DefaultImage,
-// as in Config.
+// pilot-sandbox-project:NAME-HASH); an empty desktopImage is
+// images.DefaultTag, as in Config.
 func ProjectTag(desktopImage, project string) string {
 	if desktopImage == "" {
-		desktopImage = DefaultImage
+		desktopImage = images.DefaultTag
 	}
 	repo := desktopImage
 	if i := strings.LastIndex(desktopImage, ":"); i > strings.LastIndex(desktopImage, "/") {
@@ -46,11 +35,29 @@ func ProjectTag(desktopImage, project string) string {
 	return repo + "-project:" + strings.TrimPrefix(ContainerName(project), "pilot-sandbox-")
 }
 
+// EnsureImage builds the default variant's images unless images with this
+// binary's build hashes exist, reporting progress for project (which may
+// be "").
+func (m *Manager) EnsureImage(ctx context.Context, project string) error {
+	return imageErr(m.images.Ensure(ctx, m.cfg.DefaultVariant, m.imageProgress(project)))
+}
+
+// imageProgress reports the images' steps as the project's progress.
+func (m *Manager) imageProgress(project string) images.Report {
+	return func(msg string, current, total int) { m.progress(project, StageImage, msg, current, total) }
+}
+
+// rebuildAfter is the policy's age past which an image is rebuilt.
+func (m *Manager) rebuildAfter() time.Duration {
+	policy, _ := m.currentPolicy()
+	return policy.RebuildAfter
+}
+
 // imagePlan is the image a new container needs: a variant of the
 // sidecar's, or the project's own from its build context.
 type imagePlan struct {
 	variant, tag string
-	context      *projectfs.BuildContext // VariantProject only
+	context      *projectfs.BuildContext // images.VariantProject only
 }
 
 // planImage decides the image of the project's new container. A project
@@ -62,37 +69,35 @@ func (m *Manager) planImage(project string, pc projectfs.Config) (imagePlan, err
 		if v := pc.ImageVariant(); v != "" {
 			variant = v
 		}
-		return imagePlan{variant: variant, tag: m.tagFor(variant)}, nil
+		return imagePlan{variant: variant, tag: m.images.Tag(variant)}, nil
 	}
-	if m.browserBuild.Tar == nil {
+	if !m.images.HasBrowser() {
 		return imagePlan{}, fmt.Errorf("%w: this sidecar has no browser image for a project Dockerfile to build on", ErrNoBrowser)
 	}
 	bc, err := projectfs.ReadBuildContext(project, df)
 	if err != nil {
 		return imagePlan{}, err
 	}
-	if err := m.require(project, m.dockerfileAsk(bc)); err != nil {
+	if err := m.require(project, dockerfileAsk(bc)); err != nil {
 		return imagePlan{}, err
 	}
-	return imagePlan{variant: VariantProject, tag: ProjectTag(m.cfg.Image, project), context: &bc}, nil
+	return imagePlan{variant: images.VariantProject, tag: ProjectTag(m.cfg.Image, project), context: &bc}, nil
+}
+
+// projectImage is the project's own image as the images know it.
+func (m *Manager) projectImage(project string, bc projectfs.BuildContext) images.Project {
+	return images.Project{Tag: ProjectTag(m.cfg.Image, project), Context: bc, Labels: map[string]string{LabelProject: project}}
 }
 
 // ensurePlan makes sure of the plan's images. A project's own image is
-// built on the browser image (PILOT_BASE), and its container keeps the
-// browser image's user, entrypoint and labels.
+// built on the browser image, and its container keeps the browser image's
+// user, entrypoint and labels.
 func (m *Manager) ensurePlan(ctx context.Context, project string, plan imagePlan, spec *ContainerSpec) error {
-	if plan.variant != VariantProject {
-		return m.ensureVariant(ctx, project, plan.variant)
+	if plan.variant != images.VariantProject {
+		return imageErr(m.images.Ensure(ctx, plan.variant, m.imageProgress(project)))
 	}
-	if err := m.ensureVariant(ctx, project, VariantBrowser); err != nil {
-		return err
-	}
-	img := m.projectBuild(project, plan)
-	m.imageMu.Lock()
-	err := m.ensureOne(ctx, project, img)
-	m.imageMu.Unlock()
-	if err != nil {
-		return err
+	if err := m.images.EnsureProject(ctx, m.projectImage(project, *plan.context), m.imageProgress(project)); err != nil {
+		return imageErr(err)
 	}
 	base, err := m.docker.ImageLabels(ctx, m.cfg.BrowserImage)
 	if err != nil {
@@ -108,33 +113,17 @@ func (m *Manager) ensurePlan(ctx context.Context, project string, plan imagePlan
 	return nil
 }
 
-// projectBuild is the build of a project's own image. Its hash covers the
-// context and the browser image it builds on, so either's change rebuilds.
-func (m *Manager) projectBuild(project string, plan imagePlan) imageBuild {
-	sum := sha256.Sum256([]byte(m.browserBuild.Hash + "\x00" + plan.context.Digest + "\x00" + m.cfg.BrowserImage))
-	return imageBuild{
-		tag:        plan.tag,
-		build:      imagebuild.Context{Tar: plan.context.Tar, Hash: hex.EncodeToString(sum[:])},
-		args:       map[string]string{"PILOT_BASE": m.cfg.BrowserImage},
-		dockerfile: plan.context.Name,
-		project:    project,
-		labels:     map[string]string{LabelContext: plan.context.Digest},
-	}
-}
-
 // removeProjectImage deletes the project's own image, if it has one, with
 // its sandbox: nothing else uses it.
 func (m *Manager) removeProjectImage(ctx context.Context, project string) {
-	tag := ProjectTag(m.cfg.Image, project)
-	labels, err := m.docker.ImageLabels(ctx, tag)
-	if err != nil || labels[LabelProject] != project {
-		return
+	p := m.projectImage(project, projectfs.BuildContext{})
+	removed, err := m.images.RemoveProject(ctx, p)
+	switch {
+	case err != nil:
+		m.log.Warn().Err(err).Str("image", p.Tag).Msg("could not remove the project's image")
+	case removed:
+		m.log.Info().Str("project", project).Str("image", p.Tag).Msg("removed the project's image")
 	}
-	if err := m.docker.RemoveImage(ctx, tag); err != nil && !errors.Is(err, ErrImageNotFound) {
-		m.log.Warn().Err(err).Str("image", tag).Msg("could not remove the project's image")
-		return
-	}
-	m.log.Info().Str("project", project).Str("image", tag).Msg("removed the project's image")
 }
 
 // noteImageChange says, in the start's progress, when the project's
@@ -150,7 +139,7 @@ func (m *Manager) noteImageChange(ctx context.Context, b *box, pc projectfs.Conf
 		return
 	}
 	bc, err := projectfs.ReadBuildContext(b.project, df)
-	if err == nil && bc.Digest == labels[LabelContext] {
+	if err == nil && bc.Digest == labels[images.LabelContext] {
 		return
 	}
 	m.progress(b.project, StageStart, fmt.Sprintf("%s changed since this sandbox was made: it applies to a new sandbox; "+

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 )
 
 // Status is where a sandbox is in its life.
@@ -93,12 +94,12 @@ func variantOf(c Container) string {
 	switch {
 	case c.Labels[LabelVariant] != "":
 		return c.Labels[LabelVariant]
-	case c.Labels[LabelContext] != "":
-		return VariantProject
+	case c.Labels[images.LabelContext] != "":
+		return images.VariantProject
 	case c.Labels[LabelBrowser] != "":
-		return VariantBrowser
+		return images.VariantBrowser
 	}
-	return VariantDesktop
+	return images.VariantDesktop
 }
 
 // stateOf builds the client's view of a container.

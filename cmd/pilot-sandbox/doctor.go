@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
@@ -62,7 +63,7 @@ func checkDocker(ctx context.Context, w io.Writer, a *app) bool {
 	case err != nil:
 		fmt.Fprintf(w, "FAIL could not inspect the image %s: %v\n", m.Image(), err)
 		return false
-	case labels[service.LabelImageHash] != m.ImageHash():
+	case labels[images.LabelHash] != m.ImageHash():
 		fmt.Fprintf(w, "note the sandbox image %s is out of date: the next start rebuilds it (or run pilot-sandbox build)\n", m.Image())
 	default:
 		fmt.Fprintf(w, "ok   the sandbox image %s is built and up to date (%s)\n", m.Image(), m.ImageHash())
@@ -74,17 +75,17 @@ func checkDocker(ctx context.Context, w io.Writer, a *app) bool {
 // showImageAge says how old the image is, and whether the next new sandbox
 // rebuilds it for security updates (the policy's rebuildAfter).
 func showImageAge(w io.Writer, a *app, labels map[string]string) {
-	age, known := service.ImageAge(labels, time.Now())
+	age, known := images.Age(labels, time.Now())
 	policy, _, _ := a.m.Policy()
 	switch after := policy.RebuildAfter; {
 	case !known:
 		fmt.Fprintln(w, "note the sandbox image's age is unknown (it has no build time): it is not rebuilt for security updates until it is rebuilt once")
 	case after == 0:
-		fmt.Fprintf(w, "note the sandbox image was built %s ago; rebuildAfter is 0, so it is never rebuilt for security updates\n", service.FormatAge(age))
+		fmt.Fprintf(w, "note the sandbox image was built %s ago; rebuildAfter is 0, so it is never rebuilt for security updates\n", images.FormatAge(age))
 	case age >= after:
-		fmt.Fprintf(w, "note the sandbox image was built %s ago, more than rebuildAfter (%s): the next new sandbox rebuilds it\n     for security updates (or run pilot-sandbox build)\n", service.FormatAge(age), projectfs.FormatDuration(after))
+		fmt.Fprintf(w, "note the sandbox image was built %s ago, more than rebuildAfter (%s): the next new sandbox rebuilds it\n     for security updates (or run pilot-sandbox build)\n", images.FormatAge(age), projectfs.FormatDuration(after))
 	default:
-		fmt.Fprintf(w, "ok   the sandbox image was built %s ago; it is rebuilt for security updates once %s old\n", service.FormatAge(age), projectfs.FormatDuration(after))
+		fmt.Fprintf(w, "ok   the sandbox image was built %s ago; it is rebuilt for security updates once %s old\n", images.FormatAge(age), projectfs.FormatDuration(after))
 	}
 }
 
