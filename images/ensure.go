@@ -8,8 +8,6 @@ import (
 	"maps"
 	"strings"
 	"time"
-
-	"github.com/pilot-sandbox/pilot-sandbox/imagebuild"
 )
 
 // buildLogLines is how much of the build output a failed build keeps.
@@ -19,7 +17,7 @@ const buildLogLines = 40
 // arguments.
 type image struct {
 	tag  string
-	ctx  imagebuild.Context
+	ctx  buildContext
 	args map[string]string
 	// dockerfile is the Dockerfile's name in the context ("" for
 	// Dockerfile).
@@ -93,8 +91,8 @@ func (b *Builder) build(ctx context.Context, img image, reason string, noCache b
 	b.log.Info().Str("image", img.tag).Str("hash", img.ctx.Hash).Msg("building the sandbox image: it " + reason)
 	report(fmt.Sprintf("Building the sandbox image %s (it %s)", img.tag, reason), 0, 0)
 
-	tail := imagebuild.NewTail(buildLogLines)
-	steps := imagebuild.NewSteps(report)
+	tail := newLastLines(buildLogLines)
+	steps := newStepProgress(report)
 	labels := maps.Clone(b.cfg.Labels)
 	if labels == nil {
 		labels = map[string]string{}

@@ -24,7 +24,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pilot-sandbox/pilot-sandbox/imagebuild"
 	"github.com/rs/zerolog"
 )
 
@@ -163,9 +162,9 @@ type Builder struct {
 	engine  Engine
 	cfg     Config
 	log     zerolog.Logger
-	desktop imagebuild.Context
+	desktop buildContext
 	// browser is the browser image's context, hashed on the desktop's.
-	browser imagebuild.Context
+	browser buildContext
 
 	mu sync.Mutex // serializes image checks and builds
 }
@@ -187,13 +186,13 @@ func New(engine Engine, cfg Config) (*Builder, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	desktop, err := imagebuild.NewContext(cfg.Resources, cfg.BuildArgs)
+	desktop, err := newBuildContext(cfg.Resources, cfg.BuildArgs)
 	if err != nil {
 		return nil, fmt.Errorf("read image resources: %w", err)
 	}
 	b := &Builder{engine: engine, cfg: cfg, log: cfg.Logger, desktop: desktop}
 	if cfg.BrowserResources != nil {
-		browser, err := imagebuild.NewContext(cfg.BrowserResources, map[string]string{"DESKTOP": cfg.Tag})
+		browser, err := newBuildContext(cfg.BrowserResources, map[string]string{"DESKTOP": cfg.Tag})
 		if err != nil {
 			return nil, fmt.Errorf("read browser image resources: %w", err)
 		}

@@ -9,7 +9,6 @@ import (
 	"maps"
 
 	units "github.com/docker/go-units"
-	"github.com/pilot-sandbox/pilot-sandbox/imagebuild"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
@@ -58,7 +57,7 @@ func (b *Builder) project(p Project) image {
 	labels[LabelContext] = p.Context.Digest
 	return image{
 		tag:        p.Tag,
-		ctx:        imagebuild.Context{Tar: p.Context.Tar, Hash: hex.EncodeToString(sum[:])},
+		ctx:        buildContext{Tar: p.Context.Tar, Hash: hex.EncodeToString(sum[:])},
 		args:       map[string]string{"PILOT_BASE": b.cfg.BrowserTag},
 		dockerfile: p.Context.Name,
 		labels:     labels,
