@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pilot-sandbox/pilot-sandbox/engine"
 	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
@@ -90,18 +91,18 @@ func showImageAge(w io.Writer, a *app, labels map[string]string) {
 }
 
 // warnEngineAge warns, without failing doctor, when the engine lets the LAN
-// reach ports published on 127.0.0.1 (service.LoopbackLeaks).
+// reach ports published on 127.0.0.1 (engine.LoopbackLeaks).
 func warnEngineAge(w io.Writer, version string) {
-	leaks, known := service.LoopbackLeaks(version)
+	leaks, known := engine.LoopbackLeaks(version)
 	switch {
 	case !known:
 		fmt.Fprintf(w, "note cannot tell from the version %q whether this engine keeps ports published on\n", version)
-		fmt.Fprintf(w, "     127.0.0.1 off the LAN (Docker Engine before %d does not: moby #41872)\n", service.LoopbackSafeEngine)
+		fmt.Fprintf(w, "     127.0.0.1 off the LAN (Docker Engine before %d does not: moby #41872)\n", engine.LoopbackSafeEngine)
 	case leaks:
-		fmt.Fprintf(w, "WARN Docker Engine %s is older than %d: on Linux, ports it publishes on 127.0.0.1 answer\n", version, service.LoopbackSafeEngine)
+		fmt.Fprintf(w, "WARN Docker Engine %s is older than %d: on Linux, ports it publishes on 127.0.0.1 answer\n", version, engine.LoopbackSafeEngine)
 		fmt.Fprintln(w, "     from other machines on the LAN too (moby #41872, fixed in Engine 28 by moby PR #49325),")
 		fmt.Fprintln(w, "     so a sandbox's VNC and viewer ports are reachable from the LAN and only the VNC password")
-		fmt.Fprintf(w, "     stands in the way. Upgrade Docker Engine to %d or later, or firewall the host.\n", service.LoopbackSafeEngine)
+		fmt.Fprintf(w, "     stands in the way. Upgrade Docker Engine to %d or later, or firewall the host.\n", engine.LoopbackSafeEngine)
 	}
 }
 
