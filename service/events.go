@@ -1,6 +1,10 @@
 package service
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+)
 
 // Stages of a start, as reported in Progress.
 const (
@@ -87,4 +91,19 @@ func (b *broker) publish(ev Event) (dropped int) {
 		}
 	}
 	return dropped
+}
+
+// Warning tells a client about a problem it did not ask about but a person
+// should know of: a file of the project's found corrupt and set aside at
+// startup, or a state file that could not be saved while the sandbox runs
+// on (PROTOCOL additions: sandbox/warning).
+//
+// A warning about the user's own config.json has no project, and one
+// about a sandbox's disk use (ProblemDisk) no file.
+type Warning struct {
+	ProjectPath string                `json:"projectPath,omitempty"`
+	File        string                `json:"file,omitempty"`
+	Problem     projectfs.FileProblem `json:"problem"`
+	KeptAs      string                `json:"keptAs,omitempty"`
+	Message     string                `json:"message"`
 }

@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"slices"
 	"sync"
 	"time"
 
@@ -157,71 +156,6 @@ type Manager struct {
 	boxes map[string]*box // by canonical project path
 }
 
-// box is one project's sandbox as the manager knows it.
-type box struct {
-	project string
-	// op holds a token while a mutation (start, stop, remove, refresh) runs on
-	// the project: mutations of one project are serialized.
-	op chan struct{}
-	// flock is the project's lock file while this process holds it
-	// (projectlock.go), and lockless says it could not be made, so this
-	// process works on the project with its own lock only. Only the holder
-	// of the op token touches them.
-	flock    *projectfs.Lock
-	lockless bool
-	// settingsMu serializes writes of .pilot/settings.json, which must not
-	// wait for a start.
-	settingsMu sync.Mutex
-
-	mu    sync.Mutex // guards the fields below, and those of run
-	state *State     // nil: the project has no sandbox
-	run   *run       // the current run of its container, once seen running
-	// failed is the container whose last start failed, and why: a stopped
-	// container that stays an error until it starts or is stopped.
-	failed struct{ id, why string }
-	// term is the last SIGTERM Docker reported sending the container from
-	// outside (docker stop): it is stopping until it dies.
-	term struct {
-		id string
-		at time.Time
-	}
-	reported map[string]string // file -> the problem last reported with it
-	// stopReason says why the policy stopped a container (idle.go), and
-	// disk what its layer measured last (disk.go).
-	stopReason stopReason
-	disk       diskUse
-}
-
-func (b *box) lock(ctx context.Context) error {
-	select {
-	case b.op <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (b *box) tryLock() bool {
-	select {
-	case b.op <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
-func (b *box) unlock() { <-b.op }
-
-func (b *box) snapshot() *State {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.state == nil {
-		return nil
-	}
-	st := *b.state
-	return &st
-}
-
 // New returns a manager. It does not touch Docker until it is used.
 func New(docker Docker, cfg Config) (*Manager, error) {
 	cfg = cfg.withDefaults()
@@ -277,75 +211,6 @@ func (m *Manager) DesktopPorts() DesktopPorts { return m.cfg.DesktopPorts }
 // Subscribe returns the manager's events and the function that ends the
 // subscription. The channel is closed when the subscription ends.
 func (m *Manager) Subscribe() (<-chan Event, func()) { return m.events.subscribe() }
-
-// box returns the project's box, creating it on first use.
-func (m *Manager) box(project string) *box {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	b, ok := m.boxes[project]
-	if !ok {
-		b = &box{project: project, op: make(chan struct{}, 1)}
-		m.boxes[project] = b
-	}
-	return b
-}
-
-func (m *Manager) allBoxes() []*box {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]*box, 0, len(m.boxes))
-	for _, b := range m.boxes {
-		out = append(out, b)
-	}
-	slices.SortFunc(out, func(a, b *box) int {
-		switch {
-		case a.project < b.project:
-			return -1
-		case a.project > b.project:
-			return 1
-		}
-		return 0
-	})
-	return out
-}
-
-// commit makes st the project's state: it announces a change and saves
-// .pilot/sandbox.json when the change is one a restarted sidecar must know.
-func (m *Manager) commit(b *box, st *State) {
-	b.mu.Lock()
-	prev := b.state
-	if st != nil {
-		st.DiskBytes = b.disk.of(st.ContainerID)
-		cp := *st
-		b.state = &cp
-	} else {
-		b.state = nil
-	}
-	b.mu.Unlock()
-	if st == nil || st.Status != StatusRunning {
-		m.closeRelay(b.project)
-	}
-	if sameState(prev, st) {
-		return
-	}
-	m.persist(b, prev, st)
-	// Subscribers get their own copy: st stays the caller's.
-	var published *State
-	if st != nil {
-		cp := *st
-		published = &cp
-	}
-	if dropped := m.events.publish(Event{Kind: EventState, Project: b.project, State: published}); dropped > 0 {
-		m.log.Warn().Int("subscribers", dropped).Msg("event dropped for subscribers that stopped reading")
-	}
-}
-
-// progress announces a step of a long operation.
-func (m *Manager) progress(project, stage, msg string, current, total int) {
-	m.events.publish(Event{Kind: EventProgress, Project: project, Progress: Progress{
-		ProjectPath: project, Stage: stage, Message: msg, Current: current, Total: total,
-	}})
-}
 
 // DockerStatus is what the sidecar knows of the Docker engine (PROTOCOL.md).
 type DockerStatus struct {
