@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
@@ -173,7 +171,7 @@ const nameHeldAttempts = 8
 // launch starts a stopped container, or adopts a running one, and waits
 // until its desktop answers.
 func (m *Manager) launch(ctx context.Context, b *box, c Container, trace *startTrace) (State, error) {
-	display := m.displayOf(c)
+	display := displayOf(c, m.cfg.Display)
 	starting := stateOf(b.project, c, desktop.Secret{}, display, false)
 	starting.Status, starting.Error = StatusStarting, ""
 	m.commit(b, &starting)
@@ -369,24 +367,4 @@ func (m *Manager) recheck(ctx context.Context, b *box) {
 	}
 	defer m.unlockProject(b)
 	m.settle(ctx, b)
-}
-
-// displayOf reads the display size a container was created with.
-func (m *Manager) displayOf(c Container) desktop.Display {
-	for _, kv := range c.Env {
-		v, ok := strings.CutPrefix(kv, desktop.ResolutionEnv+"=")
-		if !ok {
-			continue
-		}
-		parts := strings.Split(v, "x")
-		if len(parts) < 2 {
-			break
-		}
-		w, err1 := strconv.Atoi(parts[0])
-		h, err2 := strconv.Atoi(parts[1])
-		if err1 == nil && err2 == nil && w > 0 && h > 0 {
-			return desktop.Display{Width: w, Height: h}
-		}
-	}
-	return m.cfg.Display
 }

@@ -77,8 +77,8 @@ func (m *Manager) applyLimits(ctx context.Context, b *box, c Container) error {
 // container cannot take without being made anew.
 func (m *Manager) noteCreationOnly(b *box, pc projectfs.Config, c Container) {
 	const how = "; remove the sandbox (its files go with it) to make one with it"
-	if pc.Display != nil && desktop.Display(*pc.Display) != m.displayOf(c) {
-		have := m.displayOf(c)
+	if pc.Display != nil && desktop.Display(*pc.Display) != displayOf(c, m.cfg.Display) {
+		have := displayOf(c, m.cfg.Display)
 		m.progress(b.project, StageStart, fmt.Sprintf("The display size in settings.json (%dx%d) applies to a new sandbox: this one keeps %dx%d%s",
 			pc.Display.Width, pc.Display.Height, have.Width, have.Height, how), 0, 0)
 	}

@@ -71,7 +71,7 @@ func (m *Manager) observe(ctx context.Context, b *box, c Container) *State {
 		}
 		ready = m.readiness(ctx, b, c)
 	}
-	st := stateOf(b.project, c, secret, m.displayOf(c), false)
+	st := stateOf(b.project, c, secret, displayOf(c, m.cfg.Display), false)
 	b.mu.Lock()
 	switch {
 	case stopping:

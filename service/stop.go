@@ -31,7 +31,7 @@ func (m *Manager) stop(ctx context.Context, b *box) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	display := m.displayOf(c)
+	display := displayOf(c, m.cfg.Display)
 	if c.Running {
 		stopping := stateOf(b.project, c, desktop.Secret{}, display, true)
 		stopping.Status = StatusStopping
