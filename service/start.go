@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
@@ -337,34 +339,37 @@ func (m *Manager) failStart(ctx context.Context, b *box, id string, cause error)
 	return serr
 }
 
-func (m *Manager) clearFailure(b *box) {
-	b.mu.Lock()
-	b.failed.id, b.failed.why = "", ""
-	b.mu.Unlock()
+// startTrace notes how long each step of a start took, for the debug log:
+// where a start's time goes on the user's own machine (README,
+// Performance), as BenchmarkStart's trace shows it for the benchmark. A nil
+// trace notes nothing.
+type startTrace struct {
+	last   time.Time
+	steps  strings.Builder
+	probes int
 }
 
-// settle replaces a transitional state left by a failed operation with what
-// Docker says now. If Docker cannot say, the last settled state stays.
-func (m *Manager) settle(ctx context.Context, b *box) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if _, err := m.refresh(ctx, b); err != nil {
-		m.log.Debug().Err(err).Str("project", b.project).Msg("could not refresh after a failed operation")
-		if st := b.snapshot(); st != nil && st.Status.transitional() {
-			failed := *st
-			failed.Status, failed.Error = StatusError, err.Error()
-			m.commit(b, &failed)
-		}
-	}
-}
+func newStartTrace() *startTrace { return &startTrace{last: time.Now()} }
 
-// recheck makes the project's state follow Docker after a request found
-// its sandbox gone. It takes the project's lock, as settle's callers hold
-// it; when an operation holds the project, that one settles the state.
-func (m *Manager) recheck(ctx context.Context, b *box) {
-	if !m.tryLockProject(b) {
+// step ends a step of the start, named for what it did.
+func (t *startTrace) step(name string) {
+	if t == nil {
 		return
 	}
-	defer m.unlockProject(b)
-	m.settle(ctx, b)
+	now := time.Now()
+	if t.steps.Len() > 0 {
+		t.steps.WriteByte(' ')
+	}
+	t.steps.WriteString(name)
+	t.steps.WriteByte('=')
+	t.steps.WriteString(strconv.FormatFloat(float64(now.Sub(t.last).Microseconds())/1000, 'f', 1, 64))
+	t.steps.WriteString("ms")
+	t.last = now
+}
+
+// probed counts a probe of the desktop.
+func (t *startTrace) probed() {
+	if t != nil {
+		t.probes++
+	}
 }
