@@ -150,13 +150,6 @@ func (m *Manager) reportPolicy(cfg projectfs.UserConfig, err error) {
 	m.events.publish(Event{Kind: EventWarning, Warning: Warning{File: m.policy.file, Problem: problem, Message: msg}})
 }
 
-// Reconciled is closed once the manager's Run has looked at Docker for
-// the first time (successfully or not): until then, what it knows of the
-// sandboxes found at startup is incomplete.
-func (m *Manager) Reconciled() <-chan struct{} { return m.reconciled }
-
-func (m *Manager) markReconciled() { m.reconciledOnce.Do(func() { close(m.reconciled) }) }
-
 // enforcePolicy applies the policy to every running sandbox each
 // interval (sooner when idleStop is short), from the end of the
 // first reconciliation until ctx ends.
