@@ -45,8 +45,8 @@ type box struct {
 		at time.Time
 	}
 	reported map[string]string // file -> the problem last reported with it
-	// stopReason says why the policy stopped a container (idle.go), and
-	// disk what its layer measured last (disk.go).
+	// stopReason says why the policy stopped a container (usage.go), and
+	// disk what its layer measured last (usage.go).
 	stopReason stopReason
 	disk       diskUse
 }

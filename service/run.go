@@ -24,11 +24,11 @@ type run struct {
 	unreadyWhy string         // why it never did within ReadyTimeout
 	// lastActive is its last use seen here, zero until the policy or a
 	// use sees it, and sharedAt the last written for other processes
-	// (idle.go).
+	// (usage.go).
 	lastActive, sharedAt time.Time
 	viewing              bool      // a viewer was connected at the last look
 	viewersAt            time.Time // the last look
-	// What the disk policy knows of the run (disk.go): whether it was
+	// What the disk policy knows of the run (usage.go): whether it was
 	// measured, how far it may grow, and whether its use was warned of.
 	diskSeen      bool
 	diskAllowance int64
