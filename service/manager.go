@@ -141,7 +141,7 @@ type Manager struct {
 	relays    relays // sandbox/browser's DevTools relays (browser.go)
 	registry  *projectfs.Registry
 	locks     projectfs.Locks
-	approvals projectfs.Approvals // the user's approvals (approval.go)
+	approvals projectfs.Approvals // the user's approvals (project.go)
 	events    broker
 	policy    *policy // the user's lifecycle policy (policy.go)
 

@@ -262,7 +262,7 @@ func size(n int64) string { return units.BytesSize(float64(n)) }
 // A sandbox's memory, CPUs, processes and /dev/shm are the defaults
 // (Config.Limits) replaced by the project's settings, within what the
 // engine has; settings above the user's caps wait for the user's approval
-// (approval.go). A stopped sandbox takes changed limits at its next start.
+// (project.go). A stopped sandbox takes changed limits at its next start.
 
 // projectLimits reads the project's sandbox settings and the engine's
 // capacity, and returns the settings with the container limits they make.
