@@ -87,9 +87,9 @@ func (m *Manager) observe(ctx context.Context, b *box, c Container) *State {
 	}
 	b.mu.Unlock()
 	if st.Status == StatusStopped {
-		st.StopReason = m.stopReasonOf(b, c)
+		st.StopReason = b.stopReasonOf(c)
 	} else if c.Running {
-		m.stopReasonOf(b, c) // forgets the reason of an earlier stop
+		b.stopReasonOf(c) // forgets the reason of an earlier stop
 	}
 	m.commit(b, &st)
 	return &st
@@ -275,14 +275,14 @@ func (m *Manager) stoppingOutside(b *box, c Container) bool {
 // background so that the "running" event comes as soon as it is true.
 
 // isReady says whether this run of the container is known to answer.
-func (m *Manager) isReady(b *box, c Container) bool {
+func (b *box) isReady(c Container) bool {
 	r := b.runOf(c)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return r.ready
 }
 
-func (m *Manager) markReady(b *box, c Container) {
+func (b *box) markReady(c Container) {
 	r := b.runOf(c)
 	b.mu.Lock()
 	r.ready = true
@@ -293,7 +293,7 @@ func (m *Manager) markReady(b *box, c Container) {
 // known to be), or not yet, in which case Run is asked to watch it. A run
 // that never answered within ReadyTimeout has its reason in its run.
 func (m *Manager) readiness(ctx context.Context, b *box, c Container) (ready bool) {
-	if m.isReady(b, c) {
+	if b.isReady(c) {
 		return true
 	}
 	if ws := c.Ports[desktop.NoVNCPort]; ws != 0 {
@@ -301,7 +301,7 @@ func (m *Manager) readiness(ctx context.Context, b *box, c Container) (ready boo
 		err := m.cfg.Probe(probeCtx, ws, c.Labels[LabelViewer])
 		cancel()
 		if err == nil {
-			m.markReady(b, c)
+			b.markReady(c)
 			return true
 		}
 	}
@@ -352,7 +352,7 @@ func (m *Manager) awaitReady(ctx context.Context, b *box) {
 	ready, err := m.waitReady(ctx, b.project, c.ID, nil)
 	switch {
 	case err == nil:
-		m.markReady(b, ready)
+		b.markReady(ready)
 	case ctx.Err() != nil:
 		return
 	case errors.Is(err, errNotAnswering), errors.Is(err, desktop.ErrViewerMismatch):

@@ -182,13 +182,13 @@ func (m *Manager) policyRound(ctx context.Context) time.Duration {
 	for _, b := range m.allBoxes() {
 		m.applyPolicy(ctx, b, cfg, err == nil)
 	}
-	return m.policyWait(cfg)
+	return m.policy.wait(cfg)
 }
 
-// policyWait is the time between two rounds: an idle sandbox is stopped
+// wait is the time between two rounds: an idle sandbox is stopped
 // at most a quarter of idleStop late.
-func (m *Manager) policyWait(cfg projectfs.UserConfig) time.Duration {
-	wait := m.policy.interval
+func (p *policy) wait(cfg projectfs.UserConfig) time.Duration {
+	wait := p.interval
 	if cfg.IdleStop > 0 {
 		wait = min(wait, max(cfg.IdleStop/4, 100*time.Millisecond))
 	}
@@ -229,7 +229,7 @@ func (m *Manager) policyStop(ctx context.Context, b *box, id, why string, still 
 	if st := b.snapshot(); st == nil || st.ContainerID != id || st.Status != StatusRunning || !still() {
 		return
 	}
-	m.setStopReason(b, id, why)
+	b.setStopReason(id, why)
 	if _, err := m.stop(ctx, b); err != nil {
 		m.log.Warn().Err(err).Str("project", b.project).Str("why", why).Msg("could not stop the sandbox for the lifecycle policy")
 		return
@@ -246,7 +246,7 @@ type stopReason struct {
 	read    string
 }
 
-func (m *Manager) setStopReason(b *box, id, why string) {
+func (b *box) setStopReason(id, why string) {
 	b.mu.Lock()
 	b.stopReason = stopReason{id: id, why: why}
 	b.mu.Unlock()
@@ -256,7 +256,7 @@ func (m *Manager) setStopReason(b *box, id, why string) {
 // here, or saved in .pilot/sandbox.json by the process that stopped it
 // (the record counts only if written after the container ended). A
 // running container has none.
-func (m *Manager) stopReasonOf(b *box, c Container) string {
+func (b *box) stopReasonOf(c Container) string {
 	b.mu.Lock()
 	sr := b.stopReason
 	if c.Running {

@@ -204,8 +204,8 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container, trace *startT
 		m.log.Warn().Err(err).Str("project", b.project).Msg("VNC password unknown; the viewer will ask for it")
 	}
 	st := stateOf(b.project, ready, secret, display, false)
-	m.clearFailure(b)
-	m.setStopReason(b, "", "")
+	b.clearFailure()
+	b.setStopReason("", "")
 	m.touch(b) // a start is a use
 	m.commit(b, &st)
 	m.progress(b.project, StageReady, fmt.Sprintf("The desktop is ready on 127.0.0.1:%d", st.WSPort), 0, 0)

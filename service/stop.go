@@ -19,7 +19,7 @@ func (m *Manager) Stop(ctx context.Context, path string) (State, error) {
 		return State{}, err
 	}
 	defer m.unlockProject(b)
-	m.setStopReason(b, "", "") // asked for: not the policy's stop
+	b.setStopReason("", "") // asked for: not the policy's stop
 	return m.stop(ctx, b)
 }
 
@@ -50,8 +50,8 @@ func (m *Manager) stop(ctx context.Context, b *box) (State, error) {
 	if !c.Running {
 		// Asked to stop, it is stopped, whatever it died of before.
 		st.Status, st.Error = StatusStopped, ""
-		st.StopReason = m.stopReasonOf(b, c)
-		m.clearFailure(b)
+		st.StopReason = b.stopReasonOf(c)
+		b.clearFailure()
 	}
 	m.commit(b, &st)
 	m.log.Info().Str("project", b.project).Str("container", c.ID).Msg("sandbox stopped")
@@ -110,7 +110,7 @@ func (m *Manager) remove(ctx context.Context, b *box) (bool, error) {
 // forget drops what the sidecar and the project remember of a sandbox whose
 // container is gone.
 func (m *Manager) forget(b *box) {
-	m.clearFailure(b)
+	b.clearFailure()
 	m.policy.activity.Forget(b.project)
 	b.endRun()
 	// commit removes the state file only when the state changes; the file
@@ -124,7 +124,7 @@ func (m *Manager) forget(b *box) {
 	m.commit(b, nil)
 }
 
-func (m *Manager) clearFailure(b *box) {
+func (b *box) clearFailure() {
 	b.mu.Lock()
 	b.failed.id, b.failed.why = "", ""
 	b.mu.Unlock()

@@ -176,7 +176,7 @@ func (m *Manager) checkDisk(ctx context.Context, b *box, r *run, st State, limit
 		m.log.Debug().Err(err).Str("project", b.project).Msg("could not measure the sandbox's files")
 		return false
 	}
-	warn, allowance := m.noteDisk(b, r, st.ContainerID, used, limit)
+	warn, allowance := b.noteDisk(r, st.ContainerID, used, limit)
 	if warn {
 		m.warnDisk(b, used, limit, allowance)
 	}
@@ -219,7 +219,7 @@ func (m *Manager) spaceDisk(b *box, r *run, started time.Time) {
 // of the run at or above 90%, or the first since it went below) and how
 // far the run may grow: to the limit, or, for a run that started past it,
 // a tenth of the limit beyond where it was.
-func (m *Manager) noteDisk(b *box, r *run, id string, used, limit int64) (warn bool, allowance int64) {
+func (b *box) noteDisk(r *run, id string, used, limit int64) (warn bool, allowance int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !r.diskSeen {
