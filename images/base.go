@@ -9,7 +9,7 @@ import (
 )
 
 // The desktop image's base is pinned by digest in its Dockerfile (the
-// default of ARG BASE_IMAGE, README "Images"), so a base the engine pulls
+// default of ARG BASE_IMAGE, docs/images.md), so a base the engine pulls
 // is that one image whatever the tag points to that day. A machine that
 // cannot pull (no Docker Hub) brings its own base under the tag
 // (scripts/dev-env.sh imports one it makes with debootstrap).

@@ -86,7 +86,7 @@ func (e *BuildError) Unwrap() error { return e.Err }
 const DefaultTag = "pilot-sandbox:latest"
 
 // Image variants, the values of .pilot/settings.json's sandbox.image
-// (PROTOCOL.md, Images).
+// (docs/images.md).
 const (
 	// VariantBrowser is the desktop plus Chromium: the default.
 	VariantBrowser = "browser"

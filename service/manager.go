@@ -1,14 +1,33 @@
 // Package service runs the sandboxes: one Docker container with a virtual
-// desktop per project, its state machine (starting, running, stopping,
-// stopped, error), the runs of its container, startup reconciliation and
-// Docker's events, the image it is made from, and the events clients hear.
-// It declares the small part of Docker it uses (Docker) and the sentinel
-// errors adapters map to their own codes.
+// desktop per project. It keeps each sandbox's state machine (starting,
+// running, stopping, stopped, error) and makes its decisions: how a start
+// goes (the container a project's settings make, what waits for the user's
+// approval, when the desktop counts as ready), how a stop or a removal ends
+// it, how the state follows Docker (the first reconciliation, Docker's
+// events, a resync in case one was lost), and what the user's lifecycle
+// policy stops or refuses (idle, disk, maxRunning, limits above the caps).
+// It declares the small part of Docker it uses (Docker), the sentinel
+// errors adapters map to their own codes, and the events clients hear.
 //
-// It owns the decisions, not the details: the project's files are
-// projectfs's, the channel into the desktop is desktop's, the images
-// images'. It knows nothing of JSON-RPC, the agent tools or
-// go-dockerclient.
+// It must not know the details it hands on: the images and their builds
+// are images', the project's files and the user's state projectfs's, the
+// channel into a desktop desktop's, a sandbox's files sandboxfs's, the
+// wrappers of a command and the records of background processes shell's.
+// It knows nothing of JSON-RPC, MCP, the agent tools or go-dockerclient.
+// The commands (exec.go) stay here because each is a use of a running
+// sandbox (the running gate, Touch, a recheck when it went away) and
+// Manager's methods are what the adapters call.
+//
+// Where things are: manager.go (the Manager, its Config, the lock order),
+// box.go (a project's box: its locks, and commit), state.go (State, from
+// the engine's facts, and the events), start.go, stop.go, observe.go
+// (refresh, resync, Run, readiness), project.go (what a project's files
+// ask: approvals, its image, the tools' switch), policy.go and usage.go
+// (the lifecycle policy), run.go (one run of a container: passwords,
+// agent, pidguard; the desktop and the files), exec.go (commands, in the
+// foreground or the background), nonetwork.go (a sandbox without a
+// network), docker.go (the engine's part, the containers' names),
+// errors.go.
 package service
 
 import (
@@ -133,6 +152,27 @@ func (c Config) withDefaults() Config {
 }
 
 // Manager runs the sandboxes of every project. It is safe for concurrent use.
+//
+// Lock order: a goroutine holding one of these takes only those of a later
+// step, and nothing is taken under a leaf.
+//
+//  1. A box's op token (lockProject, tryLockProject): one operation per
+//     project. Its lock file (projectfs.Locks) is then only tried, never
+//     waited for while the token is held: lockBox lets the token go
+//     between tries. No one holds two boxes' tokens.
+//  2. images.Builder's mu: a start's image check or build, minutes long.
+//  3. policy.admitMu (an admission, over a list of the engine's
+//     containers), box.settingsMu (a write of .pilot/settings.json), the
+//     DevTools relays' mu (browser.go; then a spare dialer's mu).
+//  4. The leaves: box.mu (a box's fields and its run's), policy.mu (the
+//     policy file as read), Manager.mu (the boxes), the broker's mu (the
+//     subscribers) and run.agentMu (a run's agent). agentMu is never
+//     waited for under box.mu, as closing an agent may wait on Docker
+//     (endRunLocked closes it in a goroutine of its own).
+//
+// Nothing waits on a channel under a lock: publish drops an event for a
+// subscriber that is behind, and readiness does not wait to send on
+// unready.
 type Manager struct {
 	docker    Docker
 	cfg       Config
@@ -149,7 +189,7 @@ type Manager struct {
 	reconciledOnce sync.Once
 
 	// unready passes Run the projects whose running container's desktop
-	// does not answer yet (readiness.go).
+	// does not answer yet (observe.go).
 	unready chan string
 
 	mu    sync.Mutex      // guards boxes
