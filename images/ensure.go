@@ -16,9 +16,9 @@ const buildLogLines = 40
 // image is one image to make sure of: its tag, context and build
 // arguments.
 type image struct {
-	tag  string
-	ctx  buildContext
-	args map[string]string
+	tag   string
+	build buildContext
+	args  map[string]string
 	// dockerfile is the Dockerfile's name in the context ("" for
 	// Dockerfile).
 	dockerfile string
@@ -27,11 +27,11 @@ type image struct {
 
 // variant lists the images a variant needs, the one below first.
 func (b *Builder) variant(name string) []image {
-	desktop := image{tag: b.cfg.Tag, ctx: b.desktop, args: b.cfg.BuildArgs}
+	desktop := image{tag: b.cfg.Tag, build: b.desktop, args: b.cfg.BuildArgs}
 	if name != VariantBrowser {
 		return []image{desktop}
 	}
-	return []image{desktop, {tag: b.cfg.BrowserTag, ctx: b.browser, args: map[string]string{"DESKTOP": b.cfg.Tag}}}
+	return []image{desktop, {tag: b.cfg.BrowserTag, build: b.browser, args: map[string]string{"DESKTOP": b.cfg.Tag}}}
 }
 
 // top is the variant's own image, the last it needs.
@@ -66,7 +66,7 @@ func (b *Builder) ensureOne(ctx context.Context, img image, report Report) error
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("inspect image %s: %w", img.tag, err)
 	}
-	v := judge(labels, err == nil, img.ctx.Hash, b.cfg.Now(), b.cfg.RebuildAfter())
+	v := judge(labels, err == nil, img.build.Hash, b.cfg.Now(), b.cfg.RebuildAfter())
 	if v.reason == "" {
 		return nil
 	}
@@ -88,7 +88,7 @@ func (b *Builder) ensureOne(ctx context.Context, img image, report Report) error
 // build builds an image, saying why; noCache builds every step anew (a
 // rebuild for security updates).
 func (b *Builder) build(ctx context.Context, img image, reason string, noCache bool, report Report) error {
-	b.log.Info().Str("image", img.tag).Str("hash", img.ctx.Hash).Msg("building the sandbox image: it " + reason)
+	b.log.Info().Str("image", img.tag).Str("hash", img.build.Hash).Msg("building the sandbox image: it " + reason)
 	report(fmt.Sprintf("Building the sandbox image %s (it %s)", img.tag, reason), 0, 0)
 
 	tail := newLastLines(buildLogLines)
@@ -97,12 +97,12 @@ func (b *Builder) build(ctx context.Context, img image, reason string, noCache b
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[LabelHash] = img.ctx.Hash
+	labels[LabelHash] = img.build.Hash
 	labels[LabelBuilt] = b.cfg.Now().UTC().Format(time.RFC3339)
 	maps.Copy(labels, img.labels)
 	err := b.engine.BuildImage(ctx, BuildSpec{
 		Tag:        img.tag,
-		Context:    bytes.NewReader(img.ctx.Tar),
+		Context:    bytes.NewReader(img.build.Tar),
 		Dockerfile: img.dockerfile,
 		Labels:     labels,
 		BuildArgs:  b.buildArgs(ctx, img),
@@ -152,8 +152,8 @@ func (b *Builder) pull(ctx context.Context, img image, report Report) (pulled bo
 		return false, "the pull failed: " + err.Error()
 	}
 	labels, err := b.engine.ImageLabels(ctx, img.tag)
-	if err != nil || labels[LabelHash] != img.ctx.Hash {
-		b.log.Info().Str("image", img.tag).Str("hash", labels[LabelHash]).Str("want", img.ctx.Hash).
+	if err != nil || labels[LabelHash] != img.build.Hash {
+		b.log.Info().Str("image", img.tag).Str("hash", labels[LabelHash]).Str("want", img.build.Hash).
 			Msg("the pulled sandbox image is not of this sidecar's files; building it")
 		return false, "the pulled image is of other files (" + LabelHash + " " + labels[LabelHash] + ")"
 	}

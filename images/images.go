@@ -208,11 +208,7 @@ func (b *Builder) HasBrowser() bool { return b.browser.Tar != nil }
 func (b *Builder) Tag(variant string) string { return b.top(variant).tag }
 
 // Hash is the build hash the variant's image carries (LabelHash).
-func (b *Builder) Hash(variant string) string { return b.top(variant).ctx.Hash }
-
-// BrowserImage is the browser image's tag, which a project's own image
-// is built on.
-func (b *Builder) BrowserImage() string { return b.cfg.BrowserTag }
+func (b *Builder) Hash(variant string) string { return b.top(variant).build.Hash }
 
 // Report is told each step of a check or build: a message, and where a
 // long one is (current of total, 0 when it cannot say).

@@ -57,7 +57,7 @@ func (b *Builder) project(p Project) image {
 	labels[LabelContext] = p.Context.Digest
 	return image{
 		tag:        p.Tag,
-		ctx:        buildContext{Tar: p.Context.Tar, Hash: hex.EncodeToString(sum[:])},
+		build:      buildContext{Tar: p.Context.Tar, Hash: hex.EncodeToString(sum[:])},
 		args:       map[string]string{"PILOT_BASE": b.cfg.BrowserTag},
 		dockerfile: p.Context.Name,
 		labels:     labels,
