@@ -90,8 +90,8 @@ type stepProgress struct {
 	last    time.Time
 }
 
-// Line takes one line of build output.
-func (s *stepProgress) Line(line string) {
+// line takes one line of build output.
+func (s *stepProgress) line(line string) {
 	if m := stepRE.FindStringSubmatch(line); m != nil {
 		s.current, _ = strconv.Atoi(m[1])
 		s.total, _ = strconv.Atoi(m[2])
@@ -111,16 +111,16 @@ type lastLines struct {
 	buf []string
 }
 
-// Add keeps line, dropping the oldest past the limit.
-func (t *lastLines) Add(line string) {
+// add keeps line, dropping the oldest past the limit.
+func (t *lastLines) add(line string) {
 	t.buf = append(t.buf, line)
 	if len(t.buf) > t.max {
 		t.buf = t.buf[len(t.buf)-t.max:]
 	}
 }
 
-// Lines are the lines kept, oldest first.
-func (t *lastLines) Lines() []string { return slices.Clone(t.buf) }
+// lines are the lines kept, oldest first.
+func (t *lastLines) lines() []string { return slices.Clone(t.buf) }
 
 // newStepProgress reports progress through report.
 func newStepProgress(report func(msg string, current, total int)) *stepProgress {
@@ -130,10 +130,10 @@ func newStepProgress(report func(msg string, current, total int)) *stepProgress 
 // newLastLines keeps the last max lines.
 func newLastLines(max int) *lastLines { return &lastLines{max: max} }
 
-// On returns the context of an image built FROM the image whose hash is
+// on returns the context of an image built FROM the image whose hash is
 // parent: its hash covers the parent's, so a change of the image below
 // rebuilds this one too.
-func (c buildContext) On(parent string) buildContext {
+func (c buildContext) on(parent string) buildContext {
 	sum := sha256.Sum256([]byte(parent + "\x00" + c.Hash))
 	return buildContext{Tar: c.Tar, Hash: hex.EncodeToString(sum[:])[:16]}
 }

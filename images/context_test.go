@@ -25,8 +25,8 @@ func TestStepProgress(t *testing.T) {
 	s := newStepProgress(func(msg string, cur, total int) {
 		got = append(got, msg+"|"+string(rune('0'+cur))+"/"+string(rune('0'+total)))
 	})
-	s.Line("Step 2/9 : RUN apt-get update")
-	s.Line("Get:1 http://deb.debian.org bookworm InRelease") // within a second of the step: skipped
+	s.line("Step 2/9 : RUN apt-get update")
+	s.line("Get:1 http://deb.debian.org bookworm InRelease") // within a second of the step: skipped
 	if len(got) != 1 || got[0] != "Step 2/9: RUN apt-get update|2/9" {
 		t.Errorf("progress = %q", got)
 	}
@@ -34,10 +34,10 @@ func TestStepProgress(t *testing.T) {
 
 func TestOnCoversTheParentsHash(t *testing.T) {
 	c := buildContext{Hash: "child"}
-	if c.On("a").Hash == c.On("b").Hash {
+	if c.on("a").Hash == c.on("b").Hash {
 		t.Fatal("a change of the image below does not change the hash")
 	}
-	if c.On("a").Hash != c.On("a").Hash || c.On("a").Hash == c.Hash {
+	if c.on("a").Hash != c.on("a").Hash || c.on("a").Hash == c.Hash {
 		t.Fatal("On is not a stable hash of both")
 	}
 }

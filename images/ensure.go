@@ -108,8 +108,8 @@ func (b *Builder) build(ctx context.Context, img image, reason string, noCache b
 		BuildArgs:  b.buildArgs(ctx, img),
 		NoCache:    noCache,
 		Output: func(line string) {
-			tail.Add(line)
-			steps.Line(line)
+			tail.add(line)
+			steps.line(line)
 			b.log.Debug().Str("build", line).Msg("image build")
 		},
 	})
@@ -117,7 +117,7 @@ func (b *Builder) build(ctx context.Context, img image, reason string, noCache b
 		if errors.Is(err, context.Canceled) {
 			return err
 		}
-		return &BuildError{Log: tail.Lines(), Err: err}
+		return &BuildError{Log: tail.lines(), Err: err}
 	}
 	report("Built the sandbox image "+img.tag, 0, 0)
 	return nil

@@ -196,7 +196,7 @@ func New(engine Engine, cfg Config) (*Builder, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read browser image resources: %w", err)
 		}
-		b.browser = browser.On(desktop.Hash)
+		b.browser = browser.on(desktop.Hash)
 	}
 	return b, nil
 }

@@ -11,10 +11,10 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
-// A box is one project's sandbox as the manager knows it: its operation
-// lock, its state and what is learned of its container's runs. Every
-// change of its state goes through commit, which announces it and keeps
-// .pilot/sandbox.json in step.
+// Each project the manager meets has a box: its operation lock, its state
+// and what is learned of its container's runs. Every change of its state
+// goes through commit, which announces it and keeps .pilot/sandbox.json in
+// step.
 
 // box is one project's sandbox as the manager knows it.
 type box struct {
