@@ -8,13 +8,13 @@ import (
 
 	docker "github.com/fsouza/go-dockerclient"
 
-	"github.com/pilot-sandbox/pilot-sandbox/service"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 )
 
 // BuildImage builds an image and reports its output line by line. The engine
 // answers 200 and reports a failed build inside the JSON stream, and the
 // library returns nil for it, so the stream's error lines are what decide.
-func (e *Client) BuildImage(ctx context.Context, spec service.BuildSpec) error {
+func (e *Client) BuildImage(ctx context.Context, spec images.BuildSpec) error {
 	api, err := e.connect(ctx)
 	if err != nil {
 		return err

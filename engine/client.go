@@ -1,6 +1,8 @@
 // Package engine implements service.Docker on a real Docker Engine through
 // github.com/fsouza/go-dockerclient. It is the only package that knows the
-// library's types; everything above it sees the service package's.
+// library's types; everything above it sees the service package's. It
+// also says what an engine's version means for the sandboxes' published
+// ports (LoopbackLeaks).
 package engine
 
 import (

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pilot-sandbox/pilot-sandbox/engine"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
@@ -42,7 +43,7 @@ func TestSizeBoundFallsBackWhereTheDriverHasNone(t *testing.T) {
 	project := dockertest.Project(t, docker)
 	image := dockertest.Config(t).Image
 	if image == "" {
-		image = service.DefaultImage
+		image = images.DefaultTag
 	}
 	id, err := docker.CreateContainer(ctx, service.ContainerSpec{
 		Name: service.ContainerName(project), Image: image, DiskBytes: 1 << 30,

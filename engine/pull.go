@@ -8,13 +8,13 @@ import (
 
 	docker "github.com/fsouza/go-dockerclient"
 
-	"github.com/pilot-sandbox/pilot-sandbox/service"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 )
 
 // PullImage pulls an image from its registry with the engine's own
 // credentials (docker login), reporting the bytes of its layers as they
 // come. Like a build, a pull can fail inside its JSON stream after a 200.
-func (e *Client) PullImage(ctx context.Context, ref string, progress func(service.PullProgress)) error {
+func (e *Client) PullImage(ctx context.Context, ref string, progress func(images.PullProgress)) error {
 	api, err := e.connect(ctx)
 	if err != nil {
 		return err
@@ -48,7 +48,7 @@ type pullMessage struct {
 
 // pullLayers reports the layers' download in bytes to progress (the sum
 // over the layers seen so far) and returns the error a message reports.
-func pullLayers(progress func(service.PullProgress)) func(pullMessage) error {
+func pullLayers(progress func(images.PullProgress)) func(pullMessage) error {
 	layers := map[string][2]int64{} // id: downloaded, size
 	return func(msg pullMessage) error {
 		if msg.Error != "" {
@@ -62,7 +62,7 @@ func pullLayers(progress func(service.PullProgress)) func(pullMessage) error {
 			layers[msg.ID] = [2]int64{size, size}
 		}
 		if progress != nil {
-			p := service.PullProgress{Status: strings.TrimSpace(msg.Status)}
+			p := images.PullProgress{Status: strings.TrimSpace(msg.Status)}
 			for _, l := range layers {
 				p.Current += l[0]
 				p.Total += l[1]

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
-	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
 // The real engine pulls an image from a registry: here a minimal one in
@@ -33,10 +33,10 @@ func TestPullImageFromARegistry(t *testing.T) {
 	api := dockertest.NewAPI(t)
 	src := fmt.Sprintf("pilot-pull-src:%d", time.Now().UnixNano())
 	ctx := context.Background()
-	err := c.BuildImage(ctx, service.BuildSpec{
+	err := c.BuildImage(ctx, images.BuildSpec{
 		Tag:     src,
 		Context: bytes.NewReader(tarOf(t, map[string]string{"Dockerfile": "FROM scratch\nCOPY noise /noise\n", "noise": noise(2 << 20)})),
-		Labels:  map[string]string{service.LabelImageHash: "pull-test"},
+		Labels:  map[string]string{images.LabelHash: "pull-test"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -45,8 +45,8 @@ func TestPullImageFromARegistry(t *testing.T) {
 	api.Delete("/images/" + src + "?force=1") // or the engine has the layer already
 	ref := reg.host + "/pilot-pull-test/desktop:1"
 
-	var last service.PullProgress
-	if err := c.PullImage(ctx, ref, func(p service.PullProgress) { last = p }); err != nil {
+	var last images.PullProgress
+	if err := c.PullImage(ctx, ref, func(p images.PullProgress) { last = p }); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { api.Delete("/images/" + ref + "?force=1") })
@@ -54,10 +54,10 @@ func TestPullImageFromARegistry(t *testing.T) {
 		t.Errorf("last progress %+v: want the layer's bytes, all downloaded", last)
 	}
 	labels, err := c.ImageLabels(ctx, ref)
-	if err != nil || labels[service.LabelImageHash] != "pull-test" {
+	if err != nil || labels[images.LabelHash] != "pull-test" {
 		t.Errorf("the pulled image's labels: %v, %v", labels, err)
 	}
-	if err := c.PullImage(ctx, reg.host+"/pilot-pull-test/desktop:2", func(service.PullProgress) {}); err == nil {
+	if err := c.PullImage(ctx, reg.host+"/pilot-pull-test/desktop:2", func(images.PullProgress) {}); err == nil {
 		t.Error("a tag the registry lacks was pulled")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
@@ -213,7 +214,7 @@ func TestProjectDockerfileNeedsApproval(t *testing.T) {
 	if _, err := h.docker.ImageLabels(ctx, tag); !errors.Is(err, ErrImageNotFound) {
 		t.Errorf("the project's image outlived its sandbox: %v", err)
 	}
-	firstHash := last.Labels[LabelImageHash]
+	firstHash := last.Labels[images.LabelHash]
 	writeDockerfile(t, dir, "ARG PILOT_BASE\nFROM ${PILOT_BASE}\nUSER root\nRUN touch /made-again\n")
 	if _, err := h.m.Start(ctx, dir); !errors.As(err, &ae) || ae.Approval.Kind != ApprovalDockerfile {
 		t.Fatalf("a changed Dockerfile: %v, want it asked again", err)
@@ -226,7 +227,7 @@ func TestProjectDockerfileNeedsApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	rebuilt := h.docker.builds[len(h.docker.builds)-1]
-	if rebuilt.Tag != tag || rebuilt.Labels[LabelImageHash] == firstHash || rebuilt.Labels[LabelProject] != dir {
+	if rebuilt.Tag != tag || rebuilt.Labels[images.LabelHash] == firstHash || rebuilt.Labels[LabelProject] != dir {
 		t.Errorf("rebuilt %s with %v, first hash %s", rebuilt.Tag, rebuilt.Labels, firstHash)
 	}
 	// The earlier approval no longer stands: content changed back asks again.

@@ -2,9 +2,14 @@ package service
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
+	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/sandboxfs"
 )
 
@@ -15,20 +20,14 @@ import (
 // answers, ErrContainerNotFound / ErrImageNotFound / ErrNameConflict for those
 // conditions, and ErrTimeout when the engine did not answer in time.
 type Docker interface {
+	// Engine is what the images need: their labels, builds, pulls and
+	// removal (package images).
+	images.Engine
 	// Info reports the engine's endpoint and version, or an
 	// ErrDockerUnavailable error.
 	Info(ctx context.Context) (EngineInfo, error)
 	// Capacity reports the CPUs and memory the engine has.
 	Capacity(ctx context.Context) (Capacity, error)
-	// ImageLabels returns the labels of an image, or ErrImageNotFound.
-	ImageLabels(ctx context.Context, ref string) (map[string]string, error)
-	// BuildImage builds an image from a tar build context, reporting each line
-	// of the build's output to spec.Output as it arrives. It fails if the build
-	// fails, whatever the engine's HTTP status said.
-	BuildImage(ctx context.Context, spec BuildSpec) error
-	// PullImage pulls an image from its registry, reporting the download
-	// as it goes. It fails, like a build, when the stream reports a failure.
-	PullImage(ctx context.Context, ref string, progress func(PullProgress)) error
 	// CreateContainer creates (does not start) a container and returns its ID.
 	CreateContainer(ctx context.Context, spec ContainerSpec) (string, error)
 	// CopyTo extracts a tar archive into dir inside the container, which may
@@ -45,9 +44,6 @@ type Docker interface {
 	// RemoveContainer removes the container and its anonymous volumes, running
 	// or not.
 	RemoveContainer(ctx context.Context, id string) error
-	// RemoveImage removes an image tag (and the layers only it used), or
-	// answers ErrImageNotFound.
-	RemoveImage(ctx context.Context, ref string) error
 	// InspectContainer looks a container up by ID or name.
 	InspectContainer(ctx context.Context, idOrName string) (Container, error)
 	// ListContainers lists all containers, running or not, that carry every
@@ -80,27 +76,6 @@ type EngineInfo struct {
 	Endpoint   string
 	Version    string
 	APIVersion string
-}
-
-// BuildSpec is an image build.
-type BuildSpec struct {
-	Tag     string
-	Context io.Reader // a tar archive with the Dockerfile at its root
-	// Dockerfile is the Dockerfile's name in the context; "" is
-	// "Dockerfile".
-	Dockerfile string
-	Labels     map[string]string
-	BuildArgs  map[string]string
-	// NoCache builds every step anew (a rebuild for security updates).
-	NoCache bool
-	Output  func(line string) // may be nil
-}
-
-// PullProgress is where a pull is: the engine's last status line, and the
-// bytes of the layers seen so far, downloaded and in all.
-type PullProgress struct {
-	Status         string
-	Current, Total int64
 }
 
 // ContainerSpec is what the manager asks of a new sandbox container.
@@ -226,4 +201,69 @@ type ContainerEvent struct {
 	Action      string // create, start, die, stop, destroy, ...
 	Labels      map[string]string
 	Time        time.Time
+}
+
+// The manager finds its containers by name and labels: a project's
+// container has a name derived from the project's path, and carries the
+// manager's scope and the project.
+
+// Labels on every sandbox container, and on the image.
+const (
+	LabelSandbox = "pilot.sandbox"
+	LabelProject = "pilot.project"
+	// LabelViewer, set by the image's Dockerfile (so every container made
+	// from it carries it too), is the path of the sandbox's own viewer page
+	// on the noVNC port.
+	LabelViewer = "pilot.sandbox.viewer"
+	// LabelVariant, set on the container when it is created, is the kind
+	// of image it runs: images.VariantDesktop, VariantBrowser or
+	// VariantProject. On the container, not the image, so a project's
+	// Dockerfile cannot claim another.
+	LabelVariant = "pilot.sandbox.variant"
+)
+
+// ContainerName is the sandbox container's name for a canonical project path:
+// readable, and the same every time, so that the engine itself refuses a
+// second container for one project (two sidecars, or a crash mid-create).
+func ContainerName(project string) string {
+	sum := sha256.Sum256([]byte(project))
+	slug := slugify(filepath.Base(project))
+	if slug == "" {
+		slug = "project"
+	}
+	return "pilot-sandbox-" + slug + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// slugify keeps what Docker allows in a name, lowercased, at most 24 bytes.
+func slugify(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		ok := (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9')
+		switch {
+		case ok:
+			b.WriteRune(r)
+			dash = false
+		case !dash && b.Len() > 0:
+			b.WriteByte('-')
+			dash = true
+		}
+		if b.Len() >= 24 {
+			break
+		}
+	}
+	return strings.Trim(b.String(), "-")
+}
+
+// DefaultScope is the value of the pilot.sandbox label on real sandboxes.
+const DefaultScope = "true"
+
+// projectLabels are the labels of a project's sandbox container.
+func projectLabels(scope, project string) map[string]string {
+	return map[string]string{LabelSandbox: scope, LabelProject: project}
+}
+
+// scopeLabels select every sandbox container of a scope.
+func scopeLabels(scope string) map[string]string {
+	return map[string]string{LabelSandbox: scope}
 }

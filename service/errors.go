@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/sandboxfs"
 )
@@ -18,8 +19,9 @@ var (
 	ErrDockerUnavailable = errors.New("docker is not available")
 	// ErrNotRunning: the operation needs a running sandbox.
 	ErrNotRunning = errors.New("sandbox is not running")
-	// ErrNoBrowser: sandbox/browser on a sandbox whose image has no browser.
-	ErrNoBrowser = errors.New("the sandbox has no browser")
+	// ErrNoBrowser: sandbox/browser on a sandbox whose image has no browser,
+	// or a browser image asked of a sidecar that has none to build.
+	ErrNoBrowser = images.ErrNoBrowser
 	// ErrNoSandbox: the project has no sandbox at all. It is also an ErrNotRunning.
 	ErrNoSandbox = fmt.Errorf("%w: the project has no sandbox", ErrNotRunning)
 	// ErrImageBuild: the sandbox image could not be built. See LogError.
@@ -36,7 +38,7 @@ var (
 	ErrContainerNotFound = errors.New("container not found")
 	// ErrImageNotFound is returned by a Docker implementation when the image
 	// does not exist.
-	ErrImageNotFound = errors.New("image not found")
+	ErrImageNotFound = images.ErrNotFound
 	// ErrNameConflict is returned by a Docker implementation when a container
 	// with the requested name already exists.
 	ErrNameConflict = errors.New("container name already in use")
@@ -89,6 +91,20 @@ func (e *LogError) Error() string {
 }
 
 func (e *LogError) Unwrap() []error { return []error{e.Kind, e.Err} }
+
+// imageErr is a failure of the images as callers know it: a build that
+// failed (images.BuildError) is a LogError of ErrImageBuild, unless the
+// engine was not there to build.
+func imageErr(err error) error {
+	var be *images.BuildError
+	switch {
+	case !errors.As(err, &be):
+		return err
+	case errors.Is(be.Err, ErrDockerUnavailable):
+		return be.Err
+	}
+	return NewBuildError(be.Log, be.Err)
+}
 
 // ArgumentError names the argument of a service call that is out of range.
 type ArgumentError struct {

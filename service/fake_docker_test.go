@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 )
 
 // fakeDocker is an in-memory Docker engine for unit tests of the manager's
@@ -36,7 +37,7 @@ type fakeDocker struct {
 	buildErr   error
 	buildLines []string
 	// builds are the builds asked, their contexts read into buildTars.
-	builds    []BuildSpec
+	builds    []images.BuildSpec
 	buildTars [][]byte
 	// onStart decides what a started container does; nil: it runs.
 	onStart func(c *Container)
@@ -130,7 +131,7 @@ func (f *fakeDocker) ImageLabels(ctx context.Context, ref string) (map[string]st
 	return maps.Clone(labels), nil
 }
 
-func (f *fakeDocker) BuildImage(ctx context.Context, spec BuildSpec) error {
+func (f *fakeDocker) BuildImage(ctx context.Context, spec images.BuildSpec) error {
 	f.mu.Lock()
 	f.calls["BuildImage"]++
 	down, buildErr, lines := f.down, f.buildErr, f.buildLines
@@ -159,7 +160,7 @@ func (f *fakeDocker) BuildImage(ctx context.Context, spec BuildSpec) error {
 
 // PullImage fetches an image the fake registry holds, reporting its one
 // layer's download in two steps, as the engine reports a layer's.
-func (f *fakeDocker) PullImage(ctx context.Context, ref string, progress func(PullProgress)) error {
+func (f *fakeDocker) PullImage(ctx context.Context, ref string, progress func(images.PullProgress)) error {
 	f.mu.Lock()
 	f.calls["PullImage"]++
 	down, labels, ok := f.down, f.registry[ref], false
@@ -173,8 +174,8 @@ func (f *fakeDocker) PullImage(ctx context.Context, ref string, progress func(Pu
 	if !ok {
 		return fmt.Errorf("manifest for %s not found: manifest unknown", ref)
 	}
-	progress(PullProgress{Status: "Downloading", Current: 10, Total: 20})
-	progress(PullProgress{Status: "Download complete", Current: 20, Total: 20})
+	progress(images.PullProgress{Status: "Downloading", Current: 10, Total: 20})
+	progress(images.PullProgress{Status: "Download complete", Current: 20, Total: 20})
 	f.mu.Lock()
 	f.images[ref] = maps.Clone(labels)
 	f.mu.Unlock()
@@ -516,7 +517,7 @@ func (f *fakeDocker) addContainer(project string, running bool, exitCode int, se
 	f.nextID++
 	id := fmt.Sprintf("%064x", f.nextID)
 	c := &Container{
-		ID: id, Name: ContainerName(project), Image: DefaultImage, Labels: projectLabels(DefaultScope, project),
+		ID: id, Name: ContainerName(project), Image: images.DefaultTag, Labels: projectLabels(DefaultScope, project),
 		State: "exited", ExitCode: exitCode, CreatedAt: f.now, Ports: map[int]int{},
 		Env: []string{"RESOLUTION=1024x768x24"},
 	}

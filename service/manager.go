@@ -1,38 +1,55 @@
 // Package service runs the sandboxes: one Docker container with a virtual
-// desktop per project, its state machine (starting, running, stopping,
-// stopped, error), the runs of its container, startup reconciliation and
-// Docker's events, the image it is made from, and the events clients hear.
-// It declares the small part of Docker it uses (Docker) and the sentinel
-// errors adapters map to their own codes.
+// desktop per project. It keeps each sandbox's state machine (starting,
+// running, stopping, stopped, error) and makes its decisions: how a start
+// goes (the container a project's settings make, what waits for the user's
+// approval, when the desktop counts as ready), how a stop or a removal ends
+// it, how the state follows Docker (the first reconciliation, Docker's
+// events, a resync in case one was lost), and what the user's lifecycle
+// policy stops or refuses (idle, disk, maxRunning, limits above the caps).
+// It declares the small part of Docker it uses (Docker), the sentinel
+// errors adapters map to their own codes, and the events clients hear.
 //
-// It owns the decisions, not the details: the project's files are
-// projectfs's, the channel into the desktop is desktop's, the build context
-// imagebuild's. It knows nothing of JSON-RPC, the agent tools or
-// go-dockerclient.
+// It must not know the details it hands on: the images and their builds
+// are images', the project's files and the user's state projectfs's, the
+// channel into a desktop desktop's, a sandbox's files sandboxfs's, the
+// wrappers of a command and the records of background processes shell's.
+// It knows nothing of JSON-RPC, MCP, the agent tools or go-dockerclient.
+// The commands (exec.go) stay here because each is a use of a running
+// sandbox (the running gate, Touch, a recheck when it went away) and
+// Manager's methods are what the adapters call.
+//
+// Where things are: manager.go (the Manager, its Config, the lock order),
+// box.go (a project's box: its locks, and commit), state.go (State, from
+// the engine's facts, and the events), start.go, stop.go, observe.go
+// (refresh, resync, Run, readiness), project.go (what a project's files
+// ask: approvals, its image, the tools' switch), policy.go and usage.go
+// (the lifecycle policy), run.go (one run of a container: passwords,
+// agent, pidguard; the desktop and the files), exec.go (commands, in the
+// foreground or the background), nonetwork.go (a sandbox without a
+// network), docker.go (the engine's part, the containers' names),
+// errors.go.
 package service
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
-	"github.com/pilot-sandbox/pilot-sandbox/imagebuild"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/rs/zerolog"
 )
 
 // Config is how a Manager runs sandboxes. Zero fields take the defaults.
 type Config struct {
-	// Image is the tag of the desktop image (DefaultImage).
+	// Image is the tag of the desktop image (images.DefaultTag).
 	Image string
 	// Resources is the desktop image's build context (the embedded resources).
 	Resources fs.FS
-	// BrowserImage is the tag of the browser image (BrowserTag(Image)).
+	// BrowserImage is the tag of the browser image (images.BrowserTag(Image)).
 	BrowserImage string
 	// BrowserResources is the browser image's build context, a layer on
 	// the desktop image; nil means the sidecar has no browser variant.
@@ -41,7 +58,8 @@ type Config struct {
 	// default plus what Chromium's own sandbox needs. "" leaves Docker's.
 	Seccomp string
 	// DefaultVariant is the image variant of a project that names none
-	// (VariantBrowser, or VariantDesktop without BrowserResources).
+	// (images.VariantBrowser, or images.VariantDesktop without
+	// BrowserResources).
 	DefaultVariant string
 	// Agent is the desktop agent's Python source (resources.DesktopAgent).
 	Agent []byte
@@ -93,15 +111,15 @@ var DefaultLimits = Limits{
 
 func (c Config) withDefaults() Config {
 	if c.Image == "" {
-		c.Image = DefaultImage
+		c.Image = images.DefaultTag
 	}
 	if c.BrowserImage == "" {
-		c.BrowserImage = BrowserTag(c.Image)
+		c.BrowserImage = images.BrowserTag(c.Image)
 	}
 	if c.DefaultVariant == "" {
-		c.DefaultVariant = VariantDesktop
+		c.DefaultVariant = images.VariantDesktop
 		if c.BrowserResources != nil {
-			c.DefaultVariant = VariantBrowser
+			c.DefaultVariant = images.VariantBrowser
 		}
 	}
 	if c.Scope == "" {
@@ -134,96 +152,48 @@ func (c Config) withDefaults() Config {
 }
 
 // Manager runs the sandboxes of every project. It is safe for concurrent use.
+//
+// Lock order: a goroutine holding one of these takes only those of a later
+// step, and nothing is taken under a leaf.
+//
+//  1. A box's op token (lockProject, tryLockProject): one operation per
+//     project. Its lock file (projectfs.Locks) is then only tried, never
+//     waited for while the token is held: lockBox lets the token go
+//     between tries. No one holds two boxes' tokens.
+//  2. images.Builder's mu: a start's image check or build, minutes long.
+//  3. policy.admitMu (an admission, over a list of the engine's
+//     containers), box.settingsMu (a write of .pilot/settings.json), the
+//     DevTools relays' mu (browser.go; then a spare dialer's mu).
+//  4. The leaves: box.mu (a box's fields and its run's), policy.mu (the
+//     policy file as read), Manager.mu (the boxes), the broker's mu (the
+//     subscribers) and run.agentMu (a run's agent). agentMu is never
+//     waited for under box.mu, as closing an agent may wait on Docker
+//     (endRunLocked closes it in a goroutine of its own).
+//
+// Nothing waits on a channel under a lock: publish drops an event for a
+// subscriber that is behind, and readiness does not wait to send on
+// unready.
 type Manager struct {
-	docker Docker
-	cfg    Config
-	log    zerolog.Logger
-	build  imagebuild.Context
-	// browserBuild is the browser image's context, hashed on the desktop's.
-	browserBuild imagebuild.Context
-	relays       relays // sandbox/browser's DevTools relays (browser.go)
-	registry     *projectfs.Registry
-	locks        projectfs.Locks
-	approvals    projectfs.Approvals // the user's approvals (approval.go)
-	events       broker
-	policy       *policy // the user's lifecycle policy (policy.go)
+	docker    Docker
+	cfg       Config
+	log       zerolog.Logger
+	images    *images.Builder
+	relays    relays // sandbox/browser's DevTools relays (browser.go)
+	registry  *projectfs.Registry
+	locks     projectfs.Locks
+	approvals projectfs.Approvals // the user's approvals (project.go)
+	events    broker
+	policy    *policy // the user's lifecycle policy (policy.go)
 
 	reconciled     chan struct{} // closed once Run first looked at Docker
 	reconciledOnce sync.Once
 
-	imageMu sync.Mutex // serializes image checks and builds
-
 	// unready passes Run the projects whose running container's desktop
-	// does not answer yet (readiness.go).
+	// does not answer yet (observe.go).
 	unready chan string
 
 	mu    sync.Mutex      // guards boxes
 	boxes map[string]*box // by canonical project path
-}
-
-// box is one project's sandbox as the manager knows it.
-type box struct {
-	project string
-	// op holds a token while a mutation (start, stop, remove, refresh) runs on
-	// the project: mutations of one project are serialized.
-	op chan struct{}
-	// flock is the project's lock file while this process holds it
-	// (projectlock.go), and lockless says it could not be made, so this
-	// process works on the project with its own lock only. Only the holder
-	// of the op token touches them.
-	flock    *projectfs.Lock
-	lockless bool
-	// settingsMu serializes writes of .pilot/settings.json, which must not
-	// wait for a start.
-	settingsMu sync.Mutex
-
-	mu    sync.Mutex // guards the fields below, and those of run
-	state *State     // nil: the project has no sandbox
-	run   *run       // the current run of its container, once seen running
-	// failed is the container whose last start failed, and why: a stopped
-	// container that stays an error until it starts or is stopped.
-	failed struct{ id, why string }
-	// term is the last SIGTERM Docker reported sending the container from
-	// outside (docker stop): it is stopping until it dies.
-	term struct {
-		id string
-		at time.Time
-	}
-	reported map[string]string // file -> the problem last reported with it
-	// stopReason says why the policy stopped a container (idle.go), and
-	// disk what its layer measured last (disk.go).
-	stopReason stopReason
-	disk       diskUse
-}
-
-func (b *box) lock(ctx context.Context) error {
-	select {
-	case b.op <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (b *box) tryLock() bool {
-	select {
-	case b.op <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
-func (b *box) unlock() { <-b.op }
-
-func (b *box) snapshot() *State {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.state == nil {
-		return nil
-	}
-	st := *b.state
-	return &st
 }
 
 // New returns a manager. It does not touch Docker until it is used.
@@ -232,29 +202,27 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 	if cfg.Resources == nil {
 		return nil, errors.New("service: Config.Resources is required")
 	}
-	build, err := imagebuild.NewContext(cfg.Resources, cfg.BuildArgs)
-	if err != nil {
-		return nil, fmt.Errorf("read image resources: %w", err)
-	}
-	var browserBuild imagebuild.Context
-	if cfg.BrowserResources != nil {
-		browserBuild, err = imagebuild.NewContext(cfg.BrowserResources, map[string]string{"DESKTOP": cfg.Image})
-		if err != nil {
-			return nil, fmt.Errorf("read browser image resources: %w", err)
-		}
-		browserBuild = browserBuild.On(build.Hash)
-	}
 	m := &Manager{
-		docker:       docker,
-		cfg:          cfg,
-		log:          cfg.Logger,
-		build:        build,
-		browserBuild: browserBuild,
-		relays:       relays{byProject: map[string]*relay{}},
-		boxes:        map[string]*box{},
-		unready:      make(chan string, 64),
-		policy:       newPolicy(cfg.Policy, cfg.StateDir),
-		reconciled:   make(chan struct{}),
+		docker:     docker,
+		cfg:        cfg,
+		log:        cfg.Logger,
+		relays:     relays{byProject: map[string]*relay{}},
+		boxes:      map[string]*box{},
+		unready:    make(chan string, 64),
+		policy:     newPolicy(cfg.Policy, cfg.StateDir),
+		reconciled: make(chan struct{}),
+	}
+	var err error
+	m.images, err = images.New(docker, images.Config{
+		Tag: cfg.Image, Resources: cfg.Resources, BuildArgs: cfg.BuildArgs,
+		BrowserTag: cfg.BrowserImage, BrowserResources: cfg.BrowserResources,
+		Labels:       map[string]string{LabelSandbox: "image"},
+		RebuildAfter: m.rebuildAfter,
+		Logger:       cfg.Logger,
+		Now:          cfg.Now,
+	})
+	if err != nil {
+		return nil, err
 	}
 	m.locks = projectfs.NewLocks(cfg.StateDir)
 	m.approvals = projectfs.NewApprovals(cfg.StateDir)
@@ -268,13 +236,10 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 
 // ImageHash is the build hash the default variant's image of this binary
 // carries.
-func (m *Manager) ImageHash() string {
-	images := m.imagesFor(m.cfg.DefaultVariant)
-	return images[len(images)-1].build.Hash
-}
+func (m *Manager) ImageHash() string { return m.images.Hash(m.cfg.DefaultVariant) }
 
 // Image is the default variant's image tag.
-func (m *Manager) Image() string { return m.tagFor(m.cfg.DefaultVariant) }
+func (m *Manager) Image() string { return m.images.Tag(m.cfg.DefaultVariant) }
 
 // StateDir is the sidecar's XDG state directory ("" for none).
 func (m *Manager) StateDir() string { return m.cfg.StateDir }
@@ -286,75 +251,6 @@ func (m *Manager) DesktopPorts() DesktopPorts { return m.cfg.DesktopPorts }
 // Subscribe returns the manager's events and the function that ends the
 // subscription. The channel is closed when the subscription ends.
 func (m *Manager) Subscribe() (<-chan Event, func()) { return m.events.subscribe() }
-
-// box returns the project's box, creating it on first use.
-func (m *Manager) box(project string) *box {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	b, ok := m.boxes[project]
-	if !ok {
-		b = &box{project: project, op: make(chan struct{}, 1)}
-		m.boxes[project] = b
-	}
-	return b
-}
-
-func (m *Manager) allBoxes() []*box {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]*box, 0, len(m.boxes))
-	for _, b := range m.boxes {
-		out = append(out, b)
-	}
-	slices.SortFunc(out, func(a, b *box) int {
-		switch {
-		case a.project < b.project:
-			return -1
-		case a.project > b.project:
-			return 1
-		}
-		return 0
-	})
-	return out
-}
-
-// commit makes st the project's state: it announces a change and saves
-// .pilot/sandbox.json when the change is one a restarted sidecar must know.
-func (m *Manager) commit(b *box, st *State) {
-	b.mu.Lock()
-	prev := b.state
-	if st != nil {
-		st.DiskBytes = b.disk.of(st.ContainerID)
-		cp := *st
-		b.state = &cp
-	} else {
-		b.state = nil
-	}
-	b.mu.Unlock()
-	if st == nil || st.Status != StatusRunning {
-		m.closeRelay(b.project)
-	}
-	if sameState(prev, st) {
-		return
-	}
-	m.persist(b, prev, st)
-	// Subscribers get their own copy: st stays the caller's.
-	var published *State
-	if st != nil {
-		cp := *st
-		published = &cp
-	}
-	if dropped := m.events.publish(Event{Kind: EventState, Project: b.project, State: published}); dropped > 0 {
-		m.log.Warn().Int("subscribers", dropped).Msg("event dropped for subscribers that stopped reading")
-	}
-}
-
-// progress announces a step of a long operation.
-func (m *Manager) progress(project, stage, msg string, current, total int) {
-	m.events.publish(Event{Kind: EventProgress, Project: project, Progress: Progress{
-		ProjectPath: project, Stage: stage, Message: msg, Current: current, Total: total,
-	}})
-}
 
 // DockerStatus is what the sidecar knows of the Docker engine (PROTOCOL.md).
 type DockerStatus struct {

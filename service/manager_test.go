@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/shell"
 	"github.com/rs/zerolog"
@@ -250,16 +251,16 @@ func TestImageBuiltOnlyWhenMissingOrOutOfDate(t *testing.T) {
 		builds int
 	}{
 		{"missing", nil, 1},
-		{"out of date", map[string]string{LabelImageHash: "old"}, 1},
-		{"current", map[string]string{LabelImageHash: "current"}, 0},
+		{"out of date", map[string]string{images.LabelHash: "old"}, 1},
+		{"current", map[string]string{images.LabelHash: "current"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, nil)
 			if tc.labels != nil {
-				if tc.labels[LabelImageHash] == "current" {
-					tc.labels[LabelImageHash] = h.m.ImageHash()
+				if tc.labels[images.LabelHash] == "current" {
+					tc.labels[images.LabelHash] = h.m.ImageHash()
 				}
-				h.docker.images[DefaultImage] = tc.labels
+				h.docker.images[images.DefaultTag] = tc.labels
 			}
 			if err := h.m.EnsureImage(context.Background(), ""); err != nil {
 				t.Fatal(err)
@@ -267,10 +268,56 @@ func TestImageBuiltOnlyWhenMissingOrOutOfDate(t *testing.T) {
 			if n := h.docker.count("BuildImage"); n != tc.builds {
 				t.Errorf("%d builds, want %d", n, tc.builds)
 			}
-			if got := h.docker.images[DefaultImage][LabelImageHash]; got != h.m.ImageHash() {
+			if got := h.docker.images[images.DefaultTag][images.LabelHash]; got != h.m.ImageHash() {
 				t.Errorf("image hash label = %q, want %q", got, h.m.ImageHash())
 			}
 		})
+	}
+}
+
+// The policy's rebuildAfter reaches the images: a current image older
+// than it is rebuilt without the cache, one younger is kept.
+func TestThePolicysRebuildAfterRebuildsAnOldImage(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		age    time.Duration
+		builds int
+	}{
+		{"younger", 6 * 24 * time.Hour, 0},
+		{"older", 9 * 24 * time.Hour, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			config := filepath.Join(t.TempDir(), "config.json")
+			if err := os.WriteFile(config, []byte(`{"rebuildAfter": "168h"}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			h := newHarness(t, func(c *Config) { c.Policy.File = config; c.Now = func() time.Time { return now } })
+			h.docker.images[images.DefaultTag] = map[string]string{
+				images.LabelHash: h.m.ImageHash(), images.LabelBuilt: now.Add(-tc.age).Format(time.RFC3339),
+			}
+			if err := h.m.EnsureImage(context.Background(), ""); err != nil {
+				t.Fatal(err)
+			}
+			if n := h.docker.count("BuildImage"); n != tc.builds {
+				t.Fatalf("%d builds, want %d", n, tc.builds)
+			}
+			if tc.builds > 0 && !h.docker.builds[0].NoCache {
+				t.Errorf("the image was rebuilt for its age from the cache")
+			}
+		})
+	}
+}
+
+// A build the engine was not there for is the engine's absence, not a
+// build's failure with a log.
+func TestABuildWithoutTheEngineIsNotABuildFailure(t *testing.T) {
+	h := newHarness(t, nil)
+	h.docker.buildErr = &UnavailableError{Endpoint: "fake://", Err: errors.New("connection refused")}
+	err := h.m.EnsureImage(context.Background(), "")
+	var be *LogError
+	if !errors.Is(err, ErrDockerUnavailable) || errors.As(err, &be) {
+		t.Fatalf("err = %v, want ErrDockerUnavailable without a build log", err)
 	}
 }
 

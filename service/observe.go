@@ -71,7 +71,7 @@ func (m *Manager) observe(ctx context.Context, b *box, c Container) *State {
 		}
 		ready = m.readiness(ctx, b, c)
 	}
-	st := stateOf(b.project, c, secret, m.displayOf(c), false)
+	st := stateOf(b.project, c, secret, displayOf(c, m.cfg.Display), false)
 	b.mu.Lock()
 	switch {
 	case stopping:
@@ -87,9 +87,9 @@ func (m *Manager) observe(ctx context.Context, b *box, c Container) *State {
 	}
 	b.mu.Unlock()
 	if st.Status == StatusStopped {
-		st.StopReason = m.stopReasonOf(b, c)
+		st.StopReason = b.stopReasonOf(c)
 	} else if c.Running {
-		m.stopReasonOf(b, c) // forgets the reason of an earlier stop
+		b.stopReasonOf(c) // forgets the reason of an earlier stop
 	}
 	m.commit(b, &st)
 	return &st
@@ -176,6 +176,13 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 }
 
+// Reconciled is closed once the manager's Run has looked at Docker for
+// the first time (successfully or not): until then, what it knows of the
+// sandboxes found at startup is incomplete.
+func (m *Manager) Reconciled() <-chan struct{} { return m.reconciled }
+
+func (m *Manager) markReconciled() { m.reconciledOnce.Do(func() { close(m.reconciled) }) }
+
 // followEvents refreshes a project whenever Docker reports a change to its
 // container. When the stream breaks (Docker restarted, or went away), it
 // reconnects with backoff and resyncs, since events were missed meanwhile.
@@ -258,4 +265,106 @@ func (m *Manager) stoppingOutside(b *box, c Container) bool {
 		b.term.id = "" // it stopped: its next run is a new one
 	}
 	return c.Running && b.term.id == c.ID && b.term.at.After(c.StartedAt) && m.cfg.Now().Sub(b.term.at) < termWindow
+}
+
+// A running container is a running sandbox only once its desktop answers
+// (PROTOCOL.md, Readiness). A start by the sidecar waits for that itself;
+// a container started or restarted outside it (docker start, docker
+// restart, another process), or found running when the sidecar starts, is
+// "starting" until a probe answers, and Run keeps probing it in the
+// background so that the "running" event comes as soon as it is true.
+
+// isReady says whether this run of the container is known to answer.
+func (b *box) isReady(c Container) bool {
+	r := b.runOf(c)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return r.ready
+}
+
+func (b *box) markReady(c Container) {
+	r := b.runOf(c)
+	b.mu.Lock()
+	r.ready = true
+	b.mu.Unlock()
+}
+
+// readiness returns how a running container's desktop is: ready (and now
+// known to be), or not yet, in which case Run is asked to watch it. A run
+// that never answered within ReadyTimeout has its reason in its run.
+func (m *Manager) readiness(ctx context.Context, b *box, c Container) (ready bool) {
+	if b.isReady(c) {
+		return true
+	}
+	if ws := c.Ports[desktop.NoVNCPort]; ws != 0 {
+		probeCtx, cancel := context.WithTimeout(ctx, desktop.ProbeTimeout)
+		err := m.cfg.Probe(probeCtx, ws, c.Labels[LabelViewer])
+		cancel()
+		if err == nil {
+			b.markReady(c)
+			return true
+		}
+	}
+	select {
+	case m.unready <- b.project:
+	default: // Run is busy or not running: the next resync asks again
+	}
+	return false
+}
+
+// watchReadiness runs, for each project it is told of, at most one wait
+// for its desktop at a time, until ctx ends.
+func (m *Manager) watchReadiness(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	watching := map[string]bool{}
+	done := make(chan string)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case project := <-done:
+			delete(watching, project)
+		case project := <-m.unready:
+			if watching[project] {
+				continue
+			}
+			watching[project] = true
+			wg.Go(func() {
+				m.awaitReady(ctx, m.box(project))
+				select {
+				case done <- project:
+				case <-ctx.Done():
+				}
+			})
+		}
+	}
+}
+
+// awaitReady waits for the project's running container to answer, then
+// refreshes the project so that its state says so. If an operation holds
+// the project meanwhile, it settles the state itself.
+func (m *Manager) awaitReady(ctx context.Context, b *box) {
+	c, err := m.find(ctx, b)
+	if err != nil || !c.Running {
+		return
+	}
+	ready, err := m.waitReady(ctx, b.project, c.ID, nil)
+	switch {
+	case err == nil:
+		b.markReady(ready)
+	case ctx.Err() != nil:
+		return
+	case errors.Is(err, errNotAnswering), errors.Is(err, desktop.ErrViewerMismatch):
+		r := b.runOf(c)
+		b.mu.Lock()
+		r.unreadyWhy = err.Error()
+		b.mu.Unlock()
+	}
+	if m.tryLockProject(b) {
+		defer m.unlockProject(b)
+		if _, err := m.refresh(ctx, b); err != nil {
+			m.log.Debug().Err(err).Str("project", b.project).Msg("refresh after waiting for the desktop")
+		}
+	}
 }

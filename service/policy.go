@@ -3,7 +3,10 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,8 +16,8 @@ import (
 // The lifecycle policy is the user's own config.json (projectfs.UserConfig):
 // a sandbox idle for idleStop is stopped, no more than maxRunning run at
 // once, and one whose files outgrow disk is warned, then stopped. Run
-// applies it every round (idle.go, disk.go); Start applies
-// maxRunning (admission.go).
+// applies it every round (what it measures of a sandbox's use is in
+// usage.go); Start applies maxRunning (admit, below).
 //
 // The file is read again whenever it changes. One with a key that cannot
 // be used is reported (the log, and a sandbox/warning without a project),
@@ -50,7 +53,7 @@ type policy struct {
 	err      error  // what is wrong with the file, or nil
 	reported string // the problem last reported, "" for none
 
-	admitMu sync.Mutex      // serializes admissions (admission.go)
+	admitMu sync.Mutex      // serializes admissions (admit)
 	pending map[string]bool // projects admitted whose start is under way; guarded by admitMu
 }
 
@@ -150,13 +153,6 @@ func (m *Manager) reportPolicy(cfg projectfs.UserConfig, err error) {
 	m.events.publish(Event{Kind: EventWarning, Warning: Warning{File: m.policy.file, Problem: problem, Message: msg}})
 }
 
-// Reconciled is closed once the manager's Run has looked at Docker for
-// the first time (successfully or not): until then, what it knows of the
-// sandboxes found at startup is incomplete.
-func (m *Manager) Reconciled() <-chan struct{} { return m.reconciled }
-
-func (m *Manager) markReconciled() { m.reconciledOnce.Do(func() { close(m.reconciled) }) }
-
 // enforcePolicy applies the policy to every running sandbox each
 // interval (sooner when idleStop is short), from the end of the
 // first reconciliation until ctx ends.
@@ -186,13 +182,13 @@ func (m *Manager) policyRound(ctx context.Context) time.Duration {
 	for _, b := range m.allBoxes() {
 		m.applyPolicy(ctx, b, cfg, err == nil)
 	}
-	return m.policyWait(cfg)
+	return m.policy.wait(cfg)
 }
 
-// policyWait is the time between two rounds: an idle sandbox is stopped
+// wait is the time between two rounds: an idle sandbox is stopped
 // at most a quarter of idleStop late.
-func (m *Manager) policyWait(cfg projectfs.UserConfig) time.Duration {
-	wait := m.policy.interval
+func (p *policy) wait(cfg projectfs.UserConfig) time.Duration {
+	wait := p.interval
 	if cfg.IdleStop > 0 {
 		wait = min(wait, max(cfg.IdleStop/4, 100*time.Millisecond))
 	}
@@ -233,7 +229,7 @@ func (m *Manager) policyStop(ctx context.Context, b *box, id, why string, still 
 	if st := b.snapshot(); st == nil || st.ContainerID != id || st.Status != StatusRunning || !still() {
 		return
 	}
-	m.setStopReason(b, id, why)
+	b.setStopReason(id, why)
 	if _, err := m.stop(ctx, b); err != nil {
 		m.log.Warn().Err(err).Str("project", b.project).Str("why", why).Msg("could not stop the sandbox for the lifecycle policy")
 		return
@@ -250,7 +246,7 @@ type stopReason struct {
 	read    string
 }
 
-func (m *Manager) setStopReason(b *box, id, why string) {
+func (b *box) setStopReason(id, why string) {
 	b.mu.Lock()
 	b.stopReason = stopReason{id: id, why: why}
 	b.mu.Unlock()
@@ -260,7 +256,7 @@ func (m *Manager) setStopReason(b *box, id, why string) {
 // here, or saved in .pilot/sandbox.json by the process that stopped it
 // (the record counts only if written after the container ended). A
 // running container has none.
-func (m *Manager) stopReasonOf(b *box, c Container) string {
+func (b *box) stopReasonOf(c Container) string {
 	b.mu.Lock()
 	sr := b.stopReason
 	if c.Running {
@@ -287,4 +283,90 @@ func (m *Manager) stopReasonOf(b *box, c Container) string {
 	}
 	b.mu.Unlock()
 	return why
+}
+
+// ErrTooManySandboxes: a start would run more sandboxes than the policy's
+// maxRunning. See TooManyError.
+var ErrTooManySandboxes = errors.New("too many sandboxes running")
+
+// RunningSandbox names a sandbox that counts against maxRunning, so that
+// the user can pick one to stop.
+type RunningSandbox struct {
+	ProjectPath   string `json:"projectPath"`
+	ContainerID   string `json:"containerId,omitempty"`
+	ContainerName string `json:"containerName"`
+}
+
+// TooManyError is ErrTooManySandboxes with the sandboxes that run.
+type TooManyError struct {
+	Max     int
+	Running []RunningSandbox
+}
+
+func (e *TooManyError) Error() string {
+	projects := make([]string, len(e.Running))
+	for i, r := range e.Running {
+		projects[i] = r.ProjectPath
+	}
+	running := fmt.Sprintf("%d sandboxes already run", len(e.Running))
+	if len(e.Running) == 1 {
+		running = "1 sandbox already runs"
+	}
+	return fmt.Sprintf("%s, as many as maxRunning in config.json allows: stop one first (%s)", running, strings.Join(projects, ", "))
+}
+
+func (e *TooManyError) Unwrap() error { return ErrTooManySandboxes }
+
+// admit lets a start of the project's stopped or missing sandbox go ahead
+// if fewer than maxRunning others run (in Docker, or being started by this
+// process), and counts it as running until release is called. Starts by
+// other processes of the user between their admission and the engine's
+// start are not seen: two at that very moment may both get in.
+func (m *Manager) admit(ctx context.Context, b *box) (release func(), err error) {
+	cfg, _ := m.currentPolicy()
+	if cfg.MaxRunning == 0 {
+		return func() {}, nil
+	}
+	p := m.policy
+	p.admitMu.Lock()
+	defer p.admitMu.Unlock()
+	running, err := m.runningOthers(ctx, b.project)
+	if err != nil {
+		return nil, err
+	}
+	if len(running) >= cfg.MaxRunning {
+		return nil, &TooManyError{Max: cfg.MaxRunning, Running: running}
+	}
+	p.pending[b.project] = true
+	return func() {
+		p.admitMu.Lock()
+		delete(p.pending, b.project)
+		p.admitMu.Unlock()
+	}, nil
+}
+
+// runningOthers lists the sandboxes of other projects that run, or that
+// this process is starting; the caller holds admitMu.
+func (m *Manager) runningOthers(ctx context.Context, project string) ([]RunningSandbox, error) {
+	containers, err := m.docker.ListContainers(ctx, scopeLabels(m.cfg.Scope))
+	if err != nil {
+		return nil, err
+	}
+	var out []RunningSandbox
+	seen := map[string]bool{}
+	for _, c := range containers {
+		p := c.Labels[LabelProject]
+		if !c.Running || p == "" || p == project || c.Name != ContainerName(p) {
+			continue
+		}
+		seen[p] = true
+		out = append(out, RunningSandbox{ProjectPath: p, ContainerID: c.ID, ContainerName: c.Name})
+	}
+	for p := range m.policy.pending {
+		if p != project && !seen[p] {
+			out = append(out, RunningSandbox{ProjectPath: p, ContainerName: ContainerName(p)})
+		}
+	}
+	slices.SortFunc(out, func(a, b RunningSandbox) int { return strings.Compare(a.ProjectPath, b.ProjectPath) })
+	return out, nil
 }

@@ -2,12 +2,20 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/sandboxfs"
 )
+
+// One run of a project's container, and what this process keeps of it:
+// its VNC passwords, its desktop agent, its pidguard; and the ways into
+// the sandbox that are not commands (its desktop, its files).
 
 // run is what the sidecar learns of one run of a project's container, from
 // its start to its end: its VNC passwords, whether its desktop answered,
@@ -24,18 +32,18 @@ type run struct {
 	unreadyWhy string         // why it never did within ReadyTimeout
 	// lastActive is its last use seen here, zero until the policy or a
 	// use sees it, and sharedAt the last written for other processes
-	// (idle.go).
+	// (usage.go).
 	lastActive, sharedAt time.Time
 	viewing              bool      // a viewer was connected at the last look
 	viewersAt            time.Time // the last look
-	// What the disk policy knows of the run (disk.go): whether it was
+	// What the disk policy knows of the run (usage.go): whether it was
 	// measured, how far it may grow, and whether its use was warned of.
 	diskSeen      bool
 	diskAllowance int64
 	diskWarned    bool
 	diskNextAt    time.Time // a slow layer is measured no sooner
 
-	guarded bool // this process keeps its pilot-pidguard running (guard.go)
+	guarded bool // this process keeps its pilot-pidguard running (startGuard)
 
 	agentMu sync.Mutex     // guards agent; one agent starts at a time
 	agent   *desktop.Agent // the desktop agent, once started
@@ -135,4 +143,243 @@ func (m *Manager) startAgent(ctx context.Context, containerID, user string) (*de
 		return nil, fmt.Errorf("start desktop agent: %w", err)
 	}
 	return desktop.Dial(ctx, session)
+}
+
+// Each run gets fresh VNC passwords at its start (installed through the
+// archive API, so they never appear in the container's environment,
+// command line or labels); another process reads them back from the
+// container.
+
+// LabelVNCDir is the image label (inherited by its containers) naming the
+// directory the VNC password file goes into. Images without it keep the
+// file in the sandbox user's ~/.vnc.
+const LabelVNCDir = "pilot.sandbox.vnc-dir"
+
+// LabelDesktopUser is the image label (inherited by its containers) naming
+// the user the desktop runs as, when it is not the sandbox user that every
+// exec runs as (desktop.DesktopUser). Containers of older images have none:
+// their desktop, agent and execs share desktop.User.
+const LabelDesktopUser = "pilot.sandbox.desktop-user"
+
+// desktopUserOf is the user that runs c's desktop and its agent, and the
+// group that may read its VNC passwords.
+func desktopUserOf(c Container) (user string, gid int) {
+	if c.Labels[LabelDesktopUser] == desktop.DesktopUser {
+		return desktop.DesktopUser, desktop.DesktopGID
+	}
+	return desktop.User, desktop.UID
+}
+
+// passwdDir is where the container's desktop reads its VNC passwords, and
+// whether that is the legacy place, which the sandbox user owns.
+func passwdDir(c Container) (dir string, legacy bool) {
+	if dir := c.Labels[LabelVNCDir]; strings.HasPrefix(dir, "/") {
+		return dir, false
+	}
+	return desktop.LegacyVNCDir, true
+}
+
+func passwdPath(c Container) string {
+	dir, _ := passwdDir(c)
+	return dir + "/passwd"
+}
+
+// secretFor returns the VNC passwords of a running container: remembered
+// for this run of it, or read back from the container (after the sidecar
+// restarted, or another process started it).
+func (m *Manager) secretFor(ctx context.Context, b *box, c Container) (desktop.Secret, error) {
+	r := b.runOf(c)
+	b.mu.Lock()
+	s := r.secret
+	b.mu.Unlock()
+	if s != (desktop.Secret{}) {
+		return s, nil
+	}
+	user, _ := desktopUserOf(c)
+	res, err := m.docker.Exec(ctx, c.ID, ExecSpec{
+		Cmd: []string{"cat", passwdPath(c)}, User: user, Timeout: 10 * time.Second, MaxOutput: 4096,
+	})
+	if err != nil {
+		return desktop.Secret{}, fmt.Errorf("read VNC password: %w", err)
+	}
+	s, ok := desktop.ParsePasswdFile(string(res.Stdout))
+	if res.ExitCode != 0 || !ok {
+		return desktop.Secret{}, errors.New("the sandbox has no VNC password file")
+	}
+	b.mu.Lock()
+	r.secret = s
+	b.mu.Unlock()
+	return s, nil
+}
+
+// guardPause is how long the sidecar waits before it starts pilot-pidguard
+// again after it ended: a sandbox that kills it in a loop costs an exec a
+// second, no more.
+const guardPause = time.Second
+
+// startGuard keeps pilot-pidguard running as the sandbox user for this run
+// of a container whose desktop runs as a user of its own (which could not
+// signal a flood of the sandbox user's); older images start it from their
+// entrypoint. The sandbox user can kill it, being its user: an exec stays
+// attached to it, and when it ends while the run goes on, another is
+// started (tried each second). No exec starts while the sandbox is at its
+// process limit, so a guard killed together with the start of a flood is
+// replaced only once the flood ends (pidguard.sh). The guard outlives this
+// process (its exec does not end with the connection), unwatched. Each
+// sidecar that starts or finds the sandbox keeps a guard of its own; the
+// oldest acts and the others stand by to take over (pidguard.sh). A
+// sandbox without it still has its process limit, so a failure is only
+// logged.
+func (m *Manager) startGuard(b *box, c Container) {
+	if user, _ := desktopUserOf(c); user == desktop.User {
+		return
+	}
+	// The first one starts before the start returns: a command-line start
+	// exits right after, and the guard must be running by then.
+	s, err := m.execGuard(c.ID)
+	if err != nil {
+		m.log.Warn().Err(err).Str("container", c.ID).Msg("could not start pilot-pidguard; fork floods will hold the sandbox's process slots")
+		return
+	}
+	go m.keepGuard(b, keyOf(c), s)
+}
+
+// guardOnce starts the guard of run r of c unless this process did.
+func (m *Manager) guardOnce(b *box, r *run, c Container) {
+	b.mu.Lock()
+	guard := !r.guarded
+	r.guarded = true
+	b.mu.Unlock()
+	if guard {
+		m.startGuard(b, c)
+	}
+}
+
+func (m *Manager) execGuard(id string) (ExecSession, error) {
+	return m.docker.ExecAttach(context.Background(), id, ExecSpec{Cmd: desktop.GuardCommand, User: desktop.User})
+}
+
+// keepGuard watches the guard of one run, s, and starts another each time
+// it ends, until the run ends. It logs at debug level (the log file's):
+// it may log after whoever started the run is gone (a test that ended,
+// its sandbox being removed).
+func (m *Manager) keepGuard(b *box, key runKey, s ExecSession) {
+	log := m.log.With().Str("container", key.id).Logger()
+	for {
+		io.Copy(io.Discard, s) // until it ends: it writes to its log file
+		s.Close()
+		if !m.runGoesOn(b, key) {
+			return
+		}
+		log.Debug().Msg("pilot-pidguard ended while the sandbox runs (killed from inside?): starting it again")
+		time.Sleep(guardPause)
+		var err error
+		if s, err = m.execGuard(key.id); err != nil {
+			log.Debug().Err(err).Msg("could not start pilot-pidguard again; fork floods will hold the sandbox's process slots")
+			return
+		}
+	}
+}
+
+// runGoesOn says whether the container still runs the run of key.
+func (m *Manager) runGoesOn(b *box, key runKey) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := m.docker.InspectContainer(ctx, key.id)
+	return err == nil && c.Running && keyOf(c) == key && b.currentRun(key.id) != nil
+}
+
+// The ways into a sandbox that are not commands: its desktop, driven
+// through the current run's agent, and its files, through the archive API
+// (running or stopped) and execs while it runs.
+
+// Desktop returns the display of the project's running sandbox, driven
+// through the desktop agent of the container's current run.
+func (m *Manager) Desktop(ctx context.Context, path string) (*desktop.Desktop, error) {
+	b, st, err := m.running(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return desktop.New(&desktopConn{m: m, b: b, containerID: st.ContainerID}, st.Display), nil
+}
+
+// Screenshot captures the project's display at full size.
+func (m *Manager) Screenshot(ctx context.Context, path string) (desktop.Screenshot, error) {
+	d, err := m.Desktop(ctx, path)
+	if err != nil {
+		return desktop.Screenshot{}, err
+	}
+	return d.Screenshot(ctx)
+}
+
+// desktopConn is a desktop.Conn for one container of a project.
+type desktopConn struct {
+	m           *Manager
+	b           *box
+	containerID string
+}
+
+func (c *desktopConn) Agent(ctx context.Context) (*desktop.Agent, error) {
+	r := c.b.currentRun(c.containerID)
+	if r == nil {
+		return nil, fmt.Errorf("%w: it stopped", ErrNotRunning)
+	}
+	return c.m.agentFor(ctx, r)
+}
+
+// Explain turns an agent that went away into what happened to the sandbox:
+// most often it was stopped.
+func (c *desktopConn) Explain(ctx context.Context, err error) error {
+	if errors.Is(err, desktop.ErrTimeout) {
+		return fmt.Errorf("%w: %v", ErrTimeout, err)
+	}
+	if !errors.Is(err, desktop.ErrGone) && !errors.Is(err, ErrNotRunning) && !errors.Is(err, ErrContainerNotFound) {
+		return err
+	}
+	c.m.recheck(ctx, c.b)
+	if st := c.b.snapshot(); st == nil || st.Status != StatusRunning {
+		return fmt.Errorf("%w: it stopped", ErrNotRunning)
+	}
+	return err
+}
+
+// StageCopy is the progress stage of an upload or a download.
+const StageCopy = "copy"
+
+// fileExecTimeout bounds the commands the files run in a running sandbox
+// (rm -r of a large tree, find).
+const fileExecTimeout = 5 * time.Minute
+
+// Files returns the files of the project's sandbox, running or stopped
+// (PROTOCOL.md, Files): a file call is a use of the sandbox, and an
+// upload's or download's progress is the project's sandbox/progress.
+func (m *Manager) Files(ctx context.Context, path string) (*sandboxfs.FS, error) {
+	st, err := m.Status(ctx, path)
+	switch {
+	case err != nil:
+		return nil, err
+	case st == nil:
+		return nil, ErrNoSandbox
+	case st.ContainerID == "":
+		return nil, fmt.Errorf("%w (it is %s and has no container yet)", ErrNotRunning, st.Status)
+	}
+	project := st.ProjectPath
+	m.Touch(project)
+	return sandboxfs.New(m.docker, st.ContainerID, sandboxfs.Options{
+		Running: st.Status == StatusRunning,
+		Exec: func(ctx context.Context, argv []string, maxOutput int) (sandboxfs.ExecResult, error) {
+			res, err := m.ExecArgv(ctx, project, ExecSpec{Cmd: argv, MaxOutput: maxOutput, Timeout: fileExecTimeout})
+			return sandboxfs.ExecResult{ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, Truncated: res.Truncated}, err
+		},
+		Progress: func(done sandboxfs.Copied, total int64) {
+			m.progress(project, StageCopy, copyMessage(done, total), int(done.Bytes), int(total))
+		},
+	}), nil
+}
+
+func copyMessage(done sandboxfs.Copied, total int64) string {
+	if total > 0 {
+		return fmt.Sprintf("Copied %d files, %.1f of %.1f MB", done.Files, float64(done.Bytes)/1e6, float64(total)/1e6)
+	}
+	return fmt.Sprintf("Copied %d files, %.1f MB", done.Files, float64(done.Bytes)/1e6)
 }

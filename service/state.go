@@ -2,9 +2,14 @@ package service
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
 // Status is where a sandbox is in its life.
@@ -93,12 +98,12 @@ func variantOf(c Container) string {
 	switch {
 	case c.Labels[LabelVariant] != "":
 		return c.Labels[LabelVariant]
-	case c.Labels[LabelContext] != "":
-		return VariantProject
+	case c.Labels[images.LabelContext] != "":
+		return images.VariantProject
 	case c.Labels[LabelBrowser] != "":
-		return VariantBrowser
+		return images.VariantBrowser
 	}
-	return VariantDesktop
+	return images.VariantDesktop
 }
 
 // stateOf builds the client's view of a container.
@@ -141,4 +146,131 @@ func sameState(a, b *State) bool {
 	x, y := *a, *b
 	x.DiskBytes, y.DiskBytes = 0, 0
 	return x == y
+}
+
+// displayOf reads the display size a container was created with, or
+// fallback (Config.Display) when it says none.
+func displayOf(c Container, fallback desktop.Display) desktop.Display {
+	for _, kv := range c.Env {
+		v, ok := strings.CutPrefix(kv, desktop.ResolutionEnv+"=")
+		if !ok {
+			continue
+		}
+		parts := strings.Split(v, "x")
+		if len(parts) < 2 {
+			break
+		}
+		w, err1 := strconv.Atoi(parts[0])
+		h, err2 := strconv.Atoi(parts[1])
+		if err1 == nil && err2 == nil && w > 0 && h > 0 {
+			return desktop.Display{Width: w, Height: h}
+		}
+	}
+	return fallback
+}
+
+// Clients hear of a change as it happens: a state as commit makes it, a
+// step of a long operation, a warning about a file. Subscribers that fall
+// behind lose events rather than stall the manager.
+
+// Stages of a start, as reported in Progress.
+const (
+	StageImage  = "image"
+	StageCreate = "create"
+	StageStart  = "start"
+	StageReady  = "ready"
+)
+
+// Progress is a step of a long operation (PROTOCOL.md, sandbox/progress).
+type Progress struct {
+	ProjectPath string `json:"projectPath"`
+	Stage       string `json:"stage"`
+	Message     string `json:"message"`
+	Current     int    `json:"current,omitempty"`
+	Total       int    `json:"total,omitempty"`
+}
+
+// EventKind tells the two kinds of Event apart.
+type EventKind int
+
+const (
+	// EventState: a project's sandbox changed; State is nil when the project
+	// has no sandbox any more.
+	EventState EventKind = iota
+	// EventProgress: a long operation made progress.
+	EventProgress
+	// EventWarning: a problem with a project's file that a person should
+	// hear of (Warning).
+	EventWarning
+)
+
+// Event is what the manager tells its subscribers.
+type Event struct {
+	Kind     EventKind
+	Project  string
+	State    *State
+	Progress Progress
+	Warning  Warning
+}
+
+// subscriberBuffer is how far a subscriber may fall behind before events to it
+// are dropped (and logged): a client that stops reading must not stall the
+// manager.
+const subscriberBuffer = 1024
+
+// broker fans events out to subscribers without blocking the publisher.
+type broker struct {
+	mu   sync.Mutex // guards subs
+	subs map[chan Event]struct{}
+}
+
+// subscribe returns a channel of events and the function that ends the
+// subscription and closes the channel.
+func (b *broker) subscribe() (<-chan Event, func()) {
+	ch := make(chan Event, subscriberBuffer)
+	b.mu.Lock()
+	if b.subs == nil {
+		b.subs = map[chan Event]struct{}{}
+	}
+	b.subs[ch] = struct{}{}
+	b.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			b.mu.Lock()
+			delete(b.subs, ch)
+			b.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
+// publish delivers ev to every subscriber with room for it and reports how
+// many it had to skip.
+func (b *broker) publish(ev Event) (dropped int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch := range b.subs {
+		select {
+		case ch <- ev:
+		default:
+			dropped++
+		}
+	}
+	return dropped
+}
+
+// Warning tells a client about a problem it did not ask about but a person
+// should know of: a file of the project's found corrupt and set aside at
+// startup, or a state file that could not be saved while the sandbox runs
+// on (PROTOCOL additions: sandbox/warning).
+//
+// A warning about the user's own config.json has no project, and one
+// about a sandbox's disk use (ProblemDisk) no file.
+type Warning struct {
+	ProjectPath string                `json:"projectPath,omitempty"`
+	File        string                `json:"file,omitempty"`
+	Problem     projectfs.FileProblem `json:"problem"`
+	KeptAs      string                `json:"keptAs,omitempty"`
+	Message     string                `json:"message"`
 }

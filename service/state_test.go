@@ -1,10 +1,12 @@
 package service
 
 import (
-	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 )
 
 func TestStatusOf(t *testing.T) {
@@ -61,13 +63,13 @@ func TestVariantOf(t *testing.T) {
 		labels map[string]string
 		want   string
 	}{
-		{"the desktop image", map[string]string{LabelVariant: VariantDesktop}, VariantDesktop},
-		{"the browser image", map[string]string{LabelVariant: VariantBrowser, LabelBrowser: "1"}, VariantBrowser},
-		{"a project's Dockerfile", map[string]string{LabelVariant: VariantProject, LabelBrowser: "1", LabelContext: "sha256:x"}, VariantProject},
+		{"the desktop image", map[string]string{LabelVariant: images.VariantDesktop}, images.VariantDesktop},
+		{"the browser image", map[string]string{LabelVariant: images.VariantBrowser, LabelBrowser: "1"}, images.VariantBrowser},
+		{"a project's Dockerfile", map[string]string{LabelVariant: images.VariantProject, LabelBrowser: "1", images.LabelContext: "sha256:x"}, images.VariantProject},
 		// Containers created before the label: their image's labels say.
-		{"an older desktop container", nil, VariantDesktop},
-		{"an older browser container", map[string]string{LabelBrowser: "1"}, VariantBrowser},
-		{"an older project container", map[string]string{LabelBrowser: "1", LabelContext: "sha256:x"}, VariantProject},
+		{"an older desktop container", nil, images.VariantDesktop},
+		{"an older browser container", map[string]string{LabelBrowser: "1"}, images.VariantBrowser},
+		{"an older project container", map[string]string{LabelBrowser: "1", images.LabelContext: "sha256:x"}, images.VariantProject},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := stateOf("/p", Container{Labels: tc.labels}, desktop.Secret{}, desktop.Display{}, false).ImageVariant; got != tc.want {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
@@ -18,7 +19,7 @@ func (m *Manager) Stop(ctx context.Context, path string) (State, error) {
 		return State{}, err
 	}
 	defer m.unlockProject(b)
-	m.setStopReason(b, "", "") // asked for: not the policy's stop
+	b.setStopReason("", "") // asked for: not the policy's stop
 	return m.stop(ctx, b)
 }
 
@@ -31,7 +32,7 @@ func (m *Manager) stop(ctx context.Context, b *box) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	display := m.displayOf(c)
+	display := displayOf(c, m.cfg.Display)
 	if c.Running {
 		stopping := stateOf(b.project, c, desktop.Secret{}, display, true)
 		stopping.Status = StatusStopping
@@ -49,8 +50,8 @@ func (m *Manager) stop(ctx context.Context, b *box) (State, error) {
 	if !c.Running {
 		// Asked to stop, it is stopped, whatever it died of before.
 		st.Status, st.Error = StatusStopped, ""
-		st.StopReason = m.stopReasonOf(b, c)
-		m.clearFailure(b)
+		st.StopReason = b.stopReasonOf(c)
+		b.clearFailure()
 	}
 	m.commit(b, &st)
 	m.log.Info().Str("project", b.project).Str("container", c.ID).Msg("sandbox stopped")
@@ -109,7 +110,7 @@ func (m *Manager) remove(ctx context.Context, b *box) (bool, error) {
 // forget drops what the sidecar and the project remember of a sandbox whose
 // container is gone.
 func (m *Manager) forget(b *box) {
-	m.clearFailure(b)
+	b.clearFailure()
 	m.policy.activity.Forget(b.project)
 	b.endRun()
 	// commit removes the state file only when the state changes; the file
@@ -121,4 +122,91 @@ func (m *Manager) forget(b *box) {
 		}
 	}
 	m.commit(b, nil)
+}
+
+func (b *box) clearFailure() {
+	b.mu.Lock()
+	b.failed.id, b.failed.why = "", ""
+	b.mu.Unlock()
+}
+
+// settle replaces a transitional state left by a failed operation with what
+// Docker says now. If Docker cannot say, the last settled state stays.
+func (m *Manager) settle(ctx context.Context, b *box) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := m.refresh(ctx, b); err != nil {
+		m.log.Debug().Err(err).Str("project", b.project).Msg("could not refresh after a failed operation")
+		if st := b.snapshot(); st != nil && st.Status.transitional() {
+			failed := *st
+			failed.Status, failed.Error = StatusError, err.Error()
+			m.commit(b, &failed)
+		}
+	}
+}
+
+// recheck makes the project's state follow Docker after a request found
+// its sandbox gone. It takes the project's lock, as settle's callers hold
+// it; when an operation holds the project, that one settles the state.
+func (m *Manager) recheck(ctx context.Context, b *box) {
+	if !m.tryLockProject(b) {
+		return
+	}
+	defer m.unlockProject(b)
+	m.settle(ctx, b)
+}
+
+// A sandbox outlives its project's directory when the directory is
+// deleted or moved: an orphan, which only a remove by its project's old
+// path (Remove) or by its container (RemoveContainer) can delete short of
+// docker rm.
+
+// Orphans lists the sandboxes whose project directory is gone.
+func (m *Manager) Orphans(ctx context.Context) ([]State, error) {
+	all, err := m.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []State
+	for _, st := range all {
+		if projectfs.Gone(st.ProjectPath) {
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+// RemoveContainer deletes a sandbox named by its container's ID (or name),
+// whatever became of its project: its project's state goes with it, as
+// with Remove. It reports whether there was a container to delete; one
+// that is not a sandbox of this manager's scope is refused (an
+// ArgumentError on containerId).
+func (m *Manager) RemoveContainer(ctx context.Context, id string) (bool, error) {
+	if id == "" {
+		return false, &ArgumentError{Name: "containerId", Reason: "must not be empty"}
+	}
+	c, err := m.docker.InspectContainer(ctx, id)
+	switch {
+	case errors.Is(err, ErrContainerNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	case c.Labels[LabelSandbox] != m.cfg.Scope:
+		return false, &ArgumentError{Name: "containerId", Reason: fmt.Sprintf("%s is not a pilot-sandbox sandbox (no %s=%s label)", id, LabelSandbox, m.cfg.Scope)}
+	}
+	project := c.Labels[LabelProject]
+	if project == "" || c.Name != ContainerName(project) {
+		// A copy made by hand: no project's state is its.
+		if err := m.docker.RemoveContainer(ctx, c.ID); err != nil && !errors.Is(err, ErrContainerNotFound) {
+			return false, fmt.Errorf("remove container: %w", err)
+		}
+		m.log.Info().Str("container", c.ID).Msg("removed a sandbox container that belongs to no project")
+		return true, nil
+	}
+	b, err := m.lockBox(ctx, project)
+	if err != nil {
+		return false, err
+	}
+	defer m.unlockProject(b)
+	return m.remove(ctx, b)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
@@ -122,9 +123,9 @@ func withoutCarried(st *service.State) *service.State {
 // imageLine says which image a sandbox runs, in words, and its tag.
 func imageLine(st *service.State) string {
 	kind := map[string]string{
-		service.VariantDesktop: "desktop",
-		service.VariantBrowser: "browser (the desktop with Chromium)",
-		service.VariantProject: "the project's own Dockerfile",
+		images.VariantDesktop: "desktop",
+		images.VariantBrowser: "browser (the desktop with Chromium)",
+		images.VariantProject: "the project's own Dockerfile",
 	}[st.ImageVariant]
 	if kind == "" {
 		return st.Image

@@ -13,6 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pilot-sandbox/pilot-sandbox/engine"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
@@ -62,7 +64,7 @@ func checkDocker(ctx context.Context, w io.Writer, a *app) bool {
 	case err != nil:
 		fmt.Fprintf(w, "FAIL could not inspect the image %s: %v\n", m.Image(), err)
 		return false
-	case labels[service.LabelImageHash] != m.ImageHash():
+	case labels[images.LabelHash] != m.ImageHash():
 		fmt.Fprintf(w, "note the sandbox image %s is out of date: the next start rebuilds it (or run pilot-sandbox build)\n", m.Image())
 	default:
 		fmt.Fprintf(w, "ok   the sandbox image %s is built and up to date (%s)\n", m.Image(), m.ImageHash())
@@ -74,33 +76,33 @@ func checkDocker(ctx context.Context, w io.Writer, a *app) bool {
 // showImageAge says how old the image is, and whether the next new sandbox
 // rebuilds it for security updates (the policy's rebuildAfter).
 func showImageAge(w io.Writer, a *app, labels map[string]string) {
-	age, known := service.ImageAge(labels, time.Now())
+	age, known := images.Age(labels, time.Now())
 	policy, _, _ := a.m.Policy()
 	switch after := policy.RebuildAfter; {
 	case !known:
 		fmt.Fprintln(w, "note the sandbox image's age is unknown (it has no build time): it is not rebuilt for security updates until it is rebuilt once")
 	case after == 0:
-		fmt.Fprintf(w, "note the sandbox image was built %s ago; rebuildAfter is 0, so it is never rebuilt for security updates\n", service.FormatAge(age))
+		fmt.Fprintf(w, "note the sandbox image was built %s ago; rebuildAfter is 0, so it is never rebuilt for security updates\n", images.FormatAge(age))
 	case age >= after:
-		fmt.Fprintf(w, "note the sandbox image was built %s ago, more than rebuildAfter (%s): the next new sandbox rebuilds it\n     for security updates (or run pilot-sandbox build)\n", service.FormatAge(age), projectfs.FormatDuration(after))
+		fmt.Fprintf(w, "note the sandbox image was built %s ago, more than rebuildAfter (%s): the next new sandbox rebuilds it\n     for security updates (or run pilot-sandbox build)\n", images.FormatAge(age), projectfs.FormatDuration(after))
 	default:
-		fmt.Fprintf(w, "ok   the sandbox image was built %s ago; it is rebuilt for security updates once %s old\n", service.FormatAge(age), projectfs.FormatDuration(after))
+		fmt.Fprintf(w, "ok   the sandbox image was built %s ago; it is rebuilt for security updates once %s old\n", images.FormatAge(age), projectfs.FormatDuration(after))
 	}
 }
 
 // warnEngineAge warns, without failing doctor, when the engine lets the LAN
-// reach ports published on 127.0.0.1 (service.LoopbackLeaks).
+// reach ports published on 127.0.0.1 (engine.LoopbackLeaks).
 func warnEngineAge(w io.Writer, version string) {
-	leaks, known := service.LoopbackLeaks(version)
+	leaks, known := engine.LoopbackLeaks(version)
 	switch {
 	case !known:
 		fmt.Fprintf(w, "note cannot tell from the version %q whether this engine keeps ports published on\n", version)
-		fmt.Fprintf(w, "     127.0.0.1 off the LAN (Docker Engine before %d does not: moby #41872)\n", service.LoopbackSafeEngine)
+		fmt.Fprintf(w, "     127.0.0.1 off the LAN (Docker Engine before %d does not: moby #41872)\n", engine.LoopbackSafeEngine)
 	case leaks:
-		fmt.Fprintf(w, "WARN Docker Engine %s is older than %d: on Linux, ports it publishes on 127.0.0.1 answer\n", version, service.LoopbackSafeEngine)
+		fmt.Fprintf(w, "WARN Docker Engine %s is older than %d: on Linux, ports it publishes on 127.0.0.1 answer\n", version, engine.LoopbackSafeEngine)
 		fmt.Fprintln(w, "     from other machines on the LAN too (moby #41872, fixed in Engine 28 by moby PR #49325),")
 		fmt.Fprintln(w, "     so a sandbox's VNC and viewer ports are reachable from the LAN and only the VNC password")
-		fmt.Fprintf(w, "     stands in the way. Upgrade Docker Engine to %d or later, or firewall the host.\n", service.LoopbackSafeEngine)
+		fmt.Fprintf(w, "     stands in the way. Upgrade Docker Engine to %d or later, or firewall the host.\n", engine.LoopbackSafeEngine)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pilot-sandbox/pilot-sandbox/engine"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/resources"
@@ -97,8 +98,8 @@ func newManager(log zerolog.Logger) (*service.Manager, *engine.Client, error) {
 	if base := os.Getenv(envBaseImage); base != "" {
 		cfg.BuildArgs = map[string]string{"BASE_IMAGE": base}
 	}
-	if v := cfg.DefaultVariant; v != "" && v != service.VariantBrowser && v != service.VariantDesktop {
-		return nil, nil, fmt.Errorf("%s must be %q or %q; it is %q", envDefaultImage, service.VariantBrowser, service.VariantDesktop, v)
+	if v := cfg.DefaultVariant; v != "" && v != images.VariantBrowser && v != images.VariantDesktop {
+		return nil, nil, fmt.Errorf("%s must be %q or %q; it is %q", envDefaultImage, images.VariantBrowser, images.VariantDesktop, v)
 	}
 	m, err := service.New(docker, cfg)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pilot-sandbox/pilot-sandbox/engine"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/resources"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
@@ -63,7 +64,7 @@ func Config(t testing.TB) service.Config {
 		// for every sandbox.
 		BrowserResources: resources.BrowserImage(),
 		Seccomp:          resources.ChromiumSeccomp(),
-		DefaultVariant:   cmp.Or(os.Getenv("PILOT_DEFAULT_IMAGE"), service.VariantDesktop),
+		DefaultVariant:   cmp.Or(os.Getenv("PILOT_DEFAULT_IMAGE"), images.VariantDesktop),
 		StateDir:         t.TempDir(),
 		Logger:           zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel),
 	}

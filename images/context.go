@@ -1,8 +1,4 @@
-// Package imagebuild turns the files of a sandbox image into what the
-// engine builds: a tar build context with a hash of everything that goes
-// into it (files, modes, build arguments), and the build's output into
-// progress and a tail kept for the error. It knows nothing of the engine.
-package imagebuild
+package images
 
 import (
 	"archive/tar"
@@ -18,18 +14,23 @@ import (
 	"time"
 )
 
-// Context is an image's build context as a tar archive, and a
+// The files of an image become what the engine builds: a tar build context
+// with a hash of everything that goes into it (files, modes, build
+// arguments), and the build's output becomes progress and the last lines
+// kept for the error.
+
+// buildContext is an image's build context as a tar archive, and a
 // hash of everything that goes into the build: the files, their modes and the
 // build arguments. The image carries the hash as a label, so a binary with
 // different resources rebuilds it.
-type Context struct {
+type buildContext struct {
 	Tar  []byte
 	Hash string
 }
 
-// NewContext packs files (the Dockerfile at the root) as a build context,
+// newBuildContext packs files (the Dockerfile at the root) as a build context,
 // and hashes them with the build arguments.
-func NewContext(files fs.FS, buildArgs map[string]string) (Context, error) {
+func newBuildContext(files fs.FS, buildArgs map[string]string) (buildContext, error) {
 	var paths []string
 	err := fs.WalkDir(files, ".", func(path string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
@@ -38,7 +39,7 @@ func NewContext(files fs.FS, buildArgs map[string]string) (Context, error) {
 		return err
 	})
 	if err != nil {
-		return Context{}, err
+		return buildContext{}, err
 	}
 	slices.Sort(paths)
 	var buf bytes.Buffer
@@ -47,7 +48,7 @@ func NewContext(files fs.FS, buildArgs map[string]string) (Context, error) {
 	for _, path := range paths {
 		data, err := fs.ReadFile(files, path)
 		if err != nil {
-			return Context{}, err
+			return buildContext{}, err
 		}
 		mode := int64(0o644)
 		if strings.HasSuffix(path, ".sh") {
@@ -55,16 +56,16 @@ func NewContext(files fs.FS, buildArgs map[string]string) (Context, error) {
 		}
 		hdr := &tar.Header{Name: path, Mode: mode, Size: int64(len(data)), ModTime: time.Unix(0, 0)}
 		if err := tw.WriteHeader(hdr); err != nil {
-			return Context{}, err
+			return buildContext{}, err
 		}
 		if _, err := tw.Write(data); err != nil {
-			return Context{}, err
+			return buildContext{}, err
 		}
 		fmt.Fprintf(sum, "%s\x00%o\x00%d\x00", path, mode, len(data))
 		sum.Write(data)
 	}
 	if err := tw.Close(); err != nil {
-		return Context{}, err
+		return buildContext{}, err
 	}
 	keys := make([]string, 0, len(buildArgs))
 	for k := range buildArgs {
@@ -74,23 +75,23 @@ func NewContext(files fs.FS, buildArgs map[string]string) (Context, error) {
 	for _, k := range keys {
 		fmt.Fprintf(sum, "arg\x00%s\x00%s\x00", k, buildArgs[k])
 	}
-	return Context{Tar: buf.Bytes(), Hash: hex.EncodeToString(sum.Sum(nil))[:16]}, nil
+	return buildContext{Tar: buf.Bytes(), Hash: hex.EncodeToString(sum.Sum(nil))[:16]}, nil
 }
 
 // stepRE matches the classic builder's "Step 3/9 : RUN ..." lines.
 var stepRE = regexp.MustCompile(`^Step (\d+)/(\d+) : (.*)$`)
 
-// Steps turns build output into progress: every step, and other lines
+// stepProgress turns build output into progress: every step, and other lines
 // at most once a second so a long apt-get does not flood the client.
-type Steps struct {
+type stepProgress struct {
 	report  func(msg string, current, total int)
 	current int
 	total   int
 	last    time.Time
 }
 
-// Line takes one line of build output.
-func (s *Steps) Line(line string) {
+// line takes one line of build output.
+func (s *stepProgress) line(line string) {
 	if m := stepRE.FindStringSubmatch(line); m != nil {
 		s.current, _ = strconv.Atoi(m[1])
 		s.total, _ = strconv.Atoi(m[2])
@@ -104,33 +105,35 @@ func (s *Steps) Line(line string) {
 	}
 }
 
-// Tail keeps the last lines added.
-type Tail struct {
+// lastLines keeps the last lines added.
+type lastLines struct {
 	max int
 	buf []string
 }
 
-// Add keeps line, dropping the oldest past the limit.
-func (t *Tail) Add(line string) {
+// add keeps line, dropping the oldest past the limit.
+func (t *lastLines) add(line string) {
 	t.buf = append(t.buf, line)
 	if len(t.buf) > t.max {
 		t.buf = t.buf[len(t.buf)-t.max:]
 	}
 }
 
-// Lines are the lines kept, oldest first.
-func (t *Tail) Lines() []string { return slices.Clone(t.buf) }
+// lines are the lines kept, oldest first.
+func (t *lastLines) lines() []string { return slices.Clone(t.buf) }
 
-// NewSteps reports progress through report.
-func NewSteps(report func(msg string, current, total int)) *Steps { return &Steps{report: report} }
+// newStepProgress reports progress through report.
+func newStepProgress(report func(msg string, current, total int)) *stepProgress {
+	return &stepProgress{report: report}
+}
 
-// NewTail keeps the last max lines.
-func NewTail(max int) *Tail { return &Tail{max: max} }
+// newLastLines keeps the last max lines.
+func newLastLines(max int) *lastLines { return &lastLines{max: max} }
 
-// On returns the context of an image built FROM the image whose hash is
+// on returns the context of an image built FROM the image whose hash is
 // parent: its hash covers the parent's, so a change of the image below
 // rebuilds this one too.
-func (c Context) On(parent string) Context {
+func (c buildContext) on(parent string) buildContext {
 	sum := sha256.Sum256([]byte(parent + "\x00" + c.Hash))
-	return Context{Tar: c.Tar, Hash: hex.EncodeToString(sum[:])[:16]}
+	return buildContext{Tar: c.Tar, Hash: hex.EncodeToString(sum[:])[:16]}
 }

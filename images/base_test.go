@@ -1,34 +1,12 @@
-package service
+package images
 
 import (
 	"context"
-	"io"
 	"testing"
 	"testing/fstest"
 
 	"github.com/pilot-sandbox/pilot-sandbox/resources"
 )
-
-// baseFake is an engine with some images and a build that records its
-// arguments; anything else a test of the base image calls panics.
-type baseFake struct {
-	Docker
-	images map[string]bool
-	args   map[string]string
-}
-
-func (f *baseFake) ImageLabels(_ context.Context, ref string) (map[string]string, error) {
-	if f.images[ref] {
-		return map[string]string{}, nil
-	}
-	return nil, ErrImageNotFound
-}
-
-func (f *baseFake) BuildImage(_ context.Context, spec BuildSpec) error {
-	io.Copy(io.Discard, spec.Context)
-	f.args = spec.BuildArgs
-	return nil
-}
 
 func TestTheBaseIsPinnedWherePulled(t *testing.T) {
 	const pinned = "debian:bookworm-slim@sha256:d5d3f9c23164ea16f31852f95bd5959aad1c5e854332fe00f7b3a20fcc9f635c"
@@ -45,24 +23,24 @@ func TestTheBaseIsPinnedWherePulled(t *testing.T) {
 		{name: "the user's base", images: []string{"debian:bookworm-slim"}, user: map[string]string{"BASE_IMAGE": "ubuntu:24.04"}, want: "ubuntu:24.04"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &baseFake{images: map[string]bool{}}
+			f := newFakeEngine()
 			for _, i := range tc.images {
-				f.images[i] = true
+				f.images[i] = map[string]string{}
 			}
-			m, err := New(f, Config{
-				Image: "pilot-sandbox:basetest", Resources: fstest.MapFS{"Dockerfile": {Data: []byte(dockerfile)}},
-				DefaultVariant: VariantDesktop, BuildArgs: tc.user, StateDir: t.TempDir(),
+			b := newBuilder(t, f, func(c *Config) {
+				c.Resources = fstest.MapFS{"Dockerfile": {Data: []byte(dockerfile)}}
+				c.BuildArgs = tc.user
 			})
-			if err != nil {
+			if got := pinnedBase(b.cfg.Resources); got != pinned {
+				t.Fatalf("pinnedBase = %q", got)
+			}
+			if err := b.Ensure(context.Background(), VariantDesktop, nil); err != nil {
 				t.Fatal(err)
 			}
-			if got := PinnedBase(m.cfg.Resources); got != pinned {
-				t.Fatalf("PinnedBase = %q", got)
+			if len(f.builds) != 1 {
+				t.Fatalf("%d builds, want 1", len(f.builds))
 			}
-			if err := m.EnsureImage(context.Background(), ""); err != nil {
-				t.Fatal(err)
-			}
-			if got := f.args[baseArg]; got != tc.want {
+			if got := f.builds[0].BuildArgs[baseArg]; got != tc.want {
 				t.Errorf("BASE_IMAGE = %q, want %q", got, tc.want)
 			}
 		})
@@ -70,7 +48,7 @@ func TestTheBaseIsPinnedWherePulled(t *testing.T) {
 }
 
 func TestTheDesktopImageIsPinned(t *testing.T) {
-	if got := PinnedBase(resources.SandboxImage()); !baseArgLine.MatchString("ARG BASE_IMAGE="+got) || baseTag(got) != "debian:bookworm-slim" || len(got) != len("debian:bookworm-slim@sha256:")+64 {
+	if got := pinnedBase(resources.SandboxImage()); !baseArgLine.MatchString("ARG BASE_IMAGE="+got) || baseTag(got) != "debian:bookworm-slim" || len(got) != len("debian:bookworm-slim@sha256:")+64 {
 		t.Errorf("the desktop Dockerfile's base is %q, want debian:bookworm-slim pinned by a sha256 digest", got)
 	}
 }

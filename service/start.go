@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 )
 
 // How a start waits for its desktop. A desktop answers within a few
@@ -127,7 +128,7 @@ func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, ima
 		NoNetwork: noNetwork,
 	}
 	spec.Labels[LabelVariant] = variant
-	if variant != VariantDesktop {
+	if variant != images.VariantDesktop {
 		// Chromium's own sandbox needs user namespaces (README, "The
 		// browser's sandbox"); desktop sandboxes keep Docker's profile.
 		spec.Seccomp = m.cfg.Seccomp
@@ -172,7 +173,7 @@ const nameHeldAttempts = 8
 // launch starts a stopped container, or adopts a running one, and waits
 // until its desktop answers.
 func (m *Manager) launch(ctx context.Context, b *box, c Container, trace *startTrace) (State, error) {
-	display := m.displayOf(c)
+	display := displayOf(c, m.cfg.Display)
 	starting := stateOf(b.project, c, desktop.Secret{}, display, false)
 	starting.Status, starting.Error = StatusStarting, ""
 	m.commit(b, &starting)
@@ -203,8 +204,8 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container, trace *startT
 		m.log.Warn().Err(err).Str("project", b.project).Msg("VNC password unknown; the viewer will ask for it")
 	}
 	st := stateOf(b.project, ready, secret, display, false)
-	m.clearFailure(b)
-	m.setStopReason(b, "", "")
+	b.clearFailure()
+	b.setStopReason("", "")
 	m.touch(b) // a start is a use
 	m.commit(b, &st)
 	m.progress(b.project, StageReady, fmt.Sprintf("The desktop is ready on 127.0.0.1:%d", st.WSPort), 0, 0)
@@ -338,54 +339,37 @@ func (m *Manager) failStart(ctx context.Context, b *box, id string, cause error)
 	return serr
 }
 
-func (m *Manager) clearFailure(b *box) {
-	b.mu.Lock()
-	b.failed.id, b.failed.why = "", ""
-	b.mu.Unlock()
+// startTrace notes how long each step of a start took, for the debug log:
+// where a start's time goes on the user's own machine (README,
+// Performance), as BenchmarkStart's trace shows it for the benchmark. A nil
+// trace notes nothing.
+type startTrace struct {
+	last   time.Time
+	steps  strings.Builder
+	probes int
 }
 
-// settle replaces a transitional state left by a failed operation with what
-// Docker says now. If Docker cannot say, the last settled state stays.
-func (m *Manager) settle(ctx context.Context, b *box) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if _, err := m.refresh(ctx, b); err != nil {
-		m.log.Debug().Err(err).Str("project", b.project).Msg("could not refresh after a failed operation")
-		if st := b.snapshot(); st != nil && st.Status.transitional() {
-			failed := *st
-			failed.Status, failed.Error = StatusError, err.Error()
-			m.commit(b, &failed)
-		}
-	}
-}
+func newStartTrace() *startTrace { return &startTrace{last: time.Now()} }
 
-// recheck makes the project's state follow Docker after a request found
-// its sandbox gone. It takes the project's lock, as settle's callers hold
-// it; when an operation holds the project, that one settles the state.
-func (m *Manager) recheck(ctx context.Context, b *box) {
-	if !m.tryLockProject(b) {
+// step ends a step of the start, named for what it did.
+func (t *startTrace) step(name string) {
+	if t == nil {
 		return
 	}
-	defer m.unlockProject(b)
-	m.settle(ctx, b)
+	now := time.Now()
+	if t.steps.Len() > 0 {
+		t.steps.WriteByte(' ')
+	}
+	t.steps.WriteString(name)
+	t.steps.WriteByte('=')
+	t.steps.WriteString(strconv.FormatFloat(float64(now.Sub(t.last).Microseconds())/1000, 'f', 1, 64))
+	t.steps.WriteString("ms")
+	t.last = now
 }
 
-// displayOf reads the display size a container was created with.
-func (m *Manager) displayOf(c Container) desktop.Display {
-	for _, kv := range c.Env {
-		v, ok := strings.CutPrefix(kv, desktop.ResolutionEnv+"=")
-		if !ok {
-			continue
-		}
-		parts := strings.Split(v, "x")
-		if len(parts) < 2 {
-			break
-		}
-		w, err1 := strconv.Atoi(parts[0])
-		h, err2 := strconv.Atoi(parts[1])
-		if err1 == nil && err2 == nil && w > 0 && h > 0 {
-			return desktop.Display{Width: w, Height: h}
-		}
+// probed counts a probe of the desktop.
+func (t *startTrace) probed() {
+	if t != nil {
+		t.probes++
 	}
-	return m.cfg.Display
 }

@@ -1,4 +1,4 @@
-package imagebuild
+package images
 
 import (
 	"testing"
@@ -8,10 +8,10 @@ import (
 func TestBuildHashFollowsFilesAndArgs(t *testing.T) {
 	base := fstest.MapFS{"Dockerfile": {Data: []byte("FROM x")}, "entrypoint.sh": {Data: []byte("#!/bin/sh")}}
 	changed := fstest.MapFS{"Dockerfile": {Data: []byte("FROM y")}, "entrypoint.sh": {Data: []byte("#!/bin/sh")}}
-	a, _ := NewContext(base, nil)
-	again, _ := NewContext(base, nil)
-	b, _ := NewContext(changed, nil)
-	c, _ := NewContext(base, map[string]string{"BASE_IMAGE": "debian:local"})
+	a, _ := newBuildContext(base, nil)
+	again, _ := newBuildContext(base, nil)
+	b, _ := newBuildContext(changed, nil)
+	c, _ := newBuildContext(base, map[string]string{"BASE_IMAGE": "debian:local"})
 	if a.Hash != again.Hash {
 		t.Error("hash is not deterministic")
 	}
@@ -22,22 +22,22 @@ func TestBuildHashFollowsFilesAndArgs(t *testing.T) {
 
 func TestStepProgress(t *testing.T) {
 	var got []string
-	s := NewSteps(func(msg string, cur, total int) {
+	s := newStepProgress(func(msg string, cur, total int) {
 		got = append(got, msg+"|"+string(rune('0'+cur))+"/"+string(rune('0'+total)))
 	})
-	s.Line("Step 2/9 : RUN apt-get update")
-	s.Line("Get:1 http://deb.debian.org bookworm InRelease") // within a second of the step: skipped
+	s.line("Step 2/9 : RUN apt-get update")
+	s.line("Get:1 http://deb.debian.org bookworm InRelease") // within a second of the step: skipped
 	if len(got) != 1 || got[0] != "Step 2/9: RUN apt-get update|2/9" {
 		t.Errorf("progress = %q", got)
 	}
 }
 
 func TestOnCoversTheParentsHash(t *testing.T) {
-	c := Context{Hash: "child"}
-	if c.On("a").Hash == c.On("b").Hash {
+	c := buildContext{Hash: "child"}
+	if c.on("a").Hash == c.on("b").Hash {
 		t.Fatal("a change of the image below does not change the hash")
 	}
-	if c.On("a").Hash != c.On("a").Hash || c.On("a").Hash == c.Hash {
+	if c.on("a").Hash != c.on("a").Hash || c.on("a").Hash == c.Hash {
 		t.Fatal("On is not a stable hash of both")
 	}
 }

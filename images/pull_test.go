@@ -1,4 +1,4 @@
-package service
+package images
 
 import (
 	"context"
@@ -25,37 +25,32 @@ func TestImageIsPulledFromARegistryWhenItCarriesTheBuildHash(t *testing.T) {
 		{"a local tag", "pilot-sandbox:mine", "current", 0, 1, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, func(c *Config) { c.Image = tc.image; c.DefaultVariant = VariantDesktop })
-			events, stop := h.m.Subscribe()
-			defer stop()
-			h.docker.registry = map[string]map[string]string{}
+			f := newFakeEngine()
+			b := newBuilder(t, f, func(c *Config) { c.Tag = tc.image })
+			hash := b.Hash(VariantDesktop)
 			if tc.registry != "" {
-				hash := tc.registry
-				if hash == "current" {
-					hash = h.m.ImageHash()
+				if tc.registry != "current" {
+					hash = tc.registry
 				}
-				h.docker.registry[tc.image] = map[string]string{LabelImageHash: hash}
-			}
-			if err := h.m.EnsureImage(context.Background(), "p"); err != nil {
-				t.Fatal(err)
-			}
-			if n := h.docker.count("PullImage"); n != tc.pulls {
-				t.Errorf("%d pulls, want %d", n, tc.pulls)
-			}
-			if n := h.docker.count("BuildImage"); n != tc.builds {
-				t.Errorf("%d builds, want %d", n, tc.builds)
-			}
-			if got := h.docker.images[tc.image][LabelImageHash]; got != h.m.ImageHash() {
-				t.Errorf("the image's hash label = %q, want %q", got, h.m.ImageHash())
+				f.registry[tc.image] = map[string]string{LabelHash: hash}
 			}
 			var msgs []string
 			var sawBytes bool
-			for len(events) > 0 {
-				e := <-events
-				if e.Kind == EventProgress {
-					msgs = append(msgs, e.Progress.Message)
-					sawBytes = sawBytes || (e.Progress.Total == 20 && strings.Contains(e.Progress.Message, "Pulling"))
-				}
+			report := func(msg string, _, total int) {
+				msgs = append(msgs, msg)
+				sawBytes = sawBytes || (total == 20 && strings.Contains(msg, "Pulling"))
+			}
+			if err := b.Ensure(context.Background(), VariantDesktop, report); err != nil {
+				t.Fatal(err)
+			}
+			if n := f.count("PullImage"); n != tc.pulls {
+				t.Errorf("%d pulls, want %d", n, tc.pulls)
+			}
+			if n := f.count("BuildImage"); n != tc.builds {
+				t.Errorf("%d builds, want %d", n, tc.builds)
+			}
+			if got := f.images[tc.image][LabelHash]; got != b.Hash(VariantDesktop) {
+				t.Errorf("the image's hash label = %q, want %q", got, b.Hash(VariantDesktop))
 			}
 			all := strings.Join(msgs, "\n")
 			if tc.pulls > 0 && tc.registry != "" && !sawBytes {
@@ -68,7 +63,7 @@ func TestImageIsPulledFromARegistryWhenItCarriesTheBuildHash(t *testing.T) {
 	}
 }
 
-func TestRegistry(t *testing.T) {
+func TestInRegistry(t *testing.T) {
 	for ref, want := range map[string]bool{
 		"pilot-sandbox:latest":                   false,
 		"pilot-sandbox":                          false,
@@ -79,8 +74,8 @@ func TestRegistry(t *testing.T) {
 		"localhost:5000/pilot-sandbox:1":         true,
 		"registry.example:5000/team/p-browser:1": true,
 	} {
-		if got := Registry(ref); got != want {
-			t.Errorf("Registry(%q) = %v, want %v", ref, got, want)
+		if got := InRegistry(ref); got != want {
+			t.Errorf("InRegistry(%q) = %v, want %v", ref, got, want)
 		}
 	}
 }

@@ -1,0 +1,222 @@
+// Package images makes sure the sandbox images exist and are current: the
+// sidecar's desktop image and its browser variant, built from the embedded
+// resources on a base image pinned by digest (or pulled, when the tag names
+// a registry and the image there carries this binary's build hash); their
+// age, past which they are rebuilt without the cache for security updates;
+// and a project's own image, built from its Dockerfile on the browser
+// image. It decides when an image is missing, out of date or old, and
+// reports each step as progress.
+//
+// It knows nothing of sandboxes, containers or a project's settings: which
+// variant a project runs, whether the user approved its Dockerfile, what
+// its container keeps of the image, and how a failure reaches a client are
+// service's. It declares the part of the engine it uses (Engine), which the
+// engine package implements.
+package images
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Engine is the part of a Docker engine the images need.
+type Engine interface {
+	// ImageLabels returns the labels of an image, or ErrNotFound.
+	ImageLabels(ctx context.Context, ref string) (map[string]string, error)
+	// BuildImage builds an image from a tar build context, reporting each line
+	// of the build's output to spec.Output as it arrives. It fails if the build
+	// fails, whatever the engine's HTTP status said.
+	BuildImage(ctx context.Context, spec BuildSpec) error
+	// PullImage pulls an image from its registry, reporting the download
+	// as it goes. It fails, like a build, when the stream reports a failure.
+	PullImage(ctx context.Context, ref string, progress func(PullProgress)) error
+	// RemoveImage removes an image tag (and the layers only it used), or
+	// answers ErrNotFound.
+	RemoveImage(ctx context.Context, ref string) error
+}
+
+// BuildSpec is an image build.
+type BuildSpec struct {
+	Tag     string
+	Context io.Reader // a tar archive with the Dockerfile at its root
+	// Dockerfile is the Dockerfile's name in the context; "" is
+	// "Dockerfile".
+	Dockerfile string
+	Labels     map[string]string
+	BuildArgs  map[string]string
+	// NoCache builds every step anew (a rebuild for security updates).
+	NoCache bool
+	Output  func(line string) // may be nil
+}
+
+// PullProgress is where a pull is: the engine's last status line, and the
+// bytes of the layers seen so far, downloaded and in all.
+type PullProgress struct {
+	Status         string
+	Current, Total int64
+}
+
+var (
+	// ErrNotFound is returned by an Engine when the image does not exist.
+	ErrNotFound = errors.New("image not found")
+	// ErrNoBrowser: a browser image was asked of a sidecar that has none
+	// to build.
+	ErrNoBrowser = errors.New("the sandbox has no browser")
+)
+
+// BuildError is a build that failed, with the last lines of its output.
+type BuildError struct {
+	Log []string
+	Err error
+}
+
+func (e *BuildError) Error() string { return e.Err.Error() }
+
+func (e *BuildError) Unwrap() error { return e.Err }
+
+// DefaultTag is the tag the sidecar builds its desktop image under.
+const DefaultTag = "pilot-sandbox:latest"
+
+// Image variants, the values of .pilot/settings.json's sandbox.image
+// (docs/images.md).
+const (
+	// VariantBrowser is the desktop plus Chromium: the default.
+	VariantBrowser = "browser"
+	// VariantDesktop is the desktop without a browser.
+	VariantDesktop = "desktop"
+	// VariantProject is the image of a project that brings its own
+	// Dockerfile (sandbox.image {"dockerfile": PATH}): built on the
+	// browser image, once the user approved it.
+	VariantProject = "dockerfile"
+)
+
+// Labels the sidecar sets on the images it builds.
+const (
+	// LabelHash is the build hash of the files an image was built from.
+	LabelHash = "pilot.sandbox.hash"
+	// LabelBuilt is the time the sidecar built an image (RFC 3339, UTC),
+	// by its own clock. The engine's Created is not used: an image the
+	// classic builder makes wholly from its cache keeps the Created of the
+	// build that filled the cache, so a rebuild would not always make it
+	// younger; and a label of the sidecar's own can be set from a test's
+	// clock.
+	LabelBuilt = "pilot.sandbox.built"
+	// LabelContext, on a project's own image, is the digest of the build
+	// context it was built from (what the user approved).
+	LabelContext = "pilot.sandbox.context"
+)
+
+// BrowserTag is the browser image's tag for a desktop image tag:
+// pilot-sandbox:latest -> pilot-sandbox-browser:latest, and a test's
+// PILOT_IMAGE=pilot-sandbox:mine -> pilot-sandbox-browser:mine.
+func BrowserTag(desktop string) string {
+	repo, tag := splitTag(desktop)
+	return repo + "-browser:" + tag
+}
+
+// splitTag cuts a reference into its repository and tag ("latest" when it
+// has none).
+func splitTag(ref string) (repo, tag string) {
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		return ref[:i], ref[i+1:]
+	}
+	return ref, "latest"
+}
+
+// Config is what a Builder builds. Zero fields take the defaults.
+type Config struct {
+	// Tag is the desktop image's tag (DefaultTag).
+	Tag string
+	// Resources is the desktop image's build context (the embedded
+	// resources); required.
+	Resources fs.FS
+	// BrowserTag is the browser image's tag (BrowserTag(Tag)).
+	BrowserTag string
+	// BrowserResources is the browser image's build context, a layer on
+	// the desktop image; nil means there is no browser variant.
+	BrowserResources fs.FS
+	// BuildArgs are passed to the desktop image's build, e.g. BASE_IMAGE.
+	BuildArgs map[string]string
+	// Labels go on every image built, beside the images' own.
+	Labels map[string]string
+	// RebuildAfter is the age past which an image is rebuilt for security
+	// updates (0: never), asked at each check; nil is never.
+	RebuildAfter func() time.Duration
+	// Logger receives the builds' logs.
+	Logger zerolog.Logger
+	// Now is the clock (time.Now).
+	Now func() time.Time
+}
+
+// Builder makes sure of the sidecar's images and of projects' own. It is
+// safe for concurrent use: one check or build runs at a time.
+type Builder struct {
+	engine  Engine
+	cfg     Config
+	log     zerolog.Logger
+	desktop buildContext
+	// browser is the browser image's context, hashed on the desktop's.
+	browser buildContext
+
+	mu sync.Mutex // serializes image checks and builds
+}
+
+// New reads the images' build contexts. It does not touch the engine.
+func New(engine Engine, cfg Config) (*Builder, error) {
+	if cfg.Resources == nil {
+		return nil, errors.New("images: Config.Resources is required")
+	}
+	if cfg.Tag == "" {
+		cfg.Tag = DefaultTag
+	}
+	if cfg.BrowserTag == "" {
+		cfg.BrowserTag = BrowserTag(cfg.Tag)
+	}
+	if cfg.RebuildAfter == nil {
+		cfg.RebuildAfter = func() time.Duration { return 0 }
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	desktop, err := newBuildContext(cfg.Resources, cfg.BuildArgs)
+	if err != nil {
+		return nil, fmt.Errorf("read image resources: %w", err)
+	}
+	b := &Builder{engine: engine, cfg: cfg, log: cfg.Logger, desktop: desktop}
+	if cfg.BrowserResources != nil {
+		browser, err := newBuildContext(cfg.BrowserResources, map[string]string{"DESKTOP": cfg.Tag})
+		if err != nil {
+			return nil, fmt.Errorf("read browser image resources: %w", err)
+		}
+		b.browser = browser.on(desktop.Hash)
+	}
+	return b, nil
+}
+
+// HasBrowser says whether there is a browser image to build.
+func (b *Builder) HasBrowser() bool { return b.browser.Tar != nil }
+
+// Tag is the image tag of a variant of the sidecar's images.
+func (b *Builder) Tag(variant string) string { return b.top(variant).tag }
+
+// Hash is the build hash the variant's image carries (LabelHash).
+func (b *Builder) Hash(variant string) string { return b.top(variant).build.Hash }
+
+// Report is told each step of a check or build: a message, and where a
+// long one is (current of total, 0 when it cannot say).
+type Report func(msg string, current, total int)
+
+func (r Report) orNothing() Report {
+	if r == nil {
+		return func(string, int, int) {}
+	}
+	return r
+}
