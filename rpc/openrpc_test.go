@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -53,8 +54,14 @@ func TestDiscoverCoversTheProtocol(t *testing.T) {
 		notifications = append(notifications, n.Name)
 	}
 	// Table rows of the form | `name` | ...
+	// A method's name has a slash (sandbox/start, $/cancelRequest) or a dot
+	// (rpc.discover), or is one of the three of the base protocol; other
+	// backquoted first cells are config keys, settings and the like.
 	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z$./A-Z]+)`").FindAllStringSubmatch(string(spec), -1) {
 		name := m[1]
+		if !strings.ContainsAny(name, "/.") && !slices.Contains([]string{"initialize", "shutdown", "exit"}, name) {
+			continue
+		}
 		switch {
 		case name == "sandbox/event" || name == "sandbox/progress" || name == "sandbox/warning" || name == "sandbox/output":
 			if !slices.Contains(notifications, name) {
