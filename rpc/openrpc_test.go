@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -52,8 +53,9 @@ func TestDiscoverCoversTheProtocol(t *testing.T) {
 	for _, n := range doc.Notifications {
 		notifications = append(notifications, n.Name)
 	}
-	// Table rows of the form | `name` | ...
-	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z$./A-Z]+)`").FindAllStringSubmatch(string(spec), -1) {
+	// Rows of the form | `name` | ... of the tables of methods and
+	// notifications (others list settings, errors, tools).
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z$./A-Z]+)`").FindAllStringSubmatch(methodTables(t, spec), -1) {
 		name := m[1]
 		switch {
 		case name == "sandbox/event" || name == "sandbox/progress" || name == "sandbox/warning" || name == "sandbox/output":
@@ -72,4 +74,26 @@ func TestDiscoverCoversTheProtocol(t *testing.T) {
 			t.Errorf("error %d %s: component %+v", code, info.kind, e)
 		}
 	}
+}
+
+// methodTables is the text of docs/protocol.md's tables of methods and of
+// notifications: those whose first column is "method" (others list
+// settings, errors, tools).
+func methodTables(t *testing.T, spec []byte) string {
+	var rows []string
+	inMethods := false
+	for _, line := range strings.Split(string(spec), "\n") {
+		switch {
+		case !strings.HasPrefix(line, "|"):
+			inMethods = false
+		case !inMethods && strings.HasPrefix(line, "| method |"):
+			inMethods = true
+		case inMethods:
+			rows = append(rows, line)
+		}
+	}
+	if len(rows) == 0 {
+		t.Fatal(`docs/protocol.md has no table whose first column is "method"`)
+	}
+	return strings.Join(rows, "\n")
 }
