@@ -18,6 +18,7 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/mcpserver"
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/rpc"
+	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
@@ -90,7 +91,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 
 	rpcServer := rpc.NewServer(ports.Serve(m, zerolog.Nop()), set, rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
 	serveClient := serve(b, func(ctx context.Context, conn net.Conn) {
-		rpcServer.Serve(ctx, rpc.NewStream(rpc.FramingNDJSON, conn, conn, conn), rpc.ConnOptions{})
+		rpcServer.Serve(ctx, wire.NewStream(wire.FramingNDJSON, conn, conn, conn), rpc.ConnOptions{})
 	})
 	viaServe := func(name string, args any) {
 		serveClient.call("tools/call", map[string]any{"projectPath": project, "name": name, "arguments": args})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/rpc"
+	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -40,7 +41,7 @@ func benchServers(b *testing.B, call string) {
 	b.Run("serve", func(b *testing.B) {
 		srv := rpc.NewServer(switchOnly{}, s.set, rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
 		c := pipe(b, func(ctx context.Context, conn net.Conn) {
-			srv.Serve(ctx, rpc.NewStream(rpc.FramingNDJSON, conn, conn, conn), rpc.ConnOptions{})
+			srv.Serve(ctx, wire.NewStream(wire.FramingNDJSON, conn, conn, conn), rpc.ConnOptions{})
 		})
 		for b.Loop() {
 			c.call(b, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"projectPath":"`+s.project+`",`+call+`}}`)

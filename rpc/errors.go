@@ -10,15 +10,17 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/args"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 	"github.com/pilot-sandbox/pilot-sandbox/sandboxfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
 
-// Error codes (PROTOCOL.md, Errors).
+// Error codes (PROTOCOL.md, Errors). The two that a bad frame gets are
+// answered by the stream itself, and decided there (package wire).
 const (
-	codeParseError        int64 = -32700
-	codeInvalidRequest    int64 = -32600
+	codeParseError              = wire.CodeParseError
+	codeInvalidRequest          = wire.CodeInvalidRequest
 	codeMethodNotFound    int64 = -32601
 	codeInvalidParams     int64 = -32602
 	codeInternal          int64 = -32603
@@ -55,8 +57,8 @@ type errorInfo struct {
 // errorTable is every error of the protocol, by code: one table, so a
 // code cannot have a kind without a meaning.
 var errorTable = map[int64]errorInfo{
-	codeParseError:        {"parse_error", "The frame is not JSON; the connection stays open."},
-	codeInvalidRequest:    {"invalid_request", "Not a JSON-RPC 2.0 request (or a request after shutdown)."},
+	codeParseError:        {wire.KindParseError, "The frame is not JSON; the connection stays open."},
+	codeInvalidRequest:    {wire.KindInvalidRequest, "Not a JSON-RPC 2.0 request (or a request after shutdown)."},
 	codeMethodNotFound:    {"method_not_found", "Unknown method."},
 	codeInvalidParams:     {"invalid_params", "Bad params; data.field names the field."},
 	codeInternal:          {"internal", "A bug; the log has the detail."},

@@ -118,9 +118,7 @@ func (sess *session) outputSender(ctx context.Context, project string, token jso
 		project = canonical
 	}
 	return func(stream, text string) {
-		if conn := sess.conn.Load(); conn != nil {
-			conn.Notify(ctx, "sandbox/output", outputParams{ProjectPath: project, Token: token, Stream: stream, Data: text})
-		}
+		sess.conn.Notify(ctx, "sandbox/output", outputParams{ProjectPath: project, Token: token, Stream: stream, Data: text})
 	}
 }
 

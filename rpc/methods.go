@@ -201,7 +201,7 @@ func (s *Server) exit(_ context.Context, sess *session, _ noParams) (*struct{}, 
 	}
 	// Whatever the transport does, this connection is over: the requests
 	// read after exit will never be answered, so nothing may wait for them.
-	sess.conn.Load().Close()
+	sess.conn.Close()
 	return nil, nil
 }
 

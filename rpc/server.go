@@ -1,13 +1,14 @@
 // Package rpc serves the sidecar's JSON-RPC 2.0 protocol (PROTOCOL.md) over
 // any jsonrpc2.ObjectStream: stdio with LSP or NDJSON framing, WebSocket, or
-// an in-memory pipe in tests. Handlers decode params, call the service and
-// return; what an error means to a client is decided once, in toWire.
+// an in-memory pipe in tests, each a wire.Stream (package rpc/wire carries
+// the messages and fills in what sourcegraph/jsonrpc2 lacks). Handlers
+// decode params, call the service and return; what an error means to a
+// client is decided once, in toWire.
 package rpc
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 	"github.com/pilot-sandbox/pilot-sandbox/sandboxfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
@@ -113,24 +115,14 @@ type ConnOptions struct {
 
 // session is one connection's protocol state.
 type session struct {
-	// conn is set by the first message's dispatch: jsonrpc2.NewConn starts
-	// reading before it returns the connection to Serve.
-	conn     atomic.Pointer[jsonrpc2.Conn]
+	conn     *wire.Conn
 	shutdown atomic.Bool
 	exited   atomic.Bool // after exit, nothing more is handled
 	opts     ConnOptions
-	// results writes successful replies when the stream can (resultWriter);
-	// else they go through the connection.
-	results resultWriter
 	// flushes asks the forwarder to send every event published so far;
 	// forwarded is closed when the forwarder stops.
 	flushes   chan chan struct{}
 	forwarded chan struct{}
-
-	running *admission // the calls running
-
-	mu       sync.Mutex                    // guards inflight
-	inflight map[jsonrpc2.ID]*inflightCall // requests running, for $/cancelRequest
 }
 
 // Serve runs the protocol on stream until the connection closes: at the end
@@ -140,55 +132,32 @@ func (s *Server) Serve(ctx context.Context, stream jsonrpc2.ObjectStream, opts C
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sess := &session{
+		conn:      wire.NewConn(stream, s.log),
 		opts:      opts,
 		flushes:   make(chan chan struct{}),
 		forwarded: make(chan struct{}),
-		running:   newAdmission(defaultCallLimits),
-		inflight:  map[jsonrpc2.ID]*inflightCall{},
 	}
-	sess.results, _ = stream.(resultWriter)
 	events, unsubscribe := s.svc.Subscribe()
 	defer unsubscribe()
 	if opts.OnSubscribed != nil {
 		opts.OnSubscribed()
 	}
-	conn := jsonrpc2.NewConn(ctx, stream, handler{s, sess}, jsonrpc2.SetLogger(printfLogger{s.log}))
+	sess.conn.Start(ctx, handler{s, sess})
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer close(sess.forwarded)
-		s.forward(ctx, conn, events, sess.flushes)
+		s.forward(ctx, sess.conn, events, sess.flushes)
 	})
-	ending, _ := stream.(endingStream)
-	var ended <-chan struct{}
-	if ending != nil {
-		ended = ending.ended()
-	}
-	select {
-	case <-conn.DisconnectNotify():
-	case <-ctx.Done():
-		conn.Close()
-	case <-ended:
-		conn.Close()
-	}
-	if ending != nil && ending.endReason() != nil {
-		s.log.Warn().Err(ending.endReason()).Msg("closed the connection")
-	}
+	sess.conn.Wait(ctx)
 	cancel()
 	wg.Wait()
-}
-
-// endingStream is a stream that can end its connection itself (*Stream
-// does): a client that stopped reading, or framing that was lost.
-type endingStream interface {
-	ended() <-chan struct{}
-	endReason() error
 }
 
 // forward sends the service's events as notifications, in the order they
 // were published, until ctx ends. A flush request makes it send every event
 // already published before it answers, so that a reply can follow the
 // events its call caused.
-func (s *Server) forward(ctx context.Context, conn *jsonrpc2.Conn, events <-chan service.Event, flushes <-chan chan struct{}) {
+func (s *Server) forward(ctx context.Context, conn *wire.Conn, events <-chan service.Event, flushes <-chan chan struct{}) {
 	send := func(ev service.Event) bool {
 		method, params := eventNotification(ev)
 		return conn.Notify(ctx, method, params) == nil
@@ -247,32 +216,33 @@ func eventNotification(ev service.Event) (string, any) {
 
 // handler dispatches requests. The control methods that change the session
 // (shutdown, exit, $/cancelRequest) take effect in the read loop, so in the
-// order the client sent them; everything else runs in its own goroutine,
-// with a context $/cancelRequest can cancel, so a long start does not hold
-// up a status call. Replies are always sent from a goroutine, so that the
-// read loop waits on a client that is not reading only through the
-// bounds on what a connection holds (a full outbox, the calls running).
+// order the client sent them; everything else runs in its own goroutine
+// (wire.Conn.Go), with a context $/cancelRequest can cancel, so a long
+// start does not hold up a status call. Replies are always sent from a
+// goroutine, so that the read loop waits on a client that is not reading
+// only through the bounds on what a connection holds (a full outbox, the
+// calls running).
 type handler struct {
 	s    *Server
 	sess *session
 }
 
-func (h handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	h.sess.conn.Store(conn)
+func (h handler) Handle(ctx context.Context, req *jsonrpc2.Request) {
+	conn := h.sess.conn
 	m, ok := h.s.methods[req.Method]
 	switch {
 	case h.sess.exited.Load():
 		// The connection is closing: a message that was already read
 		// when exit took effect is dropped, not run.
 	case h.sess.shutdown.Load() && req.Method != "exit":
-		h.sess.spawn(ctx, req, func() {
+		conn.Go(ctx, req, func() {
 			h.reply(ctx, req, nil, newError(codeInvalidRequest, "the server is shut down: only exit is accepted", nil))
 		})
 	case !ok:
 		if req.Notif {
 			return // unknown notifications are ignored, as LSP and MCP do
 		}
-		h.sess.spawn(ctx, req, func() { h.reply(ctx, req, nil, newError(codeMethodNotFound, "method not found: "+req.Method, nil)) })
+		conn.Go(ctx, req, func() { h.reply(ctx, req, nil, newError(codeMethodNotFound, "method not found: "+req.Method, nil)) })
 	case m.inline:
 		started := time.Now()
 		result, err := h.call(ctx, m, req)
@@ -280,10 +250,10 @@ func (h handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 			h.finish(ctx, req, started, result, err)
 			return
 		}
-		h.sess.spawn(ctx, req, func() { h.finish(ctx, req, started, result, err) })
+		conn.Go(ctx, req, func() { h.finish(ctx, req, started, result, err) })
 	default:
-		callCtx, done := h.sess.begin(ctx, req)
-		spawned := h.sess.spawn(ctx, req, func() {
+		callCtx, done := conn.Begin(ctx, req)
+		spawned := conn.Go(ctx, req, func() {
 			defer done()
 			started := time.Now()
 			result, err := h.call(callCtx, m, req)
@@ -293,24 +263,6 @@ func (h handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 			done()
 		}
 	}
-}
-
-// spawn runs f, the handling of req up to its reply, in its own goroutine
-// once the calls running leave room for it (callLimits), unless the connection (ctx) ends first: then f never
-// runs. It is called from the read loop, which it holds up meanwhile.
-func (sess *session) spawn(ctx context.Context, req *jsonrpc2.Request, f func()) bool {
-	var size int64
-	if req.Params != nil {
-		size = int64(len(*req.Params))
-	}
-	if !sess.running.enter(ctx, size) {
-		return false
-	}
-	go func() {
-		defer sess.running.leave(size)
-		f()
-	}()
-	return true
 }
 
 // call runs a method. A panic is a bug: it is logged with its stack and
@@ -328,64 +280,33 @@ func (h handler) call(ctx context.Context, m method, req *jsonrpc2.Request) (res
 // finish logs the outcome of a call and answers it.
 func (h handler) finish(ctx context.Context, req *jsonrpc2.Request, started time.Time, result any, err error) {
 	if err != nil {
-		wire := toWire(err)
-		ev := h.s.log.Info()
-		if wire.Code == codeInternal {
-			ev = h.s.log.Error()
-		}
 		// The message says what err does, once: err.Error() may build a
 		// long one again.
-		ev.Str("method", req.Method).Int64("code", wire.Code).Str("error", truncate(wire.Message, maxErrorMessageBytes)).
+		wireErr := wire.Bounded(toWire(err))
+		ev := h.s.log.Info()
+		if wireErr.Code == codeInternal {
+			ev = h.s.log.Error()
+		}
+		ev.Str("method", req.Method).Int64("code", wireErr.Code).Str("error", wireErr.Message).
 			Dur("took", time.Since(started)).Msg("request failed")
-		h.reply(ctx, req, nil, wire)
+		h.reply(ctx, req, nil, wireErr)
 		return
 	}
 	h.s.log.Debug().Str("method", req.Method).Dur("took", time.Since(started)).Msg("request")
 	h.reply(ctx, req, result, nil)
 }
 
-// maxErrorMessageBytes bounds an error's message in a reply and in the log:
-// one that quotes what the client sent (a 30 MB projectPath made a 63 MB
-// reply, and ten of them a 692 MB log) must not come back, or be logged,
-// whole.
-const maxErrorMessageBytes = 4 << 10
-
-// boundMessage returns wire with its message cut to maxErrorMessageBytes.
-func boundMessage(wire *jsonrpc2.Error) *jsonrpc2.Error {
-	if len(wire.Message) <= maxErrorMessageBytes {
-		return wire
-	}
-	cut := *wire // wire may be the caller's own error
-	cut.Message = truncate(wire.Message, maxErrorMessageBytes)
-	return &cut
-}
-
-func (h handler) reply(ctx context.Context, req *jsonrpc2.Request, result any, wire *jsonrpc2.Error) {
+func (h handler) reply(ctx context.Context, req *jsonrpc2.Request, result any, wireErr *jsonrpc2.Error) {
 	if req.Notif {
 		return
 	}
 	// The events the call caused (a start's progress and state changes) go
 	// out before its reply.
 	h.sess.flush()
-	conn := h.sess.conn.Load()
-	var err error
-	switch {
-	case wire != nil:
-		err = conn.ReplyWithError(ctx, req.ID, boundMessage(wire))
-	case h.sess.results != nil:
-		err = h.sess.results.writeResult(req.ID, result)
-	default:
-		err = conn.Reply(ctx, req.ID, result)
-	}
-	if err != nil && err != jsonrpc2.ErrClosed && !errors.Is(err, errOutboxEnded) {
+	if err := h.sess.conn.Reply(ctx, req.ID, result, wireErr); err != nil {
 		h.s.log.Warn().Err(err).Str("method", req.Method).Msg("could not send the reply")
 	}
 }
-
-// printfLogger routes jsonrpc2's own messages to the log.
-type printfLogger struct{ log zerolog.Logger }
-
-func (l printfLogger) Printf(format string, v ...any) { l.log.Debug().Msgf(format, v...) }
 
 // rawParams is what a method gets before decoding.
 type rawParams = *json.RawMessage

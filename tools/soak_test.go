@@ -22,6 +22,7 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/rpc"
+	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
@@ -228,7 +229,7 @@ func serveOnPipe(t *testing.T, m *service.Manager) *pipeClient {
 	s := rpc.NewServer(ports.Serve(m, zerolog.Nop()), tools.New(m), rpc.Info{Name: "soak", Version: "0"}, zerolog.Nop())
 	done := make(chan struct{})
 	go func() {
-		s.Serve(context.Background(), rpc.NewStream(rpc.FramingNDJSON, server, server, server), rpc.ConnOptions{})
+		s.Serve(context.Background(), wire.NewStream(wire.FramingNDJSON, server, server, server), rpc.ConnOptions{})
 		close(done)
 	}()
 	c := &pipeClient{conn: conn, waiting: map[int]chan json.RawMessage{}}
