@@ -16,7 +16,6 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 	"github.com/pilot-sandbox/pilot-sandbox/mcpserver"
-	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/rpc"
 	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
@@ -89,7 +88,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	set := tools.New(m)
 	b.Cleanup(set.Close)
 
-	rpcServer := rpc.NewServer(ports.Serve(m, zerolog.Nop()), set, rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
+	rpcServer := rpc.NewServer(rpc.Services{ToolAccess: m, Tools: set, Events: m}, rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
 	serveClient := serve(b, func(ctx context.Context, conn net.Conn) {
 		rpcServer.Serve(ctx, wire.NewStream(wire.FramingNDJSON, conn, conn, conn), rpc.ConnOptions{})
 	})

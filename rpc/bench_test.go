@@ -28,7 +28,7 @@ func BenchmarkServe(b *testing.B) {
 					input.WriteString(msg + "\n")
 				}
 			}
-			s := NewServer(newFakeService(), fakeTools{}, Info{}, zerolog.Nop())
+			s := NewServer(newFakeService().services(), Info{}, zerolog.Nop())
 			b.ResetTimer()
 			s.Serve(context.Background(), wire.NewStream(framing, &input, io.Discard, nil), ConnOptions{})
 		})

@@ -39,7 +39,7 @@ func TestRunningCallsAreBounded(t *testing.T) {
 	t.Cleanup(func() { pw.Close() })
 	out := &lineRecorder{}
 	fake := newFakeService()
-	s := NewServer(fake, fakeTools{}, Info{}, zerolog.Nop())
+	s := NewServer(fake.services(), Info{}, zerolog.Nop())
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan struct{})
 	go func() {
@@ -116,7 +116,7 @@ func TestErrorMessagesAreBounded(t *testing.T) {
 	fmt.Fprintf(&input, `{"jsonrpc":"2.0","id":2,"method":"sandbox/status","params":{"projectPath":%q}}`+"\n", long)
 	out := &lineRecorder{}
 	var log syncBuffer
-	s := NewServer(newFakeService(), fakeTools{}, Info{}, zerolog.New(&log))
+	s := NewServer(newFakeService().services(), Info{}, zerolog.New(&log))
 	s.Serve(context.Background(), wire.NewStream(wire.FramingNDJSON, &input, out, nil), ConnOptions{})
 	replies := out.lines()
 	if len(replies) != 2 {

@@ -27,9 +27,9 @@ type pipeClient struct {
 	r       *bufio.Reader
 }
 
-func servePipe(t *testing.T, framing wire.Framing, svc Service, opts ConnOptions) *pipeClient {
+func servePipe(t *testing.T, framing wire.Framing, fake *fakeService, opts ConnOptions) *pipeClient {
 	server, client := net.Pipe()
-	s := NewServer(svc, fakeTools{}, Info{Name: "pilot-sandbox", Version: "test"}, zerolog.Nop())
+	s := NewServer(fake.services(), Info{Name: "pilot-sandbox", Version: "test"}, zerolog.Nop())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -95,7 +95,7 @@ func textScreen(tb testing.TB) desktop.Screenshot {
 func BenchmarkScreenshotInProcess(b *testing.B) {
 	shot := textScreen(b)
 	server, client := net.Pipe()
-	s := rpc.NewServer(toolsOnService{}, tools.For(shotSandbox{shot}), rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
+	s := rpc.NewServer(rpc.Services{ToolAccess: toolsOnService{}, Tools: tools.For(shotSandbox{shot}), Events: toolsOnService{}}, rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
 	done := make(chan struct{})
 	go func() {
 		s.Serve(context.Background(), wire.NewStream(wire.FramingNDJSON, server, server, server), rpc.ConnOptions{})
@@ -120,8 +120,8 @@ func BenchmarkScreenshotInProcess(b *testing.B) {
 }
 
 // toolsOnService is a service whose every project has its agent tools on:
-// all tools/call asks of it. Anything else would panic on the nil Service.
-type toolsOnService struct{ rpc.Service }
+// all tools/call asks of it.
+type toolsOnService struct{}
 
 func (toolsOnService) ToolsEnabled(string) (bool, error) { return true, nil }
 func (toolsOnService) Touch(string)                      {}
