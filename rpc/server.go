@@ -1,9 +1,3 @@
-// Package rpc serves the sidecar's JSON-RPC 2.0 protocol (PROTOCOL.md) over
-// any jsonrpc2.ObjectStream: stdio with LSP or NDJSON framing, WebSocket, or
-// an in-memory pipe in tests, each a wire.Stream (package rpc/wire carries
-// the messages and fills in what sourcegraph/jsonrpc2 lacks). Handlers
-// decode params, call the service and return; what an error means to a
-// client is decided once, in toWire.
 package rpc
 
 import (
