@@ -16,7 +16,7 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
 
-// Error codes (PROTOCOL.md, Errors). The two that a bad frame gets are
+// Error codes (docs/protocol.md, Errors). The two that a bad frame gets are
 // answered by the stream itself, and decided there (package wire).
 const (
 	codeParseError              = wire.CodeParseError
@@ -31,7 +31,7 @@ const (
 	codeToolsDisabled     int64 = -32005
 	codeTimeout           int64 = -32006
 	// codeProjectFile: a file of the project's .pilot directory could not
-	// be read or written (an addition to PROTOCOL.md).
+	// be read or written (an addition: docs/protocol.md, Errors).
 	codeProjectFile int64 = -32007
 	// codeTooManySandboxes: a start past the user's maxRunning.
 	codeTooManySandboxes int64 = -32008
@@ -43,7 +43,7 @@ const (
 	// not approved.
 	codeNeedsApproval int64 = -32011
 	// codeRequestCancelled is LSP's answer to a request the client
-	// cancelled with $/cancelRequest (an addition to PROTOCOL.md).
+	// cancelled with $/cancelRequest (an addition: docs/protocol.md, Errors).
 	codeRequestCancelled int64 = -32800
 )
 

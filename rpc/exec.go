@@ -23,7 +23,7 @@ type Exec interface {
 }
 
 // Params and results of sandbox/exec, sandbox/processes and sandbox/kill
-// (PROTOCOL.md, Exec, streamed and in the background).
+// (docs/protocol.md, Exec, streamed and in the background).
 type (
 	execParams struct {
 		projectParams

@@ -19,7 +19,7 @@ type Files interface {
 	Files(ctx context.Context, project string) (*sandboxfs.FS, error)
 }
 
-// Params and results of sandbox/files/* (PROTOCOL.md, Files).
+// Params and results of sandbox/files/* (docs/protocol.md, Sandbox files).
 type (
 	filePathParams struct {
 		projectParams

@@ -10,7 +10,7 @@ import (
 )
 
 // Lifecycle is what docker/status, sandbox/start, approve, stop, remove,
-// status and list, and project/close need (PROTOCOL.md, Methods);
+// status and list, and project/close need (docs/protocol.md, Methods);
 // *service.Manager is one.
 type Lifecycle interface {
 	DockerStatus(ctx context.Context) service.DockerStatus
@@ -32,14 +32,14 @@ type (
 		Sandboxes []service.State `json:"sandboxes"`
 	}
 	// removeParams name the sandbox to delete, one way or the other
-	// (PROTOCOL.md, Lifecycle policy: by a project that is gone, or by
+	// (docs/protocol.md, Lifecycle policy: by a project that is gone, or by
 	// container).
 	removeParams struct {
 		ProjectPath args.Path `json:"projectPath,omitempty" jsonschema:"The project's directory, which may have been deleted since; or give containerId."`
 		ContainerID string    `json:"containerId,omitempty" jsonschema:"The sandbox's container ID (or name), instead of projectPath: for a sandbox whose project is gone or was moved."`
 	}
 	// approveParams: sandbox/approve records the user's approval of what a
-	// project's repository content asks (PROTOCOL.md, "Repository content
+	// project's repository content asks (docs/protocol.md, "Repository content
 	// needs the user's approval"); sandbox/start answers needs_approval
 	// until then.
 	approveParams struct {

@@ -78,7 +78,7 @@ func mayFail(m method, codes ...int64) method {
 	return m
 }
 
-// Params and results shared by the groups (PROTOCOL.md, Methods); each
+// Params and results shared by the groups (docs/protocol.md, Methods); each
 // group's own are in its file. A params struct's tags give its schema
 // (package args): json the names, and whether a member may be left out
 // (omitempty, omitzero); jsonschema the description. Paths are args.Path,

@@ -27,7 +27,7 @@ const (
 	directionExposed   = "exposed"
 )
 
-// Params and results of sandbox/ports/* (PROTOCOL.md, Ports).
+// Params and results of sandbox/ports/* (docs/protocol.md, Ports).
 type (
 	portParams struct {
 		projectParams

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Requests that wait for the sidecar's first look at Docker (PROTOCOL.md,
+// Requests that wait for the sidecar's first look at Docker (docs/protocol.md,
 // Lifecycle policy): a method of the table is marked so with
 // afterReconcile.
 

@@ -11,7 +11,8 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 )
 
-// ProtocolVersion is the version of PROTOCOL.md this server speaks.
+// ProtocolVersion is the version of the protocol (docs/protocol.md) this
+// server speaks.
 const ProtocolVersion = 1
 
 // Services are what the handler groups need, a slice each, declared in

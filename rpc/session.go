@@ -6,7 +6,7 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
-// The session's methods: initialize, shutdown and exit (PROTOCOL.md,
+// The session's methods: initialize, shutdown and exit (docs/protocol.md,
 // Methods). $/cancelRequest is in cancel.go, rpc.discover in openrpc.go.
 
 type (

@@ -26,7 +26,7 @@ type WebSocketOptions struct {
 }
 
 // WebSocketHandler serves the protocol over WebSocket, one JSON-RPC object
-// per text message (PROTOCOL.md, Transports); mount it at /rpc. An upgrade
+// per text message (docs/protocol.md, Transports); mount it at /rpc. An upgrade
 // without the right token is refused with 401, one from another origin with
 // 403, both before anything is read from the client. Each connection is a
 // session of its own, with the same validation as stdio; exit closes only

@@ -1,5 +1,5 @@
 // Package wire carries the sidecar's JSON-RPC 2.0 messages
-// (docs/protocol.md, Transports, and Notes: Limits) and fills in what
+// (docs/protocol.md, Transports, and Limits) and fills in what
 // github.com/sourcegraph/jsonrpc2, which routes them, does not do, or does
 // in a way the protocol cannot have. It knows no method: package rpc
 // decides what each one does and what its errors mean.
