@@ -16,8 +16,8 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 	"github.com/pilot-sandbox/pilot-sandbox/mcpserver"
-	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/rpc"
+	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
@@ -88,9 +88,9 @@ func BenchmarkRoundTrip(b *testing.B) {
 	set := tools.New(m)
 	b.Cleanup(set.Close)
 
-	rpcServer := rpc.NewServer(ports.Serve(m, zerolog.Nop()), set, rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
+	rpcServer := rpc.NewServer(rpc.Services{ToolAccess: m, Tools: set, Events: m}, rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
 	serveClient := serve(b, func(ctx context.Context, conn net.Conn) {
-		rpcServer.Serve(ctx, rpc.NewStream(rpc.FramingNDJSON, conn, conn, conn), rpc.ConnOptions{})
+		rpcServer.Serve(ctx, wire.NewStream(wire.FramingNDJSON, conn, conn, conn), rpc.ConnOptions{})
 	})
 	viaServe := func(name string, args any) {
 		serveClient.call("tools/call", map[string]any{"projectPath": project, "name": name, "arguments": args})

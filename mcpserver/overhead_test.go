@@ -16,6 +16,7 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/rpc"
+	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -38,9 +39,9 @@ func benchServers(b *testing.B, call string) {
 	s.fake.display = desktop.Display{Width: 1280, Height: 800}
 	s.fake.shot = noisePNG(b, s.fake.display)
 	b.Run("serve", func(b *testing.B) {
-		srv := rpc.NewServer(switchOnly{}, s.set, rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
+		srv := rpc.NewServer(rpc.Services{ToolAccess: switchOnly{}, Tools: s.set, Events: switchOnly{}}, rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
 		c := pipe(b, func(ctx context.Context, conn net.Conn) {
-			srv.Serve(ctx, rpc.NewStream(rpc.FramingNDJSON, conn, conn, conn), rpc.ConnOptions{})
+			srv.Serve(ctx, wire.NewStream(wire.FramingNDJSON, conn, conn, conn), rpc.ConnOptions{})
 		})
 		for b.Loop() {
 			c.call(b, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"projectPath":"`+s.project+`",`+call+`}}`)
@@ -58,9 +59,9 @@ func benchServers(b *testing.B, call string) {
 	})
 }
 
-// switchOnly is the part of rpc.Service a tools/call uses; the rest is
-// never called here.
-type switchOnly struct{ rpc.Service }
+// switchOnly is what a tools/call asks of the service (rpc.ToolAccess),
+// and the events every connection follows.
+type switchOnly struct{}
 
 func (switchOnly) ToolsEnabled(p string) (bool, error) { return fileSwitch{}.ToolsEnabled(p) }
 

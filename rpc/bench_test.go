@@ -10,26 +10,27 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pilot-sandbox/pilot-sandbox/args"
+	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 )
 
 // BenchmarkServe measures the cost of one request through the whole
 // server (framing, validation, dispatch, strict params, reply) with the
 // fake service: b.N requests are read from one input and all answered.
 func BenchmarkServe(b *testing.B) {
-	for _, framing := range []Framing{FramingNDJSON, FramingLSP} {
+	for _, framing := range []wire.Framing{wire.FramingNDJSON, wire.FramingLSP} {
 		b.Run(string(framing), func(b *testing.B) {
 			var input bytes.Buffer
 			for i := range b.N {
 				msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"sandbox/getToolsEnabled","params":{"projectPath":"/"}}`, i)
-				if framing == FramingLSP {
+				if framing == wire.FramingLSP {
 					input.Write(lspFrame([]byte(msg)))
 				} else {
 					input.WriteString(msg + "\n")
 				}
 			}
-			s := NewServer(newFakeService(), fakeTools{}, Info{}, zerolog.Nop())
+			s := NewServer(newFakeService().services(), Info{}, zerolog.Nop())
 			b.ResetTimer()
-			s.Serve(context.Background(), NewStream(framing, &input, io.Discard, nil), ConnOptions{})
+			s.Serve(context.Background(), wire.NewStream(framing, &input, io.Discard, nil), ConnOptions{})
 		})
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 )
 
 // The plumbing of TestConversations: the server's ends of a byte-stream
@@ -72,7 +74,7 @@ func (w *watchedReader) atEOF() bool {
 // keeps its message in a normal form (keys sorted, $ROOT for the temporary
 // directory), with notes of other happenings in between.
 type recorder struct {
-	framing Framing
+	framing wire.Framing
 	root    string
 
 	mu    sync.Mutex // guards lines
@@ -104,11 +106,11 @@ func (r *recorder) normalize(frame []byte) string {
 }
 
 // unframe checks one frame and returns its body.
-func unframe(f Framing, frame []byte) ([]byte, error) {
+func unframe(f wire.Framing, frame []byte) ([]byte, error) {
 	if f == framingWebSocket {
 		return frame, nil
 	}
-	if f == FramingNDJSON {
+	if f == wire.FramingNDJSON {
 		body, ok := bytes.CutSuffix(frame, []byte("\n"))
 		if !ok || bytes.ContainsRune(body, '\n') {
 			return nil, fmt.Errorf("not one line")

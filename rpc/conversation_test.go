@@ -17,6 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -99,20 +100,20 @@ func parseScript(text string) script {
 
 // framings are the ones the script runs with: all of them (WebSocket
 // included), or those its !framing line names.
-func (s script) framings() []Framing {
+func (s script) framings() []wire.Framing {
 	for _, line := range s.lines {
 		if list, ok := strings.CutPrefix(line, "!framing "); ok {
-			var out []Framing
+			var out []wire.Framing
 			for _, f := range strings.Fields(list) {
-				out = append(out, Framing(f))
+				out = append(out, wire.Framing(f))
 			}
 			return out
 		}
 	}
-	return []Framing{FramingNDJSON, FramingLSP, framingWebSocket}
+	return []wire.Framing{wire.FramingNDJSON, wire.FramingLSP, framingWebSocket}
 }
 
-func runScript(t *testing.T, framing Framing, s script) string {
+func runScript(t *testing.T, framing wire.Framing, s script) string {
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -136,10 +137,10 @@ func runScript(t *testing.T, framing Framing, s script) string {
 // conversation is a server on an in-memory connection, and what it wrote.
 type conversation struct {
 	t       *testing.T
-	framing Framing
+	framing wire.Framing
 	root    string
 	fake    *fakeService
-	stream  *Stream
+	stream  *wire.Stream
 	conn    clientConn
 	out     *recorder
 	written int64 // units sent: bytes, or messages for WebSocket
@@ -158,12 +159,12 @@ type clientConn interface {
 	atEOF() bool
 }
 
-func startConversation(t *testing.T, framing Framing, root string) *conversation {
+func startConversation(t *testing.T, framing wire.Framing, root string) *conversation {
 	c := &conversation{
 		t: t, framing: framing, root: root, fake: newFakeService(),
 		out: &recorder{framing: framing, root: root}, done: make(chan struct{}),
 	}
-	s := NewServer(c.fake, fakeTools{}, Info{Name: "pilot-sandbox", Version: "golden"}, zerolog.Nop())
+	s := NewServer(c.fake.services(), Info{Name: "pilot-sandbox", Version: "golden"}, zerolog.Nop())
 	ctx, cancel := context.WithCancel(context.Background())
 	opts := ConnOptions{OnExit: func(code int) {
 		// As serve does: the process would exit now.
@@ -177,7 +178,7 @@ func startConversation(t *testing.T, framing Framing, root string) *conversation
 		pr, pw := io.Pipe()
 		input := &watchedReader{r: pr}
 		c.conn = &pipeConn{w: pw, watchedReader: input}
-		c.stream = NewStream(framing, input, c.out, nil)
+		c.stream = wire.NewStream(framing, input, c.out, nil)
 		go func() {
 			defer close(c.done)
 			s.Serve(ctx, c.stream, opts)
@@ -236,7 +237,7 @@ func (c *conversation) frame(msg string) []byte {
 	if c.framing == framingWebSocket {
 		return []byte(msg)
 	}
-	if c.framing == FramingLSP {
+	if c.framing == wire.FramingLSP {
 		return []byte(fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(msg), msg))
 	}
 	return []byte(msg + "\n")
@@ -264,15 +265,9 @@ func (c *conversation) settle() {
 	c.t.Helper()
 	c.waitFor("the server to read what was sent", func() bool { return c.over() || c.conn.consumed(c.written) })
 	c.waitFor("every request read to be answered", func() bool {
-		c.stream.mu.Lock()
-		pending := 0
-		for _, n := range c.stream.pending {
-			pending += n
-		}
-		c.stream.mu.Unlock()
-		return c.over() || pending == c.fake.heldCalls()
+		return c.over() || c.stream.Unanswered() == c.fake.heldCalls()
 	})
-	c.stream.out.drain() // and every answer written
+	c.stream.Drain() // and every answer written
 	if c.exited.Load() {
 		// The process would be gone: nothing sent from now on is read.
 		c.waitFor("the server to stop after exit", c.over)

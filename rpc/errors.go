@@ -10,15 +10,17 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/args"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 	"github.com/pilot-sandbox/pilot-sandbox/sandboxfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
 
-// Error codes (PROTOCOL.md, Errors).
+// Error codes (docs/protocol.md, Errors). The two that a bad frame gets are
+// answered by the stream itself, and decided there (package wire).
 const (
-	codeParseError        int64 = -32700
-	codeInvalidRequest    int64 = -32600
+	codeParseError              = wire.CodeParseError
+	codeInvalidRequest          = wire.CodeInvalidRequest
 	codeMethodNotFound    int64 = -32601
 	codeInvalidParams     int64 = -32602
 	codeInternal          int64 = -32603
@@ -29,7 +31,7 @@ const (
 	codeToolsDisabled     int64 = -32005
 	codeTimeout           int64 = -32006
 	// codeProjectFile: a file of the project's .pilot directory could not
-	// be read or written (an addition to PROTOCOL.md).
+	// be read or written (an addition: docs/protocol.md, Errors).
 	codeProjectFile int64 = -32007
 	// codeTooManySandboxes: a start past the user's maxRunning.
 	codeTooManySandboxes int64 = -32008
@@ -41,7 +43,7 @@ const (
 	// not approved.
 	codeNeedsApproval int64 = -32011
 	// codeRequestCancelled is LSP's answer to a request the client
-	// cancelled with $/cancelRequest (an addition to PROTOCOL.md).
+	// cancelled with $/cancelRequest (an addition: docs/protocol.md, Errors).
 	codeRequestCancelled int64 = -32800
 )
 
@@ -55,8 +57,8 @@ type errorInfo struct {
 // errorTable is every error of the protocol, by code: one table, so a
 // code cannot have a kind without a meaning.
 var errorTable = map[int64]errorInfo{
-	codeParseError:        {"parse_error", "The frame is not JSON; the connection stays open."},
-	codeInvalidRequest:    {"invalid_request", "Not a JSON-RPC 2.0 request (or a request after shutdown)."},
+	codeParseError:        {wire.KindParseError, "The frame is not JSON; the connection stays open."},
+	codeInvalidRequest:    {wire.KindInvalidRequest, "Not a JSON-RPC 2.0 request (or a request after shutdown)."},
 	codeMethodNotFound:    {"method_not_found", "Unknown method."},
 	codeInvalidParams:     {"invalid_params", "Bad params; data.field names the field."},
 	codeInternal:          {"internal", "A bug; the log has the detail."},

@@ -13,8 +13,17 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
+// Exec is what sandbox/exec, sandbox/processes and sandbox/kill need:
+// commands run in the running sandbox; *service.Manager is one.
+type Exec interface {
+	Exec(ctx context.Context, project string, req service.ExecRequest) (service.ExecOutput, error)
+	Background(ctx context.Context, project string, req service.ExecRequest) (service.BackgroundProcess, error)
+	Processes(ctx context.Context, project string) ([]service.Process, error)
+	Kill(ctx context.Context, project string, pid int) error
+}
+
 // Params and results of sandbox/exec, sandbox/processes and sandbox/kill
-// (PROTOCOL.md, Exec, streamed and in the background).
+// (docs/protocol.md, Exec, streamed and in the background).
 type (
 	execParams struct {
 		projectParams
@@ -88,7 +97,7 @@ func (s *Server) exec(ctx context.Context, sess *session, p execParams) (execAns
 	if p.OutputToken != nil {
 		req.Output = sess.outputSender(ctx, string(p.ProjectPath), p.OutputToken)
 	}
-	out, err := s.svc.Exec(ctx, string(p.ProjectPath), req)
+	out, err := s.svc.Exec.Exec(ctx, string(p.ProjectPath), req)
 	return execAnswer{ended: &out}, err
 }
 
@@ -103,7 +112,7 @@ func (s *Server) execBackground(ctx context.Context, p execParams, req service.E
 		return execAnswer{}, &args.Error{Field: "timeoutMs", Reason: "is for a foreground command: a background command runs until it ends or sandbox/kill ends it"}
 	}
 	req.Timeout = 0
-	started, err := s.svc.Background(ctx, string(p.ProjectPath), req)
+	started, err := s.svc.Exec.Background(ctx, string(p.ProjectPath), req)
 	return execAnswer{started: &started}, err
 }
 
@@ -118,18 +127,16 @@ func (sess *session) outputSender(ctx context.Context, project string, token jso
 		project = canonical
 	}
 	return func(stream, text string) {
-		if conn := sess.conn.Load(); conn != nil {
-			conn.Notify(ctx, "sandbox/output", outputParams{ProjectPath: project, Token: token, Stream: stream, Data: text})
-		}
+		sess.conn.Notify(ctx, "sandbox/output", outputParams{ProjectPath: project, Token: token, Stream: stream, Data: text})
 	}
 }
 
 func (s *Server) processes(ctx context.Context, _ *session, p projectParams) (processesResult, error) {
-	ps, err := s.svc.Processes(ctx, string(p.ProjectPath))
+	ps, err := s.svc.Exec.Processes(ctx, string(p.ProjectPath))
 	return processesResult{Processes: ps}, err
 }
 
 func (s *Server) kill(ctx context.Context, _ *session, p killParams) (killResult, error) {
-	err := s.svc.Kill(ctx, string(p.ProjectPath), p.PID)
+	err := s.svc.Exec.Kill(ctx, string(p.ProjectPath), p.PID)
 	return killResult{Killed: err == nil}, err
 }

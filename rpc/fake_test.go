@@ -23,8 +23,9 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
 
-// fakeService is a hand-written Service whose behaviour a conversation
-// picks by the base name of the project directory it sends:
+// fakeService is a hand-written fake of every slice of Services but the
+// agent tools (fakeTools), whose behaviour a conversation picks by the
+// base name of the project directory it sends:
 //
 //	ok, other   sandboxes that start (with progress and events), run and stop
 //	none        a project that never has a sandbox
@@ -551,6 +552,14 @@ func (f *fakeService) SetToolsEnabled(path string, on bool) (bool, error) {
 }
 
 func (f *fakeService) Subscribe() (<-chan service.Event, func()) { return f.events, func() {} }
+
+// services serves every slice from f, and the agent tools from fakeTools.
+func (f *fakeService) services() Services {
+	return Services{
+		Lifecycle: f, Exec: f, Files: f, Ports: f, Browser: f, Screen: f,
+		Settings: f, ToolAccess: f, Tools: fakeTools{}, Events: f,
+	}
+}
 
 // fakeTools is a Tools with one tool, echo, which answers its text.
 type fakeTools struct{}

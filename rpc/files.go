@@ -13,7 +13,13 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/sandboxfs"
 )
 
-// Params and results of sandbox/files/* (PROTOCOL.md, Files).
+// Files is what sandbox/files/* need: the project's sandbox's files,
+// running or stopped; *service.Manager is one.
+type Files interface {
+	Files(ctx context.Context, project string) (*sandboxfs.FS, error)
+}
+
+// Params and results of sandbox/files/* (docs/protocol.md, Sandbox files).
 type (
 	filePathParams struct {
 		projectParams
@@ -92,7 +98,7 @@ func (s *Server) writeFile(ctx context.Context, _ *session, p fileWriteParams) (
 	if err != nil {
 		return sandboxfs.Written{}, err
 	}
-	files, err := s.svc.Files(ctx, string(p.ProjectPath))
+	files, err := s.svc.Files.Files(ctx, string(p.ProjectPath))
 	if err != nil {
 		return sandboxfs.Written{}, err
 	}
@@ -117,7 +123,7 @@ func writeData(p fileWriteParams) ([]byte, error) {
 }
 
 func (s *Server) readFile(ctx context.Context, _ *session, p fileReadParams) (fileReadResult, error) {
-	files, err := s.svc.Files(ctx, string(p.ProjectPath))
+	files, err := s.svc.Files.Files(ctx, string(p.ProjectPath))
 	if err != nil {
 		return fileReadResult{}, err
 	}
@@ -126,7 +132,7 @@ func (s *Server) readFile(ctx context.Context, _ *session, p fileReadParams) (fi
 }
 
 func (s *Server) listFiles(ctx context.Context, _ *session, p filePathParams) (sandboxfs.Listing, error) {
-	files, err := s.svc.Files(ctx, string(p.ProjectPath))
+	files, err := s.svc.Files.Files(ctx, string(p.ProjectPath))
 	if err != nil {
 		return sandboxfs.Listing{}, err
 	}
@@ -134,7 +140,7 @@ func (s *Server) listFiles(ctx context.Context, _ *session, p filePathParams) (s
 }
 
 func (s *Server) statFile(ctx context.Context, _ *session, p filePathParams) (*sandboxfs.Entry, error) {
-	files, err := s.svc.Files(ctx, string(p.ProjectPath))
+	files, err := s.svc.Files.Files(ctx, string(p.ProjectPath))
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +148,7 @@ func (s *Server) statFile(ctx context.Context, _ *session, p filePathParams) (*s
 }
 
 func (s *Server) mkdir(ctx context.Context, _ *session, p filePathParams) (fileMkdirResult, error) {
-	files, err := s.svc.Files(ctx, string(p.ProjectPath))
+	files, err := s.svc.Files.Files(ctx, string(p.ProjectPath))
 	if err != nil {
 		return fileMkdirResult{}, err
 	}
@@ -151,7 +157,7 @@ func (s *Server) mkdir(ctx context.Context, _ *session, p filePathParams) (fileM
 }
 
 func (s *Server) removeFile(ctx context.Context, _ *session, p fileRemoveParams) (removeResult, error) {
-	files, err := s.svc.Files(ctx, string(p.ProjectPath))
+	files, err := s.svc.Files.Files(ctx, string(p.ProjectPath))
 	if err != nil {
 		return removeResult{}, err
 	}
@@ -160,7 +166,7 @@ func (s *Server) removeFile(ctx context.Context, _ *session, p fileRemoveParams)
 }
 
 func (s *Server) upload(ctx context.Context, _ *session, p fileUploadParams) (sandboxfs.Copied, error) {
-	files, err := s.svc.Files(ctx, string(p.ProjectPath))
+	files, err := s.svc.Files.Files(ctx, string(p.ProjectPath))
 	if err != nil {
 		return sandboxfs.Copied{}, err
 	}
@@ -168,7 +174,7 @@ func (s *Server) upload(ctx context.Context, _ *session, p fileUploadParams) (sa
 }
 
 func (s *Server) download(ctx context.Context, _ *session, p fileDownloadParams) (sandboxfs.Copied, error) {
-	files, err := s.svc.Files(ctx, string(p.ProjectPath))
+	files, err := s.svc.Files.Files(ctx, string(p.ProjectPath))
 	if err != nil {
 		return sandboxfs.Copied{}, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pilot-sandbox/pilot-sandbox/args/argstest"
+	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 )
 
 // The fuzz tests' seed corpora are in testdata/fuzz/<name>/ (valid and
@@ -35,7 +36,7 @@ const probe = `{"jsonrpc":"2.0","id":"probe-5f1d","method":"docker/status"}`
 func FuzzNDJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, garbage []byte) {
 		input := append(append(bytes.Clone(garbage), '\n'), probe+"\n"...)
-		out := serveInput(t, FramingNDJSON, input)
+		out := serveInput(t, wire.FramingNDJSON, input)
 		out.check(t, true)
 	})
 }
@@ -45,7 +46,7 @@ func FuzzNDJSON(f *testing.F) {
 func FuzzLSPBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		input := append(lspFrame(body), lspFrame([]byte(probe))...)
-		out := serveInput(t, FramingLSP, input)
+		out := serveInput(t, wire.FramingLSP, input)
 		out.check(t, true)
 	})
 }
@@ -56,7 +57,7 @@ func FuzzLSPBody(f *testing.F) {
 // and writes nothing but well-formed frames.
 func FuzzLSPStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
-		out := serveInput(t, FramingLSP, data)
+		out := serveInput(t, wire.FramingLSP, data)
 		out.check(t, false)
 	})
 }
@@ -67,7 +68,7 @@ func FuzzLSPStream(f *testing.F) {
 // (argstest.Agree); an accepted value must survive encoding and decoding
 // again unchanged.
 func FuzzDecodeParams(f *testing.F) {
-	s := NewServer(newFakeService(), fakeTools{}, Info{}, zerolog.Nop())
+	s := NewServer(newFakeService().services(), Info{}, zerolog.Nop())
 	schemas := map[string]*jsonschema.Resolved{}
 	for _, m := range s.table {
 		schemas[m.name] = argstest.Resolve(f, m.params)
@@ -104,13 +105,13 @@ func lspFrame(body []byte) []byte {
 
 // served is what the server wrote for one input.
 type served struct {
-	framing Framing
+	framing wire.Framing
 	out     []byte
 	exited  bool
 }
 
 // serveInput serves one input to the end and returns what was written.
-func serveInput(t *testing.T, framing Framing, input []byte) served {
+func serveInput(t *testing.T, framing wire.Framing, input []byte) served {
 	var (
 		mu  sync.Mutex // guards out and exited
 		res = served{framing: framing}
@@ -121,11 +122,11 @@ func serveInput(t *testing.T, framing Framing, input []byte) served {
 		res.out = append(res.out, p...)
 		return len(p), nil
 	})
-	s := NewServer(newFakeService(), fakeTools{}, Info{Name: "pilot-sandbox", Version: "fuzz"}, zerolog.Nop())
+	s := NewServer(newFakeService().services(), Info{Name: "pilot-sandbox", Version: "fuzz"}, zerolog.Nop())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.Serve(context.Background(), NewStream(framing, bytes.NewReader(input), w, nil), ConnOptions{
+		s.Serve(context.Background(), wire.NewStream(framing, bytes.NewReader(input), w, nil), ConnOptions{
 			OnExit: func(int) { mu.Lock(); res.exited = true; mu.Unlock() },
 		})
 	}()
@@ -166,8 +167,8 @@ func (r served) check(t *testing.T, wantProbe bool) {
 	}
 }
 
-func nextFrame(f Framing, br *bufio.Reader) ([]byte, error) {
-	if f == FramingNDJSON {
+func nextFrame(f wire.Framing, br *bufio.Reader) ([]byte, error) {
+	if f == wire.FramingNDJSON {
 		line, err := br.ReadBytes('\n')
 		if err == io.EOF && len(line) == 0 {
 			return nil, io.EOF

@@ -5,14 +5,10 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
-	"strconv"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/pilot-sandbox/pilot-sandbox/args"
-	"github.com/pilot-sandbox/pilot-sandbox/desktop"
-	"github.com/pilot-sandbox/pilot-sandbox/service"
-	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
 
 // method is one entry of the method table.
@@ -44,6 +40,9 @@ func typed[P, R any](name, doc string, f func(ctx context.Context, sess *session
 		},
 	}
 }
+
+// rawParams is what a method gets before decoding.
+type rawParams = *json.RawMessage
 
 // call decodes a request's params and runs the method on them.
 func (m method) call(ctx context.Context, sess *session, raw rawParams) (any, error) {
@@ -79,10 +78,11 @@ func mayFail(m method, codes ...int64) method {
 	return m
 }
 
-// Params and results of the methods (PROTOCOL.md, Methods). A params
-// struct's tags give its schema (package args): json the names, and
-// whether a member may be left out (omitempty, omitzero); jsonschema the
-// description. Paths are args.Path, bounded in bytes.
+// Params and results shared by the groups (docs/protocol.md, Methods); each
+// group's own are in its file. A params struct's tags give its schema
+// (package args): json the names, and whether a member may be left out
+// (omitempty, omitzero); jsonschema the description. Paths are args.Path,
+// bounded in bytes.
 type (
 	noParams struct{}
 	// projectParams name the project a method acts on; the params of the
@@ -90,55 +90,10 @@ type (
 	projectParams struct {
 		ProjectPath args.Path `json:"projectPath" jsonschema:"The project's directory: an absolute path to an existing directory."`
 	}
-	initializeParams struct {
-		ClientInfo *Info `json:"clientInfo,omitempty" jsonschema:"The client's name and version, for the log."`
-	}
-	initializeResult struct {
-		ServerInfo      Info                 `json:"serverInfo"`
-		ProtocolVersion int                  `json:"protocolVersion"`
-		Docker          service.DockerStatus `json:"docker"`
-	}
 	removeResult struct {
 		Removed bool `json:"removed"`
 	}
-	listResult struct {
-		Sandboxes []service.State `json:"sandboxes"`
-	}
-	screenshotParams struct {
-		projectParams
-		Format  string `json:"format,omitempty" jsonschema:"png, lossless, or jpeg, many times smaller for pictures and photos (not for text)."`
-		Quality int    `json:"quality,omitzero" jsonschema:"The JPEG's quality, 1 to 100 (75 when left out); jpeg only."`
-	}
-	screenshotResult struct {
-		MimeType string `json:"mimeType"`
-		Data     []byte `json:"data"` // base64 in JSON, encoded once, into the reply
-		Width    int    `json:"width"`
-		Height   int    `json:"height"`
-	}
-	setToolsParams struct {
-		projectParams
-		Enabled bool `json:"enabled" jsonschema:"Whether the project's agent tools are on."`
-	}
-	toolsEnabledResult struct {
-		Enabled bool `json:"enabled"`
-	}
-	toolsListResult struct {
-		Tools []tools.Tool `json:"tools"`
-	}
-	toolsCallParams struct {
-		projectParams
-		Name      string          `json:"name" jsonschema:"The tool's name, as tools/list gives it."`
-		Arguments json.RawMessage `json:"arguments,omitempty" jsonschema:"The tool's arguments, as its inputSchema describes them; may be left out for a tool that takes none."`
-	}
 )
-
-// TuneSchema states the formats and the JPEG quality's bounds.
-func (screenshotParams) TuneSchema(s *jsonschema.Schema) {
-	s.Properties["format"].Enum = []any{desktop.FormatPNG, desktop.FormatJPEG}
-	s.Properties["format"].Default = json.RawMessage(strconv.Quote(desktop.FormatPNG))
-	q := s.Properties["quality"]
-	q.Minimum, q.Maximum = jsonschema.Ptr(1.0), jsonschema.Ptr(100.0)
-}
 
 // methodTable is every method, in the order rpc.discover lists them.
 func (s *Server) methodTable() []method {
@@ -175,122 +130,4 @@ func (s *Server) methodTable() []method {
 		typed("rpc.discover", "This document: every method, notification and error of the protocol, as OpenRPC.", s.discover),
 		notification(inline(typed("$/cancelRequest", "Notification: cancels the request with this id, which then answers request_cancelled.", s.cancelRequest))),
 	})
-}
-
-func (s *Server) initialize(ctx context.Context, _ *session, p initializeParams) (initializeResult, error) {
-	if p.ClientInfo != nil {
-		s.log.Info().Str("client", p.ClientInfo.Name).Str("clientVersion", p.ClientInfo.Version).Msg("client connected")
-	}
-	return initializeResult{ServerInfo: s.info, ProtocolVersion: ProtocolVersion, Docker: s.svc.DockerStatus(ctx)}, nil
-}
-
-func (s *Server) shutdown(_ context.Context, sess *session, _ noParams) (*struct{}, error) {
-	sess.shutdown.Store(true)
-	return nil, nil
-}
-
-func (s *Server) exit(_ context.Context, sess *session, _ noParams) (*struct{}, error) {
-	code := 1
-	if sess.shutdown.Load() {
-		code = 0
-	}
-	s.log.Info().Int("code", code).Msg("exit requested")
-	sess.exited.Store(true)
-	if sess.opts.OnExit != nil {
-		sess.opts.OnExit(code)
-	}
-	// Whatever the transport does, this connection is over: the requests
-	// read after exit will never be answered, so nothing may wait for them.
-	sess.conn.Load().Close()
-	return nil, nil
-}
-
-func (s *Server) dockerStatus(ctx context.Context, _ *session, _ noParams) (service.DockerStatus, error) {
-	return s.svc.DockerStatus(ctx), nil
-}
-
-func (s *Server) start(ctx context.Context, _ *session, p projectParams) (service.State, error) {
-	return s.svc.Start(ctx, string(p.ProjectPath))
-}
-
-func (s *Server) stop(ctx context.Context, _ *session, p projectParams) (service.State, error) {
-	return s.svc.Stop(ctx, string(p.ProjectPath))
-}
-
-func (s *Server) status(ctx context.Context, _ *session, p projectParams) (*service.State, error) {
-	return s.svc.Status(ctx, string(p.ProjectPath))
-}
-
-// browserResult is sandbox/browser's answer.
-type browserResult struct {
-	WSEndpoint string `json:"wsEndpoint"`
-}
-
-func (s *Server) browser(ctx context.Context, _ *session, p projectParams) (browserResult, error) {
-	ws, err := s.svc.Browser(ctx, string(p.ProjectPath))
-	return browserResult{WSEndpoint: ws}, err
-}
-
-func (s *Server) list(ctx context.Context, _ *session, _ noParams) (listResult, error) {
-	states, err := s.svc.List(ctx)
-	if states == nil {
-		states = []service.State{}
-	}
-	return listResult{Sandboxes: states}, err
-}
-
-func (s *Server) screenshot(ctx context.Context, _ *session, p screenshotParams) (screenshotResult, error) {
-	if p.Quality != 0 && p.Format != desktop.FormatJPEG {
-		return screenshotResult{}, &args.Error{Field: "quality", Reason: `applies to JPEG only: add "format": "jpeg"`}
-	}
-	shot, err := s.svc.Screenshot(ctx, string(p.ProjectPath))
-	if err != nil {
-		return screenshotResult{}, err
-	}
-	data, mime, err := shot.Encode(p.Format, p.Quality)
-	if err != nil {
-		return screenshotResult{}, err
-	}
-	return screenshotResult{
-		MimeType: mime,
-		Data:     data,
-		Width:    shot.Width,
-		Height:   shot.Height,
-	}, nil
-}
-
-func (s *Server) setToolsEnabled(_ context.Context, _ *session, p setToolsParams) (toolsEnabledResult, error) {
-	enabled, err := s.svc.SetToolsEnabled(string(p.ProjectPath), p.Enabled)
-	return toolsEnabledResult{Enabled: enabled}, err
-}
-
-func (s *Server) getToolsEnabled(_ context.Context, _ *session, p projectParams) (toolsEnabledResult, error) {
-	enabled, err := s.svc.ToolsEnabled(string(p.ProjectPath))
-	return toolsEnabledResult{Enabled: enabled}, err
-}
-
-func (s *Server) closeProject(ctx context.Context, _ *session, p projectParams) (*service.State, error) {
-	return s.svc.Close(ctx, string(p.ProjectPath))
-}
-
-// listTools lists nothing for a project whose agent tools are off: a
-// disabled project costs the agent no tokens.
-func (s *Server) listTools(_ context.Context, _ *session, p projectParams) (toolsListResult, error) {
-	enabled, err := s.svc.ToolsEnabled(string(p.ProjectPath))
-	if err != nil || !enabled {
-		return toolsListResult{Tools: []tools.Tool{}}, err
-	}
-	return toolsListResult{Tools: s.tools.List()}, nil
-}
-
-func (s *Server) callTool(ctx context.Context, _ *session, p toolsCallParams) (tools.Result, error) {
-	enabled, err := s.svc.ToolsEnabled(string(p.ProjectPath))
-	if err != nil {
-		return tools.Result{}, err
-	}
-	if !enabled {
-		return tools.Result{}, errToolsDisabled
-	}
-	s.svc.Touch(string(p.ProjectPath)) // a use, for the idle policy
-	return s.tools.Call(ctx, string(p.ProjectPath), p.Name, p.Arguments)
 }

@@ -15,23 +15,25 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 )
 
 // pipeClient is a client of a server on an in-memory connection.
 type pipeClient struct {
 	t       *testing.T
-	framing Framing
+	framing wire.Framing
 	conn    net.Conn
 	r       *bufio.Reader
 }
 
-func servePipe(t *testing.T, framing Framing, svc Service, opts ConnOptions) *pipeClient {
+func servePipe(t *testing.T, framing wire.Framing, fake *fakeService, opts ConnOptions) *pipeClient {
 	server, client := net.Pipe()
-	s := NewServer(svc, fakeTools{}, Info{Name: "pilot-sandbox", Version: "test"}, zerolog.Nop())
+	s := NewServer(fake.services(), Info{Name: "pilot-sandbox", Version: "test"}, zerolog.Nop())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.Serve(context.Background(), NewStream(framing, server, server, server), opts)
+		s.Serve(context.Background(), wire.NewStream(framing, server, server, server), opts)
 	}()
 	t.Cleanup(func() { client.Close(); <-done })
 	return &pipeClient{t: t, framing: framing, conn: client, r: bufio.NewReader(client)}
@@ -41,7 +43,7 @@ func (c *pipeClient) send(id int, method string, params any) {
 	c.t.Helper()
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	frame := append(body, '\n')
-	if c.framing == FramingLSP {
+	if c.framing == wire.FramingLSP {
 		frame = append([]byte(fmt.Sprintf("Content-Length: %d\r\n\r\n", len(body))), body...)
 	}
 	if _, err := c.conn.Write(frame); err != nil {
@@ -69,7 +71,7 @@ func (c *pipeClient) reply() map[string]any {
 }
 
 func (c *pipeClient) read() ([]byte, error) {
-	if c.framing == FramingNDJSON {
+	if c.framing == wire.FramingNDJSON {
 		return c.r.ReadBytes('\n')
 	}
 	header, err := c.r.ReadString('\n')
@@ -89,7 +91,7 @@ func (c *pipeClient) read() ([]byte, error) {
 }
 
 func TestRequestsWaitForTheFirstReconciliation(t *testing.T) {
-	for _, framing := range []Framing{FramingNDJSON, FramingLSP} {
+	for _, framing := range []wire.Framing{wire.FramingNDJSON, wire.FramingLSP} {
 		t.Run(string(framing), func(t *testing.T) {
 			root, _ := filepath.EvalSymlinks(t.TempDir())
 			fakeProjects(root)
@@ -122,7 +124,7 @@ func TestTheWaitForReconciliationIsBounded(t *testing.T) {
 	reconcileWait = 50 * time.Millisecond
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	fakeProjects(root)
-	c := servePipe(t, FramingNDJSON, newFakeService(), ConnOptions{Reconciled: make(chan struct{})})
+	c := servePipe(t, wire.FramingNDJSON, newFakeService(), ConnOptions{Reconciled: make(chan struct{})})
 	c.send(1, "sandbox/status", map[string]any{"projectPath": filepath.Join(root, "ok")})
 	if msg := c.reply(); msg["error"] != nil || msg["result"] != nil {
 		t.Fatalf("status without reconciliation: %v, want null once the wait is over", msg)
@@ -135,7 +137,7 @@ func TestToolCallsAreUses(t *testing.T) {
 	fake := newFakeService()
 	ok := filepath.Join(root, "ok")
 	fake.SetToolsEnabled(ok, true)
-	c := servePipe(t, FramingNDJSON, fake, ConnOptions{})
+	c := servePipe(t, wire.FramingNDJSON, fake, ConnOptions{})
 	c.send(1, "tools/call", map[string]any{"projectPath": ok, "name": "echo", "arguments": map[string]any{"text": "x"}})
 	if msg := c.reply(); msg["error"] != nil {
 		t.Fatal(msg)

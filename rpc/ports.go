@@ -27,7 +27,7 @@ const (
 	directionExposed   = "exposed"
 )
 
-// Params and results of sandbox/ports/* (PROTOCOL.md, Ports).
+// Params and results of sandbox/ports/* (docs/protocol.md, Ports).
 type (
 	portParams struct {
 		projectParams
@@ -73,15 +73,15 @@ func (portCloseParams) TuneSchema(s *jsonschema.Schema) {
 }
 
 func (s *Server) exposePort(ctx context.Context, _ *session, p portParams) (ports.Exposed, error) {
-	return s.svc.ExposePort(ctx, string(p.ProjectPath), p.Port)
+	return s.svc.Ports.ExposePort(ctx, string(p.ProjectPath), p.Port)
 }
 
 func (s *Server) forwardPort(ctx context.Context, _ *session, p portForwardParams) (ports.Forwarded, error) {
-	return s.svc.ForwardPort(ctx, string(p.ProjectPath), p.Port, p.HostPort)
+	return s.svc.Ports.ForwardPort(ctx, string(p.ProjectPath), p.Port, p.HostPort)
 }
 
 func (s *Server) listPorts(ctx context.Context, _ *session, p projectParams) (portsListResult, error) {
-	listening, err := s.svc.ListeningPorts(ctx, string(p.ProjectPath))
+	listening, err := s.svc.Ports.ListeningPorts(ctx, string(p.ProjectPath))
 	switch {
 	case errors.Is(err, service.ErrNotRunning):
 		// Stopped, or not made yet: nothing listens and nothing is
@@ -90,13 +90,13 @@ func (s *Server) listPorts(ctx context.Context, _ *session, p projectParams) (po
 	case err != nil:
 		return portsListResult{}, err
 	}
-	forwarded, err := s.svc.ForwardedPorts(string(p.ProjectPath))
+	forwarded, err := s.svc.Ports.ForwardedPorts(string(p.ProjectPath))
 	if err != nil {
 		return portsListResult{}, err
 	}
 	return portsListResult{
 		Forwarded: forwarded,
-		Exposed:   s.svc.ExposedPorts(string(p.ProjectPath)),
+		Exposed:   s.svc.Ports.ExposedPorts(string(p.ProjectPath)),
 		Listening: listening,
 	}, nil
 }
@@ -106,9 +106,9 @@ func (s *Server) closePort(_ context.Context, _ *session, p portCloseParams) (po
 	var closed bool
 	var err error
 	if p.Direction == directionForwarded {
-		closed, err = s.svc.CloseForward(string(p.ProjectPath), p.Port)
+		closed, err = s.svc.Ports.CloseForward(string(p.ProjectPath), p.Port)
 	} else {
-		closed, err = s.svc.ClosePort(string(p.ProjectPath), p.Port)
+		closed, err = s.svc.Ports.ClosePort(string(p.ProjectPath), p.Port)
 	}
 	return portCloseResult{Closed: closed}, err
 }

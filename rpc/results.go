@@ -30,7 +30,7 @@ func asMap(s *jsonschema.Schema) schema {
 }
 
 // schemaNames gives the protocol's shared result types the names
-// PROTOCOL.md uses; they go into components.schemas and are referenced.
+// docs/protocol.md uses; they go into components.schemas and are referenced.
 var schemaNames = map[reflect.Type]string{
 	reflect.TypeFor[service.State]():             "SandboxState",
 	reflect.TypeFor[service.DockerStatus]():      "DockerStatus",

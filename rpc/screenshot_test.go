@@ -14,7 +14,7 @@ import (
 )
 
 // shotService answers screenshots with a real 64x48 PNG.
-type shotService struct{ *fakeService }
+type shotService struct{}
 
 func (shotService) Screenshot(ctx context.Context, path string) (desktop.Screenshot, error) {
 	img := image.NewRGBA(image.Rect(0, 0, 64, 48))
@@ -27,7 +27,9 @@ func (shotService) Screenshot(ctx context.Context, path string) (desktop.Screens
 }
 
 func TestScreenshotFormats(t *testing.T) {
-	s := NewServer(shotService{newFakeService()}, fakeTools{}, Info{}, zerolog.Nop())
+	svc := newFakeService().services()
+	svc.Screen = shotService{}
+	s := NewServer(svc, Info{}, zerolog.Nop())
 	m := s.methods["sandbox/screenshot"]
 	for _, tc := range []struct {
 		params, mime, field string

@@ -12,27 +12,30 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
+
+	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 )
 
 // framingWebSocket runs a conversation over a real WebSocket connection,
 // one message per frame (see TestConversations).
-const framingWebSocket Framing = "websocket"
+const framingWebSocket wire.Framing = "websocket"
 
 // serveWebSocket serves s to one WebSocket client over loopback, with the
 // server's framer watched so that the conversation knows when it is idle.
 // The handler's token and origin checks have their own test: here the
 // connection is upgraded directly.
-func serveWebSocket(t *testing.T, ctx context.Context, s *Server, rec *recorder, opts ConnOptions, done chan struct{}) (clientConn, *Stream) {
+func serveWebSocket(t *testing.T, ctx context.Context, s *Server, rec *recorder, opts ConnOptions, done chan struct{}) (clientConn, *wire.Stream) {
 	wf := &watchedFramer{rec: rec}
-	streams := make(chan *Stream, 1)
+	streams := make(chan *wire.Stream, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
 		if err != nil {
 			return
 		}
 		defer close(done)
-		wf.set(&wsFramer{conn: conn})
-		stream := newStream(wf, wsCloser{conn}, stallTimeout)
+		ws := wire.NewWebSocket(conn)
+		wf.set(ws)
+		stream := wire.NewFramedStream(wf, ws)
 		streams <- stream
 		s.Serve(ctx, stream, opts)
 	}))
@@ -76,14 +79,14 @@ type watchedFramer struct {
 	rec *recorder
 
 	mu          sync.Mutex // guards the fields below
-	f           framer
+	f           wire.Framer
 	reads       int
 	delivered   int64
 	deliveredBy int
 	ended       bool
 }
 
-func (w *watchedFramer) set(f framer) {
+func (w *watchedFramer) set(f wire.Framer) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.f = f
@@ -95,7 +98,7 @@ func (w *watchedFramer) ReadFrame() ([]byte, error) {
 	call, f := w.reads, w.f
 	w.mu.Unlock()
 	frame, err := f.ReadFrame()
-	var fe *frameError
+	var fe *wire.FrameError
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err == nil || errors.As(err, &fe) {
@@ -135,7 +138,7 @@ func (w *watchedFramer) atEOF() bool {
 func TestWebSocketRefusesBeforeReadingJSON(t *testing.T) {
 	const token = "s3cret-token"
 	fake := newFakeService()
-	s := NewServer(fake, fakeTools{}, Info{Name: "pilot-sandbox", Version: "test"}, zerolog.Nop())
+	s := NewServer(fake.services(), Info{Name: "pilot-sandbox", Version: "test"}, zerolog.Nop())
 	h, err := s.WebSocketHandler(WebSocketOptions{Token: token, Origins: []string{"http://127.0.0.1:4000"}})
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +199,7 @@ func TestWebSocketRefusesBeforeReadingJSON(t *testing.T) {
 // oversized ones are answered and skipped, and exit ends only its own
 // connection.
 func TestWebSocketMessages(t *testing.T) {
-	s := NewServer(newFakeService(), fakeTools{}, Info{Name: "pilot-sandbox", Version: "test"}, zerolog.Nop())
+	s := NewServer(newFakeService().services(), Info{Name: "pilot-sandbox", Version: "test"}, zerolog.Nop())
 	h, _ := s.WebSocketHandler(WebSocketOptions{Token: "t"})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -224,7 +227,7 @@ func TestWebSocketMessages(t *testing.T) {
 	}
 	a.WriteMessage(websocket.BinaryMessage, []byte(`{"jsonrpc":"2.0","id":1,"method":"docker/status"}`))
 	expect(a, -32600, "binary message")
-	a.WriteMessage(websocket.TextMessage, []byte(strings.Repeat(" ", MaxFrameBytes+1)))
+	a.WriteMessage(websocket.TextMessage, []byte(strings.Repeat(" ", wire.MaxFrameBytes+1)))
 	expect(a, -32600, "limit of 16777216 bytes")
 	a.WriteMessage(websocket.TextMessage, []byte(`{"jsonrpc":"2.0","id":2,"method":"docker/status"}`))
 	expect(a, 0, "")

@@ -16,8 +16,8 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
-	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/rpc"
+	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
@@ -50,10 +50,10 @@ func newBenchOn(b *testing.B, display desktop.Display) *bench {
 		b.Fatal(err)
 	}
 	server, client := net.Pipe()
-	s := rpc.NewServer(ports.Serve(m, zerolog.Nop()), tools.New(m), rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
+	s := rpc.NewServer(rpc.Services{ToolAccess: m, Tools: tools.New(m), Events: m}, rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
 	done := make(chan struct{})
 	go func() {
-		s.Serve(context.Background(), rpc.NewStream(rpc.FramingNDJSON, server, server, server), rpc.ConnOptions{})
+		s.Serve(context.Background(), wire.NewStream(wire.FramingNDJSON, server, server, server), rpc.ConnOptions{})
 		close(done)
 	}()
 	b.Cleanup(func() { client.Close(); <-done })

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/rpc"
+	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
@@ -94,10 +95,10 @@ func textScreen(tb testing.TB) desktop.Screenshot {
 func BenchmarkScreenshotInProcess(b *testing.B) {
 	shot := textScreen(b)
 	server, client := net.Pipe()
-	s := rpc.NewServer(toolsOnService{}, tools.For(shotSandbox{shot}), rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
+	s := rpc.NewServer(rpc.Services{ToolAccess: toolsOnService{}, Tools: tools.For(shotSandbox{shot}), Events: toolsOnService{}}, rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
 	done := make(chan struct{})
 	go func() {
-		s.Serve(context.Background(), rpc.NewStream(rpc.FramingNDJSON, server, server, server), rpc.ConnOptions{})
+		s.Serve(context.Background(), wire.NewStream(wire.FramingNDJSON, server, server, server), rpc.ConnOptions{})
 		close(done)
 	}()
 	b.Cleanup(func() { client.Close(); <-done })
@@ -119,8 +120,8 @@ func BenchmarkScreenshotInProcess(b *testing.B) {
 }
 
 // toolsOnService is a service whose every project has its agent tools on:
-// all tools/call asks of it. Anything else would panic on the nil Service.
-type toolsOnService struct{ rpc.Service }
+// all tools/call asks of it.
+type toolsOnService struct{}
 
 func (toolsOnService) ToolsEnabled(string) (bool, error) { return true, nil }
 func (toolsOnService) Touch(string)                      {}

@@ -20,8 +20,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
-	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/rpc"
+	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
@@ -225,10 +225,10 @@ type pipeClient struct {
 
 func serveOnPipe(t *testing.T, m *service.Manager) *pipeClient {
 	server, conn := net.Pipe()
-	s := rpc.NewServer(ports.Serve(m, zerolog.Nop()), tools.New(m), rpc.Info{Name: "soak", Version: "0"}, zerolog.Nop())
+	s := rpc.NewServer(rpc.Services{Lifecycle: m, ToolAccess: m, Tools: tools.New(m), Events: m}, rpc.Info{Name: "soak", Version: "0"}, zerolog.Nop())
 	done := make(chan struct{})
 	go func() {
-		s.Serve(context.Background(), rpc.NewStream(rpc.FramingNDJSON, server, server, server), rpc.ConnOptions{})
+		s.Serve(context.Background(), wire.NewStream(wire.FramingNDJSON, server, server, server), rpc.ConnOptions{})
 		close(done)
 	}()
 	c := &pipeClient{conn: conn, waiting: map[int]chan json.RawMessage{}}

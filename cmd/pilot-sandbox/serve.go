@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pilot-sandbox/pilot-sandbox/rpc"
+	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
 
@@ -17,12 +18,12 @@ import (
 func runServe(ctx context.Context, e *env, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	framingFlag := fs.String("framing", string(rpc.FramingLSP), "message framing on stdio: lsp (Content-Length headers) or ndjson (one JSON object a line)")
+	framingFlag := fs.String("framing", string(wire.FramingLSP), "message framing on stdio: lsp (Content-Length headers) or ndjson (one JSON object a line)")
 	verbose := fs.Bool("v", false, "log debug messages to stderr too")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
-	framing, err := rpc.ParseFraming(*framingFlag)
+	framing, err := wire.ParseFraming(*framingFlag)
 	if err != nil {
 		fs.Usage()
 		return errUsage
@@ -48,8 +49,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	defer stopPorts()
 	set := tools.New(m)
 	defer set.Close()
-	server := rpc.NewServer(svc, set, rpc.Info{Name: "pilot-sandbox", Version: version}, log)
-	server.Serve(ctx, rpc.NewStream(framing, e.stdin, e.stdout, nil), rpc.ConnOptions{
+	server := rpc.NewServer(sidecarServices(m, svc, set), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
+	server.Serve(ctx, wire.NewStream(framing, e.stdin, e.stdout, nil), rpc.ConnOptions{
 		OnExit: func(code int) {
 			exitCode = code
 			cancel()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/rpc"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -21,6 +22,24 @@ func newSidecarService(m *service.Manager, log zerolog.Logger) (svc ports.Servin
 		svc.Watch(events)
 	}()
 	return svc, func() { unsubscribe(); <-done; m.CloseRelays() }
+}
+
+// sidecarServices is what the protocol serves: the manager for the
+// sandboxes, their files and settings, served for the ports and set for
+// the agent tools.
+func sidecarServices(m *service.Manager, served ports.Serving, set rpc.Tools) rpc.Services {
+	return rpc.Services{
+		Lifecycle:  m,
+		Exec:       m,
+		Files:      m,
+		Ports:      served,
+		Browser:    m,
+		Screen:     m,
+		Settings:   m,
+		ToolAccess: m,
+		Tools:      set,
+		Events:     m,
+	}
 }
 
 // watchDesktops closes the carried desktop ports of m's sandboxes without a

@@ -104,7 +104,7 @@ func parseUIFlags(e *env, args []string) (uiOptions, error) {
 func panelHandler(m *service.Manager, log zerolog.Logger, project string, port int, token string) (http.Handler, error) {
 	// The exposed ports last as long as this process.
 	svc, _ := newSidecarService(m, log)
-	server := rpc.NewServer(svc, tools.New(m), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
+	server := rpc.NewServer(sidecarServices(m, svc, tools.New(m)), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
 	ws, err := server.WebSocketHandler(rpc.WebSocketOptions{
 		Token: token,
 		Origins: []string{

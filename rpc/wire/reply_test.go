@@ -1,4 +1,4 @@
-package rpc
+package wire
 
 import (
 	"bytes"
@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/sourcegraph/jsonrpc2"
-
-	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
 
 // objectRecorder is an ObjectStream that marshals what a jsonrpc2.Conn
@@ -27,12 +25,27 @@ func (r *objectRecorder) WriteObject(obj any) error {
 func (r *objectRecorder) ReadObject(any) error { <-r.closed; return io.EOF }
 func (r *objectRecorder) Close() error         { close(r.closed); return nil }
 
+// toolResult is the shape of an agent tool's result (tools.Result): the
+// largest replies, an image's bytes in base64.
+type (
+	toolResult struct {
+		Content []toolContent `json:"content"`
+		IsError bool          `json:"isError"`
+	}
+	toolContent struct {
+		Type     string `json:"type"`
+		Text     string `json:"text,omitempty"`
+		Data     []byte `json:"data,omitempty"`
+		MimeType string `json:"mimeType,omitempty"`
+	}
+)
+
 // TestResultFrameIsConnReply holds the reply a resultWriter sends to the
 // bytes jsonrpc2's own Conn.Reply writes, for ids and results that
 // exercise what a marshal may change: escapes, HTML characters, invalid
 // UTF-8, raw messages with spaces, null, and a tool's image.
 func TestResultFrameIsConnReply(t *testing.T) {
-	image := tools.Result{Content: []tools.Content{
+	image := toolResult{Content: []toolContent{
 		{Type: "image", Data: bytes.Repeat([]byte("\x89PNG\r\n\x1a\n\x00\xff"), 1000), MimeType: "image/png"},
 		{Type: "text", Text: "a <b> & \"c\"\n\u2028 \xff é"},
 	}}
@@ -40,10 +53,12 @@ func TestResultFrameIsConnReply(t *testing.T) {
 		nil,
 		image,
 		&image,
-		tools.Result{Content: []tools.Content{}},
+		toolResult{Content: []toolContent{}},
 		json.RawMessage(`{ "a" : [1, 2 ,"<x>"] }`),
 		map[string]any{"z": 1, "a": "\x00\t</script>"},
-		removeResult{Removed: true},
+		struct {
+			Removed bool `json:"removed"`
+		}{true},
 		"plain",
 	}
 	ids := []jsonrpc2.ID{{Num: 0}, {Num: 1<<63 - 1}, {Str: "a<&>\"b\u2029", IsString: true}, {Str: "", IsString: true}}

@@ -1,4 +1,4 @@
-package rpc
+package wire
 
 import (
 	"context"
@@ -10,7 +10,8 @@ import (
 // client cannot have goroutines, and the requests they hold, pile up by
 // sending faster than calls end.
 const (
-	maxRunningCalls = 256
+	// MaxRunningCalls bounds the calls running.
+	MaxRunningCalls = 256
 	// maxRunningBytes bounds the params the calls running hold between
 	// them: four messages of the largest size. A call larger than this
 	// still runs, alone.
@@ -23,7 +24,7 @@ type callLimits struct {
 	bytes int64
 }
 
-var defaultCallLimits = callLimits{maxRunningCalls, maxRunningBytes}
+var defaultCallLimits = callLimits{MaxRunningCalls, maxRunningBytes}
 
 // admission counts the calls a connection runs, and the size of their
 // params, within limits.

@@ -1,13 +1,10 @@
-package rpc
+package wire
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -15,7 +12,28 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/sourcegraph/jsonrpc2"
 )
+
+// echo is a server of the wire alone: it answers every request with its
+// params, from a goroutine as package rpc does.
+type echo struct{ c *Conn }
+
+func (e echo) Handle(ctx context.Context, req *jsonrpc2.Request) {
+	if req.Notif {
+		return
+	}
+	e.c.Go(ctx, req, func() { e.c.Reply(ctx, req.ID, req.Params, nil) })
+}
+
+// serveEcho serves echo on stream until the connection is over.
+func serveEcho(stream jsonrpc2.ObjectStream, log zerolog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := NewConn(stream, log)
+	c.Start(ctx, echo{c})
+	c.Wait(ctx)
+}
 
 // TestClientThatStopsReadingIsDisconnected: a client that sends a million
 // messages and reads nothing (its end of stdout a pipe nobody reads) once
@@ -31,18 +49,17 @@ func TestClientThatStopsReadingIsDisconnected(t *testing.T) {
 	}{
 		{"invalid lines", FramingNDJSON, "x\n"},
 		{"invalid LSP bodies", FramingLSP, "Content-Length: 1\r\n\r\nx"},
-		{"valid requests", FramingNDJSON, `{"jsonrpc":"2.0","id":1,"method":"docker/status"}` + "\n"},
+		{"valid requests", FramingNDJSON, `{"jsonrpc":"2.0","id":1,"method":"echo"}` + "\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			input := &countingReader{r: repeatString(tc.message, count)}
 			stdout := newStuckWriter(t)
 			var log syncBuffer
 			goroutines := runtime.NumGoroutine()
-			s := NewServer(newFakeService(), fakeTools{}, Info{}, zerolog.New(&log))
 			served := make(chan struct{})
 			go func() {
 				defer close(served)
-				s.Serve(context.Background(), newStream(newFramer(tc.framing, input, stdout), nil, 50*time.Millisecond), ConnOptions{})
+				serveEcho(newStream(NewFramer(tc.framing, input, stdout), nil, 50*time.Millisecond), zerolog.New(&log))
 			}()
 			select {
 			case <-served:
@@ -60,47 +77,6 @@ func TestClientThatStopsReadingIsDisconnected(t *testing.T) {
 			// pipe closes, and the read loop if it was stuck in a read.
 			poll(t, "the calls to end", func() bool { return runtime.NumGoroutine()-goroutines <= 5 })
 		})
-	}
-}
-
-// TestRunningCallsAreBounded: past maxRunningCalls calls running, the next
-// message is read only when a call ends, so a client cannot have
-// goroutines and replies pile up by sending faster than calls end
-// (TestAdmission checks the bound on their size).
-func TestRunningCallsAreBounded(t *testing.T) {
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fakeProjects(root); err != nil {
-		t.Fatal(err)
-	}
-	var input bytes.Buffer
-	for id := range maxRunningCalls {
-		fmt.Fprintf(&input, `{"jsonrpc":"2.0","id":%d,"method":"sandbox/status","params":{"projectPath":%q}}`+"\n", id, root+"/held")
-	}
-	input.WriteString(`{"jsonrpc":"2.0","id":"after","method":"docker/status"}` + "\n")
-	pr, pw := io.Pipe()
-	go func() { pw.Write(input.Bytes()) }() // and keep the input open
-	t.Cleanup(func() { pw.Close() })
-	out := &lineRecorder{}
-	fake := newFakeService()
-	s := NewServer(fake, fakeTools{}, Info{}, zerolog.Nop())
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		s.Serve(ctx, NewStream(FramingNDJSON, pr, out, nil), ConnOptions{})
-	}()
-	t.Cleanup(func() { cancel(); <-served })
-
-	poll(t, "every call to be held", func() bool { return fake.heldCalls() == maxRunningCalls })
-	fake.release()
-	poll(t, "every call to be answered", func() bool { return len(out.lines()) == maxRunningCalls+1 })
-	var first struct{ ID json.RawMessage }
-	json.Unmarshal([]byte(out.lines()[0]), &first)
-	if string(first.ID) == `"after"` {
-		t.Errorf("the request after %d held calls ran before any of them ended", maxRunningCalls)
 	}
 }
 
@@ -194,24 +170,6 @@ func (w *stuckWriter) Write([]byte) (int, error) {
 	return 0, errors.New("the pipe is closed")
 }
 
-// lineRecorder keeps the NDJSON lines written to it.
-type lineRecorder struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (r *lineRecorder) Write(p []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.buf.Write(p)
-}
-
-func (r *lineRecorder) lines() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return strings.Split(strings.TrimSuffix(r.buf.String(), "\n"), "\n")
-}
-
 // syncBuffer is a log that goroutines write to.
 type syncBuffer struct {
 	mu  sync.Mutex // guards buf
@@ -228,39 +186,4 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
-}
-
-// TestErrorMessagesAreBounded: an error that quotes what the client sent
-// (a 30 MB projectPath made a 63 MB reply, and ten of them a 692 MB log)
-// comes back, and is logged, cut to maxErrorMessageBytes.
-func TestErrorMessagesAreBounded(t *testing.T) {
-	long := "/" + strings.Repeat("é", 1<<20)
-	var input bytes.Buffer
-	fmt.Fprintf(&input, `{"jsonrpc":"2.0","id":1,"method":%q}`+"\n", long)
-	fmt.Fprintf(&input, `{"jsonrpc":"2.0","id":2,"method":"sandbox/status","params":{"projectPath":%q}}`+"\n", long)
-	out := &lineRecorder{}
-	var log syncBuffer
-	s := NewServer(newFakeService(), fakeTools{}, Info{}, zerolog.New(&log))
-	s.Serve(context.Background(), NewStream(FramingNDJSON, &input, out, nil), ConnOptions{})
-	replies := out.lines()
-	if len(replies) != 2 {
-		t.Fatalf("%d replies, want 2", len(replies))
-	}
-	for _, line := range replies {
-		var m struct {
-			Error struct{ Message string }
-		}
-		err := json.Unmarshal([]byte(line), &m)
-		// A message that quotes the input is cut, and says so; the
-		// projectPath's own bound may refuse it without quoting it at all.
-		cut := len(m.Error.Message) >= maxErrorMessageBytes
-		if err != nil || len(m.Error.Message) > maxErrorMessageBytes+len("…") || (cut && !strings.HasSuffix(m.Error.Message, "é…")) {
-			t.Errorf("a reply of %d bytes, its message %.60q...", len(line), m.Error.Message)
-		}
-	}
-	for _, line := range strings.Split(strings.TrimSpace(log.String()), "\n") {
-		if len(line) > 2*maxErrorMessageBytes {
-			t.Errorf("a log line of %d bytes: %.200s", len(line), line)
-		}
-	}
 }

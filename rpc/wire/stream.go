@@ -1,4 +1,4 @@
-package rpc
+package wire
 
 import (
 	"bytes"
@@ -24,9 +24,9 @@ import (
 // What it writes waits in a bounded outbox for the client to take it. A
 // client that stops reading is not read from either once the outbox is
 // full, and is disconnected when a frame waits too long; so is one whose
-// framing is lost. Serve learns of both through ended and logs why.
+// framing is lost. Conn.Wait learns of both through ended and logs why.
 type Stream struct {
-	framer framer
+	framer Framer
 	closer io.Closer
 	out    *outbox
 
@@ -43,12 +43,18 @@ var _ jsonrpc2.ObjectStream = (*Stream)(nil)
 // NewStream returns a stream reading frames from r and writing them to w,
 // closing c when it is closed (c may be nil).
 func NewStream(f Framing, r io.Reader, w io.Writer, c io.Closer) *Stream {
-	return newStream(newFramer(f, r, w), c, stallTimeout)
+	return NewFramedStream(NewFramer(f, r, w), c)
+}
+
+// NewFramedStream returns a stream over f, closing c when it is closed (c
+// may be nil): a transport of its own framing (NewWebSocket).
+func NewFramedStream(f Framer, c io.Closer) *Stream {
+	return newStream(f, c, stallTimeout)
 }
 
 // newStream starts the stream's writer, which runs until the stream is
 // closed or ends the connection.
-func newStream(f framer, c io.Closer, stall time.Duration) *Stream {
+func newStream(f Framer, c io.Closer, stall time.Duration) *Stream {
 	s := &Stream{framer: f, closer: c, pending: map[string]int{}, gone: make(chan struct{})}
 	s.settled = sync.NewCond(&s.mu)
 	s.out = newOutbox(f.WriteFrame, stall, s.end)
@@ -64,13 +70,13 @@ func (s *Stream) ReadObject(v any) error {
 			return err
 		}
 		frame, err := s.framer.ReadFrame()
-		var ferr *frameError
+		var ferr *FrameError
 		switch {
 		case errors.As(err, &ferr):
-			if err := s.answer(nil, ferr.code, ferr.message); err != nil {
+			if err := s.answer(nil, ferr.Code, ferr.Message); err != nil {
 				return err
 			}
-			if ferr.fatal {
+			if ferr.Fatal {
 				s.waitAnswered()
 				s.end(ferr)
 				return ferr
@@ -91,7 +97,7 @@ func (s *Stream) ReadObject(v any) error {
 		rv := reflect.ValueOf(v).Elem()
 		rv.Set(reflect.Zero(rv.Type()))
 		if err := json.Unmarshal(frame, v); err != nil {
-			if err := s.answer(msg.id, codeInvalidRequest, "invalid request: "+err.Error()); err != nil {
+			if err := s.answer(msg.id, CodeInvalidRequest, "invalid request: "+err.Error()); err != nil {
 				return err
 			}
 			continue
@@ -138,7 +144,7 @@ func (s *Stream) answer(id json.RawMessage, code int64, message string) error {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Error   *jsonrpc2.Error `json:"error"`
-	}{"2.0", id, newError(code, message, nil)})
+	}{"2.0", id, refusal(code, message)})
 	return eofIfClosed(s.out.put(data))
 }
 
@@ -170,6 +176,21 @@ func (s *Stream) waitAnswered() {
 	s.mu.Unlock()
 	s.out.drain()
 }
+
+// Unanswered counts the requests read and not yet answered.
+func (s *Stream) Unanswered() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, count := range s.pending {
+		n += count
+	}
+	return n
+}
+
+// Drain waits until every frame queued has been written, or the stream has
+// ended.
+func (s *Stream) Drain() { s.out.drain() }
 
 func (s *Stream) isClosed() bool {
 	s.mu.Lock()
@@ -231,26 +252,26 @@ type protocolError struct {
 func checkMessage(frame []byte) (message, *protocolError) {
 	var msg message
 	if !json.Valid(frame) {
-		return msg, &protocolError{codeParseError, "parse error: the message is not valid JSON"}
+		return msg, &protocolError{CodeParseError, "parse error: the message is not valid JSON"}
 	}
 	trimmed := bytes.TrimSpace(frame)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
-		return msg, &protocolError{codeInvalidRequest, "batch requests are not supported"}
+		return msg, &protocolError{CodeInvalidRequest, "batch requests are not supported"}
 	}
 	var env map[string]json.RawMessage
 	if err := json.Unmarshal(frame, &env); err != nil {
-		return msg, &protocolError{codeInvalidRequest, "invalid request: a message must be a JSON object"}
+		return msg, &protocolError{CodeInvalidRequest, "invalid request: a message must be a JSON object"}
 	}
 	rawID, hasID := env["id"]
 	if hasID {
 		if !validID(rawID) {
-			return msg, &protocolError{codeInvalidRequest, "invalid request: id must be a string or a non-negative integer"}
+			return msg, &protocolError{CodeInvalidRequest, "invalid request: id must be a string or a non-negative integer"}
 		}
 		msg.id = rawID
 	}
 	var version string
 	if err := json.Unmarshal(env["jsonrpc"], &version); err != nil || version != "2.0" {
-		return msg, &protocolError{codeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`}
+		return msg, &protocolError{CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`}
 	}
 	rawMethod, hasMethod := env["method"]
 	_, hasResult := env["result"]
@@ -259,53 +280,16 @@ func checkMessage(frame []byte) (message, *protocolError) {
 	case hasMethod:
 		var method string
 		if err := json.Unmarshal(rawMethod, &method); err != nil || method == "" {
-			return msg, &protocolError{codeInvalidRequest, "invalid request: method must be a non-empty string"}
+			return msg, &protocolError{CodeInvalidRequest, "invalid request: method must be a non-empty string"}
 		}
 		if hasResult || hasError {
-			return msg, &protocolError{codeInvalidRequest, "invalid request: a message cannot be both a request and a response"}
+			return msg, &protocolError{CodeInvalidRequest, "invalid request: a message cannot be both a request and a response"}
 		}
 		msg.isRequest = true
 	case (hasResult != hasError) && hasID:
 		// a response to a call the server made
 	default:
-		return msg, &protocolError{codeInvalidRequest, "invalid request: neither a request nor a response"}
+		return msg, &protocolError{CodeInvalidRequest, "invalid request: neither a request nor a response"}
 	}
 	return msg, nil
-}
-
-// validID accepts what sourcegraph/jsonrpc2 can echo back unchanged: a
-// string, or an integer from 0 to 2^63-1.
-func validID(raw json.RawMessage) bool {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if dec.Decode(&v) != nil {
-		return false
-	}
-	switch id := v.(type) {
-	case string:
-		return true
-	case json.Number:
-		n, err := id.Int64()
-		return err == nil && n >= 0
-	}
-	return false
-}
-
-// idKey is an id in a canonical form, to match a response to its request
-// however either spelled it.
-func idKey(raw json.RawMessage) string {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if dec.Decode(&v) != nil {
-		return string(raw)
-	}
-	switch id := v.(type) {
-	case string:
-		return "s:" + id
-	case json.Number:
-		return "n:" + id.String()
-	}
-	return string(raw)
 }

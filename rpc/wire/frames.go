@@ -1,4 +1,4 @@
-package rpc
+package wire
 
 import (
 	"bufio"
@@ -8,7 +8,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // Limits on what a client sends (docs/protocol.md, Limits).
@@ -45,30 +44,33 @@ func ParseFraming(s string) (Framing, error) {
 	return "", fmt.Errorf("unknown framing %q: use lsp or ndjson", s)
 }
 
-// framer reads and writes whole message frames. ReadFrame returns a
-// frameError for a frame it could not take: one it read past (the stream
-// goes on), or, when fatal, one after which it cannot find the next frame.
-// Any other error means the stream is over.
-type framer interface {
+// Framer reads and writes whole message frames: one transport's framing
+// (LSP, NDJSON, WebSocket messages). ReadFrame returns a *FrameError for a
+// frame it could not take: one it read past (the stream goes on), or, when
+// Fatal, one after which it cannot find the next frame. Any other error
+// means the stream is over.
+type Framer interface {
 	ReadFrame() ([]byte, error)
 	WriteFrame(msg []byte) error
 }
 
-// frameError is a bad frame: skipped, or the end of the framing when fatal.
-type frameError struct {
-	code    int64
-	message string
-	fatal   bool
+// FrameError is a bad frame: skipped, or the end of the framing when
+// Fatal. The stream answers it with Code and Message, id null.
+type FrameError struct {
+	Code    int64
+	Message string
+	Fatal   bool
 }
 
-// lost is a fatal frameError: what the client sent next cannot be found.
-func lost(code int64, format string, a ...any) *frameError {
-	return &frameError{code: code, message: fmt.Sprintf(format, a...) + "; closing the connection", fatal: true}
+// lost is a fatal FrameError: what the client sent next cannot be found.
+func lost(code int64, format string, a ...any) *FrameError {
+	return &FrameError{Code: code, Message: fmt.Sprintf(format, a...) + "; closing the connection", Fatal: true}
 }
 
-func (e *frameError) Error() string { return e.message }
+func (e *FrameError) Error() string { return e.Message }
 
-func newFramer(f Framing, r io.Reader, w io.Writer) framer {
+// NewFramer returns the framer of f on a byte stream.
+func NewFramer(f Framing, r io.Reader, w io.Writer) Framer {
 	br := bufio.NewReaderSize(r, 64<<10)
 	if f == FramingNDJSON {
 		return &ndjsonFramer{r: br, w: w}
@@ -85,7 +87,7 @@ type lspFramer struct {
 // MaxFrameBytes is read past and refused. Only Content-Length frames a
 // message, so a header block that does not give one, or that passes the
 // limits before its end, leaves no way to find the next message: that is
-// a fatal frameError, and the connection closes (as gopls does for any
+// a fatal FrameError, and the connection closes (as gopls does for any
 // header error) rather than reading bodies as headers.
 func (f *lspFramer) ReadFrame() ([]byte, error) {
 	length, err := f.readHeader()
@@ -96,7 +98,7 @@ func (f *lspFramer) ReadFrame() ([]byte, error) {
 		if _, err := io.CopyN(io.Discard, f.r, length); err != nil {
 			return nil, io.ErrUnexpectedEOF
 		}
-		return nil, &frameError{code: codeInvalidRequest, message: fmt.Sprintf("message of %d bytes is larger than the limit of %d", length, MaxFrameBytes)}
+		return nil, &FrameError{Code: CodeInvalidRequest, Message: fmt.Sprintf("message of %d bytes is larger than the limit of %d", length, MaxFrameBytes)}
 	}
 	body := make([]byte, length)
 	if _, err := io.ReadFull(f.r, body); err != nil {
@@ -119,12 +121,12 @@ func (f *lspFramer) readHeader() (int64, error) {
 			continue // tolerate blank lines between messages
 		case line == "":
 			if length < 0 {
-				return 0, lost(codeParseError, "missing Content-Length header")
+				return 0, lost(CodeParseError, "missing Content-Length header")
 			}
 			return length, nil
 		}
 		if n++; n > maxHeaderLines {
-			return 0, lost(codeInvalidRequest, "the header block is longer than the limit of %d lines", maxHeaderLines)
+			return 0, lost(CodeInvalidRequest, "the header block is longer than the limit of %d lines", maxHeaderLines)
 		}
 		name, value, ok := strings.Cut(line, ":")
 		if !ok || !strings.EqualFold(strings.TrimSpace(name), "Content-Length") {
@@ -132,7 +134,7 @@ func (f *lspFramer) readHeader() (int64, error) {
 		}
 		v, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
 		if err != nil || v < 0 || (length >= 0 && v != length) {
-			return 0, lost(codeParseError, "invalid Content-Length %s", strconv.Quote(truncate(value, 30)))
+			return 0, lost(CodeParseError, "invalid Content-Length %s", strconv.Quote(truncate(value, 30)))
 		}
 		length = v
 	}
@@ -145,7 +147,7 @@ func (f *lspFramer) readHeaderLine(n int) (string, error) {
 	line, err := f.r.ReadSlice('\n')
 	switch {
 	case len(line) > maxHeaderLineBytes || err == bufio.ErrBufferFull:
-		return "", lost(codeInvalidRequest, "a header line is longer than the limit of %d bytes", maxHeaderLineBytes)
+		return "", lost(CodeInvalidRequest, "a header line is longer than the limit of %d bytes", maxHeaderLineBytes)
 	case err == io.EOF && n == 0 && len(bytes.TrimSpace(line)) == 0:
 		return "", io.EOF
 	case err != nil:
@@ -192,7 +194,7 @@ func (f *ndjsonFramer) readLine() ([]byte, error) {
 			if err != nil && err != io.EOF {
 				return nil, err
 			}
-			return nil, &frameError{code: codeInvalidRequest, message: fmt.Sprintf("message larger than the limit of %d bytes", MaxFrameBytes)}
+			return nil, &FrameError{Code: CodeInvalidRequest, Message: fmt.Sprintf("message larger than the limit of %d bytes", MaxFrameBytes)}
 		}
 		line = appendChunk(line, chunk)
 		switch {
@@ -231,16 +233,4 @@ func (f *ndjsonFramer) WriteFrame(msg []byte) error {
 	}
 	_, err := f.w.Write(append(b, '\n'))
 	return err
-}
-
-// truncate cuts s to at most n bytes, at a character boundary, and marks
-// the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -1,4 +1,4 @@
-package rpc
+package wire
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ func TestLSPFrames(t *testing.T) {
 		"content-length: 7\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n[1,2,3]" +
 		"garbage line\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n1" +
 		block32 + longest
-	f := newFramer(FramingLSP, strings.NewReader(input), io.Discard)
+	f := NewFramer(FramingLSP, strings.NewReader(input), io.Discard)
 	for i, want := range []string{"{}", "[1,2,3]", "1", "{}", "{}"} {
 		if frame, err := f.ReadFrame(); err != nil || string(frame) != want {
 			t.Errorf("frame %d = %q, %v; want %q", i, frame, err, want)
@@ -31,7 +31,7 @@ func TestLSPFrames(t *testing.T) {
 
 // TestLSPHeaderBlocksThatLoseTheFraming: a header block that gives no
 // usable Content-Length, or that passes the limits before its end, leaves
-// the reader nowhere to find the next message. It is a fatal frameError,
+// the reader nowhere to find the next message. It is a fatal FrameError,
 // never a frame read from the wrong place (issue 13: a block of 40 lines
 // was cut at 33 and its rest read as the body).
 func TestLSPHeaderBlocksThatLoseTheFraming(t *testing.T) {
@@ -41,26 +41,26 @@ func TestLSPHeaderBlocksThatLoseTheFraming(t *testing.T) {
 		code        int64
 		says        string
 	}{
-		{"no Content-Length", "Content-Type: x\r\n\r\n" + next, codeParseError, "missing Content-Length"},
-		{"a Content-Length that is no number", "Content-Length: twelve\r\n\r\n" + next, codeParseError, `invalid Content-Length " twelve"`},
-		{"a negative Content-Length", "Content-Length: -5\r\n\r\n" + next, codeParseError, "invalid Content-Length"},
-		{"two Content-Lengths that differ", "Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}" + next, codeParseError, `invalid Content-Length " 3"`},
+		{"no Content-Length", "Content-Type: x\r\n\r\n" + next, CodeParseError, "missing Content-Length"},
+		{"a Content-Length that is no number", "Content-Length: twelve\r\n\r\n" + next, CodeParseError, `invalid Content-Length " twelve"`},
+		{"a negative Content-Length", "Content-Length: -5\r\n\r\n" + next, CodeParseError, "invalid Content-Length"},
+		{"two Content-Lengths that differ", "Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}" + next, CodeParseError, `invalid Content-Length " 3"`},
 		{"a block of 40 lines", "Content-Length: 2\r\n" + strings.Repeat("X-Pad: y\r\n", 39) + "\r\n{}" + next,
-			codeInvalidRequest, "longer than the limit of 32 lines"},
+			CodeInvalidRequest, "longer than the limit of 32 lines"},
 		{"a header line one byte too long", "X-Pad: " + strings.Repeat("y", maxHeaderLineBytes-len("X-Pad: \r\n")+1) + "\r\n" + next,
-			codeInvalidRequest, "longer than the limit of 4096 bytes"},
+			CodeInvalidRequest, "longer than the limit of 4096 bytes"},
 		{"a header line longer than the reader's buffer", strings.Repeat("y", 100<<10) + "\r\n" + next,
-			codeInvalidRequest, "longer than the limit of 4096 bytes"},
+			CodeInvalidRequest, "longer than the limit of 4096 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFramer(FramingLSP, strings.NewReader(tc.input), io.Discard)
+			f := NewFramer(FramingLSP, strings.NewReader(tc.input), io.Discard)
 			frame, err := f.ReadFrame()
-			var fe *frameError
-			if !errors.As(err, &fe) || !fe.fatal || fe.code != tc.code || !strings.Contains(fe.message, tc.says) {
+			var fe *FrameError
+			if !errors.As(err, &fe) || !fe.Fatal || fe.Code != tc.code || !strings.Contains(fe.Message, tc.says) {
 				t.Fatalf("ReadFrame = %q, %v; want a fatal error %d saying %q", frame, err, tc.code, tc.says)
 			}
-			if !strings.HasSuffix(fe.message, "; closing the connection") {
-				t.Errorf("the message does not say the connection closes: %q", fe.message)
+			if !strings.HasSuffix(fe.Message, "; closing the connection") {
+				t.Errorf("the message does not say the connection closes: %q", fe.Message)
 			}
 		})
 	}
@@ -70,9 +70,9 @@ func TestLSPHeaderBlocksThatLoseTheFraming(t *testing.T) {
 // the reader's buffer, not read to its end (a 640 MB one took 1.3 GB).
 func TestLongHeaderLineIsNotHeld(t *testing.T) {
 	input := &countingReader{r: io.MultiReader(strings.NewReader("X-Pad: "), repeat('a', 64<<20), strings.NewReader("\r\n\r\n"))}
-	var fe *frameError
-	if _, err := newFramer(FramingLSP, input, io.Discard).ReadFrame(); !errors.As(err, &fe) || !fe.fatal {
-		t.Fatalf("err = %v, want a fatal frameError", err)
+	var fe *FrameError
+	if _, err := NewFramer(FramingLSP, input, io.Discard).ReadFrame(); !errors.As(err, &fe) || !fe.Fatal {
+		t.Fatalf("err = %v, want a fatal FrameError", err)
 	}
 	if input.n > 128<<10 {
 		t.Errorf("read %d bytes of the line before refusing it", input.n)
@@ -80,7 +80,7 @@ func TestLongHeaderLineIsNotHeld(t *testing.T) {
 }
 
 func TestLSPFrameTruncatedBodyEndsTheStream(t *testing.T) {
-	f := newFramer(FramingLSP, strings.NewReader("Content-Length: 10\r\n\r\n{}"), io.Discard)
+	f := NewFramer(FramingLSP, strings.NewReader("Content-Length: 10\r\n\r\n{}"), io.Discard)
 	if _, err := f.ReadFrame(); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("err = %v", err)
 	}
@@ -102,9 +102,9 @@ func TestOversizedFramesAreSkipped(t *testing.T) {
 	} {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		f := newFramer(tc.framing, tc.input, io.Discard)
-		var fe *frameError
-		if _, err := f.ReadFrame(); !errors.As(err, &fe) || fe.code != codeInvalidRequest || fe.fatal || !strings.Contains(fe.message, "limit of 16777216") {
+		f := NewFramer(tc.framing, tc.input, io.Discard)
+		var fe *FrameError
+		if _, err := f.ReadFrame(); !errors.As(err, &fe) || fe.Code != CodeInvalidRequest || fe.Fatal || !strings.Contains(fe.Message, "limit of 16777216") {
 			t.Errorf("%s: oversized frame: %v", tc.framing, err)
 		}
 		runtime.ReadMemStats(&after)
@@ -144,7 +144,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 func TestNDJSONFrames(t *testing.T) {
-	f := newFramer(FramingNDJSON, strings.NewReader("{}\n\n  \r\n{\"a\":1}\r\n[1]"), io.Discard)
+	f := NewFramer(FramingNDJSON, strings.NewReader("{}\n\n  \r\n{\"a\":1}\r\n[1]"), io.Discard)
 	for _, want := range []string{"{}", `{"a":1}`, "[1]"} {
 		if frame, err := f.ReadFrame(); err != nil || string(frame) != want {
 			t.Errorf("frame = %q, %v; want %q", frame, err, want)
@@ -157,8 +157,8 @@ func TestNDJSONFrames(t *testing.T) {
 
 func TestWriteFrames(t *testing.T) {
 	var lsp, nd bytes.Buffer
-	newFramer(FramingLSP, nil, &lsp).WriteFrame([]byte(`{"a":"é"}`))
-	newFramer(FramingNDJSON, nil, &nd).WriteFrame([]byte(`{"a":"é"}`))
+	NewFramer(FramingLSP, nil, &lsp).WriteFrame([]byte(`{"a":"é"}`))
+	NewFramer(FramingNDJSON, nil, &nd).WriteFrame([]byte(`{"a":"é"}`))
 	if lsp.String() != "Content-Length: 10\r\n\r\n{\"a\":\"é\"}" {
 		t.Errorf("lsp = %q", lsp.String())
 	}

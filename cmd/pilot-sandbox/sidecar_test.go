@@ -1,0 +1,22 @@
+package main
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/pilot-sandbox/pilot-sandbox/ports"
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+	"github.com/pilot-sandbox/pilot-sandbox/tools"
+)
+
+// TestEverySliceIsServed: a slice of rpc.Services the wiring leaves out
+// would answer every call of its group with an internal error (a nil
+// interface called), and nothing but a real client would notice.
+func TestEverySliceIsServed(t *testing.T) {
+	svc := reflect.ValueOf(sidecarServices(&service.Manager{}, ports.Serving{}, &tools.Set{}))
+	for i := range svc.NumField() {
+		if svc.Field(i).IsNil() {
+			t.Errorf("rpc.Services.%s is not served", svc.Type().Field(i).Name)
+		}
+	}
+}
