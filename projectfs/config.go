@@ -31,7 +31,7 @@ type Config struct {
 	// ShmSize is the size of /dev/shm, which browsers use heavily.
 	ShmSize *string  `json:"shmSize,omitempty"`
 	Display *Display `json:"display,omitempty"`
-	// Image is the image variant: "browser" or "desktop" (PROTOCOL.md,
+	// Image is the image variant: "browser" or "desktop" (docs/protocol.md,
 	// Images), or the project's own Dockerfile ({"dockerfile": PATH}),
 	// which is built only once the user approved it (ReadBuildContext).
 	Image ImageChoice `json:"image,omitempty"`

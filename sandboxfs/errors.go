@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// ErrNotFound: no such file or directory in the sandbox (PROTOCOL.md,
+// ErrNotFound: no such file or directory in the sandbox (docs/protocol.md,
 // Files: -32010 not_found). See NotFoundError.
 var ErrNotFound = errors.New("no such file or directory in the sandbox")
 

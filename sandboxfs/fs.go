@@ -1,5 +1,5 @@
 // Package sandboxfs moves files into and out of a sandbox's container
-// (PROTOCOL.md, Files) through the Docker engine's archive API, which
+// (docs/protocol.md, Sandbox files) through the Docker engine's archive API, which
 // works on a stopped container too: a file is written as a one-entry tar
 // archive, read as one, and whole trees cross as tar streams, never held
 // in memory.

@@ -21,7 +21,7 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/shell"
 )
 
-// Limits of sandbox/exec (PROTOCOL.md).
+// Limits of sandbox/exec (docs/protocol.md).
 const (
 	DefaultExecTimeout = 120 * time.Second
 	MaxExecTimeout     = 600 * time.Second
@@ -255,7 +255,7 @@ const backgroundCallTimeout = 30 * time.Second
 const maxListOutput = 4 << 20
 
 // BackgroundProcess is a command started in the background
-// (PROTOCOL.md, sandbox/exec with background).
+// (docs/protocol.md, sandbox/exec with background).
 type BackgroundProcess struct {
 	PID     int    `json:"pid"`
 	LogPath string `json:"logPath"`

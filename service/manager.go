@@ -252,7 +252,7 @@ func (m *Manager) DesktopPorts() DesktopPorts { return m.cfg.DesktopPorts }
 // subscription. The channel is closed when the subscription ends.
 func (m *Manager) Subscribe() (<-chan Event, func()) { return m.events.subscribe() }
 
-// DockerStatus is what the sidecar knows of the Docker engine (PROTOCOL.md).
+// DockerStatus is what the sidecar knows of the Docker engine (docs/protocol.md).
 type DockerStatus struct {
 	Available  bool   `json:"available"`
 	Endpoint   string `json:"endpoint"`

@@ -268,7 +268,7 @@ func (m *Manager) stoppingOutside(b *box, c Container) bool {
 }
 
 // A running container is a running sandbox only once its desktop answers
-// (PROTOCOL.md, Readiness). A start by the sidecar waits for that itself;
+// (docs/protocol.md, Containers: readiness). A start by the sidecar waits for that itself;
 // a container started or restarted outside it (docker start, docker
 // restart, another process), or found running when the sidecar starts, is
 // "starting" until a probe answers, and Run keeps probing it in the

@@ -27,7 +27,7 @@ import (
 // of a digest is kept in the user's own state (projectfs.Approvals). A
 // change of the content changes the digest, and asks again.
 
-// Kinds of approval (PROTOCOL.md, "Repository content needs the user's
+// Kinds of approval (docs/protocol.md, "Repository content needs the user's
 // approval").
 const (
 	ApprovalDockerfile = "dockerfile"

@@ -351,7 +351,7 @@ const StageCopy = "copy"
 const fileExecTimeout = 5 * time.Minute
 
 // Files returns the files of the project's sandbox, running or stopped
-// (PROTOCOL.md, Files): a file call is a use of the sandbox, and an
+// (docs/protocol.md, Sandbox files): a file call is a use of the sandbox, and an
 // upload's or download's progress is the project's sandbox/progress.
 func (m *Manager) Files(ctx context.Context, path string) (*sandboxfs.FS, error) {
 	st, err := m.Status(ctx, path)

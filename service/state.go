@@ -31,7 +31,7 @@ func (s Status) transitional() bool { return s == StatusStarting || s == StatusS
 // .pilot/sandbox.json: a container, not in the middle of an operation.
 func settled(st *State) bool { return st != nil && !st.Status.transitional() && st.ContainerID != "" }
 
-// State is what a client sees of one project's sandbox (PROTOCOL.md,
+// State is what a client sees of one project's sandbox (docs/protocol.md,
 // SandboxState). Times are milliseconds since the Unix epoch.
 type State struct {
 	ProjectPath   string `json:"projectPath"`
@@ -181,7 +181,7 @@ const (
 	StageReady  = "ready"
 )
 
-// Progress is a step of a long operation (PROTOCOL.md, sandbox/progress).
+// Progress is a step of a long operation (docs/protocol.md, sandbox/progress).
 type Progress struct {
 	ProjectPath string `json:"projectPath"`
 	Stage       string `json:"stage"`

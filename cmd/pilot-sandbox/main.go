@@ -1,7 +1,7 @@
 // Command pilot-sandbox is the sidecar that gives each project a Docker
 // container with a virtual desktop, and its user commands.
 //
-//	pilot-sandbox serve [--framing lsp|ndjson]   JSON-RPC on stdio (PROTOCOL.md)
+//	pilot-sandbox serve [--framing lsp|ndjson]   JSON-RPC on stdio (docs/protocol.md)
 //	pilot-sandbox ui [--project DIR] [--listen ADDR] [--no-open]   the panel in a browser
 //	pilot-sandbox mcp [--project DIR] [--enable-tools]   MCP on stdio for coding agents
 //	pilot-sandbox start|stop|status [--project DIR]

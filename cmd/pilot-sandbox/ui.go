@@ -24,7 +24,7 @@ import (
 
 // runUI serves the sandbox panel and its WebSocket on 127.0.0.1 until a
 // signal. The first line of stdout is the panel's address with its token
-// (PROTOCOL.md, Transports); nothing else goes to stdout.
+// (docs/protocol.md, Transports); nothing else goes to stdout.
 func runUI(ctx context.Context, e *env, args []string) error {
 	opts, err := parseUIFlags(e, args)
 	if err != nil {
