@@ -13,7 +13,7 @@ var files embed.FS
 // seccomp is the seccomp profile of browser sandboxes: Docker's default
 // (moby/profiles seccomp/default.json) with one rule added at the end,
 // allowing clone, unshare and chroot, which Chromium's own sandbox needs
-// (README, "The browser's sandbox").
+// (docs/browser.md, "Chromium's own sandbox").
 //
 //go:embed docker/seccomp/chromium.json
 var seccomp string

@@ -17,7 +17,7 @@ import (
 // hundred milliseconds of the engine's start, and a probe that finds it
 // not yet answering mostly costs a millisecond or two (nothing listens
 // behind the published port yet), so the first seconds are polled
-// tightly: each poll saved is time the user waits (README, Performance).
+// tightly: each poll saved is time the user waits (docs/performance.md, A start).
 // A desktop that takes longer is polled less and less often.
 const (
 	startLogLines  = 30
@@ -129,8 +129,8 @@ func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, ima
 	}
 	spec.Labels[LabelVariant] = variant
 	if variant != images.VariantDesktop {
-		// Chromium's own sandbox needs user namespaces (README, "The
-		// browser's sandbox"); desktop sandboxes keep Docker's profile.
+		// Chromium's own sandbox needs user namespaces (docs/browser.md, "Chromium's
+		// own sandbox"); desktop sandboxes keep Docker's profile.
 		spec.Seccomp = m.cfg.Seccomp
 	}
 	return spec, plan, nil
@@ -340,8 +340,8 @@ func (m *Manager) failStart(ctx context.Context, b *box, id string, cause error)
 }
 
 // startTrace notes how long each step of a start took, for the debug log:
-// where a start's time goes on the user's own machine (README,
-// Performance), as BenchmarkStart's trace shows it for the benchmark. A nil
+// where a start's time goes on the user's own machine (docs/performance.md,
+// A start), as BenchmarkStart's trace shows it for the benchmark. A nil
 // trace notes nothing.
 type startTrace struct {
 	last   time.Time
