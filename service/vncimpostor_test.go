@@ -36,14 +36,7 @@ func TestAFakeVNCServerIsNeverBehindTheViewer(t *testing.T) {
 		t.Fatal(err)
 	}
 	password := passwordOf(t, st.ViewerURL)
-	script, err := os.ReadFile("testdata/fake_vnc.py")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(script)
-	if out, err := m.Exec(ctx, dir, service.ExecRequest{Command: "cat > /tmp/fake_vnc.py", Stdin: &text}); err != nil || out.ExitCode != 0 {
-		t.Fatalf("copy the fake server: %v %+v", err, out)
-	}
+	copyFake(t, m, dir)
 
 	asUser(t, docker, st.ContainerID, "desktop", `v=$(pgrep -o -x x11vnc); s=$(ps -o ppid= -p $v); kill -STOP $s; kill $v
 		for i in $(seq 100); do pgrep -x x11vnc >/dev/null || break; sleep 0.1; done`)
@@ -82,6 +75,53 @@ func TestAFakeVNCServerIsNeverBehindTheViewer(t *testing.T) {
 	}
 }
 
+// TestKillingTheVNCServersXConnectionShowsNoFakeDesktop runs, as the
+// sandbox user only, the chain the audit of issue 28 ran: end every X
+// client's connection (xkill -id on every window: x11vnc exits when its
+// display goes) and, in the same loop, try to serve 127.0.0.1:5900 with a
+// server that asks no password, while viewers connect through websockify
+// (the audit: 6 of 31 were offered None). None may be: the sandbox can
+// end the desktop's X clients, as it can grab the display, but never put
+// its own server behind the viewer.
+func TestKillingTheVNCServersXConnectionShowsNoFakeDesktop(t *testing.T) {
+	m, docker := dockertest.Manager(t, nil)
+	dir := dockertest.Project(t, docker)
+	ctx := context.Background()
+	st, err := m.Start(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyFake(t, m, dir)
+	exec(t, m, dir, `setsid sh -c 'while :; do
+		for w in $(xwininfo -root -tree 2>/dev/null | grep -o "^ *0x[0-9a-f]*"); do xkill -id $w; done
+		python3 /tmp/fake_vnc.py none 5900 & sleep 0.3; done' </dev/null >/dev/null 2>&1 &`)
+	answered := 0
+	for range 31 {
+		types := viewerSecurityTypes(t, st.WSPort)
+		if bytes.IndexByte(types, 1) >= 0 {
+			t.Fatalf("a viewer through websockify was offered the security types %v: None, by the sandbox's own server", types)
+		}
+		if types != nil {
+			answered++
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Logf("%d of 31 viewers got the real VNC server; the others none", answered)
+}
+
+// copyFake puts testdata/fake_vnc.py in the sandbox's /tmp.
+func copyFake(t *testing.T, m *service.Manager, dir string) {
+	t.Helper()
+	script, err := os.ReadFile("testdata/fake_vnc.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(script)
+	if out, err := m.Exec(context.Background(), dir, service.ExecRequest{Command: "cat > /tmp/fake_vnc.py", Stdin: &text}); err != nil || out.ExitCode != 0 {
+		t.Fatalf("copy the fake server: %v %+v", err, out)
+	}
+}
+
 // serveFake starts testdata/fake_vnc.py as the sandbox user on port, and
 // waits until it greets.
 func serveFake(t *testing.T, m *service.Manager, dir, mode string, port int) {
@@ -95,7 +135,7 @@ func serveFake(t *testing.T, m *service.Manager, dir, mode string, port int) {
 
 // viewerSecurityTypes opens a WebSocket to websockify as a viewer does and
 // returns the security types the VNC server behind it offers; nil when
-// the connection ends before it offers any.
+// there is no WebSocket, or it ends before the server offers any.
 func viewerSecurityTypes(t *testing.T, wsPort int) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -106,7 +146,8 @@ func viewerSecurityTypes(t *testing.T, wsPort int) []byte {
 		resp.Body.Close()
 	}
 	if err != nil {
-		t.Fatalf("websocket: %v", err)
+		t.Logf("websocket: %v", err)
+		return nil
 	}
 	defer ws.Close()
 	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
