@@ -72,7 +72,7 @@ var errorTable = map[int64]errorInfo{
 	codeTooManySandboxes:  {"too_many_sandboxes", "As many sandboxes run as maxRunning in the user's config.json allows; data.running lists them ({projectPath, containerId, containerName}), so that one can be stopped."},
 	codeNoBrowser:         {"no_browser", "sandbox/browser on a sandbox whose image has no browser (sandbox.image \"desktop\")."},
 	codeNotFound:          {"not_found", "No such file or directory in the sandbox (sandbox/files/*); message names the path."},
-	codeNeedsApproval:     {"needs_approval", "The project's repository content (.pilot/settings.json, its Dockerfile) asks for what the user has not approved: a Dockerfile to build, or limits above the caps in config.json. data.approval is {kind: \"dockerfile\" | \"limits\", summary, digest}; sandbox/approve with the digest records the approval."},
+	codeNeedsApproval:     {"needs_approval", "The project's repository content (.pilot/settings.json, its Dockerfile) asks for what the user has not approved: a Dockerfile to build, or limits above the caps in config.json. data.approval is {kind: \"dockerfile\" | \"limits\", summary, digest, content, files?, diff?, warnings?}: the text asked, a Dockerfile's files, the change since the last approval of the kind, what reaches beyond the project; sandbox/approve with the digest records the approval."},
 	codeRequestCancelled:  {"request_cancelled", "The client cancelled the request with $/cancelRequest."},
 }
 

@@ -84,7 +84,11 @@ func (m *Manager) planImage(project string, pc projectfs.Config) (imagePlan, err
 	if err != nil {
 		return imagePlan{}, err
 	}
-	if err := m.require(project, dockerfileAsk(bc)); err != nil {
+	ask, err := dockerfileAsk(project, bc)
+	if err != nil {
+		return imagePlan{}, err
+	}
+	if err := m.require(project, ask); err != nil {
 		return imagePlan{}, err
 	}
 	return imagePlan{variant: images.VariantProject, tag: ProjectTag(m.cfg.Image, project), context: &bc}, nil
@@ -92,7 +96,7 @@ func (m *Manager) planImage(project string, pc projectfs.Config) (imagePlan, err
 
 // projectImage is the project's own image as the images know it.
 func (m *Manager) projectImage(project string, bc projectfs.BuildContext) images.Project {
-	return images.Project{Tag: ProjectTag(m.cfg.Image, project), Context: bc, Labels: map[string]string{LabelProject: project}}
+	return images.Project{Tag: ProjectTag(m.cfg.Image, project), Context: bc, Labels: map[string]string{LabelProject: project}, Scope: m.cfg.Scope}
 }
 
 // ensurePlan makes sure of the plan's images. A project's own image is

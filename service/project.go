@@ -11,12 +11,13 @@ import (
 
 	units "github.com/docker/go-units"
 	"github.com/pilot-sandbox/pilot-sandbox/images"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/textdiff"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
 // What a project's own files (.pilot/settings.json, a Dockerfile) ask of
-// its sandbox: what needs the user's approval, its image, and the agent
-// tools' switch.
+// its sandbox: what needs the user's approval, and the agent tools'
+// switch (its image is image.go's).
 
 // A project's .pilot/settings.json and Dockerfile come with its repository,
 // which may be a stranger's. What they ask beyond the safe defaults (a
@@ -34,11 +35,45 @@ const (
 )
 
 // Approval is one thing the project asks the user: what it is, in plain
-// words, and the digest of exactly the content it covers.
+// words, the digest of exactly the content it covers, and, for the user
+// to read before saying yes (docs/protocol.md, "Approvals show what they
+// approve"), that content as text (the Dockerfile, the limits against the
+// caps), the files a Dockerfile takes, what changed since the kind was
+// last approved, and what in it reaches beyond the project. Every kind
+// fills Content; the rest where it has any.
 type Approval struct {
-	Kind    string `json:"kind"`
-	Summary string `json:"summary"`
-	Digest  string `json:"digest"`
+	Kind     string             `json:"kind"`
+	Summary  string             `json:"summary"`
+	Digest   string             `json:"digest"`
+	Content  string             `json:"content,omitempty"`
+	Files    []images.ShownFile `json:"files,omitempty"`
+	Diff     string             `json:"diff,omitempty"`
+	Warnings []string           `json:"warnings,omitempty"`
+}
+
+// document is the approval's content as one text, for the diff: Content,
+// then each file under a header of its own.
+func (a Approval) document() string {
+	var b strings.Builder
+	b.WriteString(a.Content)
+	for _, f := range a.Files {
+		fmt.Fprintf(&b, "\n==> %s (%d bytes) <==\n", f.Path, f.Size)
+		if f.Omitted != "" {
+			fmt.Fprintf(&b, "(not shown: %s)\n", f.Omitted)
+		}
+		b.WriteString(f.Text)
+	}
+	return b.String()
+}
+
+// withDiff is a with Diff against the content the user approved last for
+// its kind, when there is one: nothing when the content was not kept.
+func (m *Manager) withDiff(project string, a Approval) Approval {
+	last, ok := m.approvals.Last(project, a.Kind)
+	if ok && last.Content != "" {
+		a.Diff = textdiff.Unified(last.Content, a.document(), "approved", "asked now")
+	}
+	return a
 }
 
 // ApprovalError is a start that waits for the user's approval
@@ -69,7 +104,7 @@ func (m *Manager) Pending(ctx context.Context, path string) ([]Approval, error) 
 	var pending []Approval
 	for _, a := range asks {
 		if !m.approvals.Approved(project, a.Kind, a.Digest) {
-			pending = append(pending, a)
+			pending = append(pending, m.withDiff(project, a))
 		}
 	}
 	return pending, nil
@@ -91,7 +126,7 @@ func (m *Manager) Approve(ctx context.Context, path, digest string) error {
 	var now []string
 	for _, a := range asks {
 		if a.Digest == digest {
-			ap := projectfs.Approval{Kind: a.Kind, Digest: a.Digest, Summary: a.Summary}
+			ap := projectfs.Approval{Kind: a.Kind, Digest: a.Digest, Summary: a.Summary, Content: a.document()}
 			if err := m.approvals.Approve(project, ap, m.cfg.Now()); err != nil {
 				return err
 			}
@@ -123,7 +158,11 @@ func (m *Manager) asks(project string) ([]Approval, error) {
 		if err != nil {
 			return nil, err
 		}
-		asks = append(asks, dockerfileAsk(bc))
+		a, err := dockerfileAsk(project, bc)
+		if err != nil {
+			return nil, err
+		}
+		asks = append(asks, a)
 	}
 	return asks, nil
 }
@@ -133,7 +172,7 @@ func (m *Manager) require(project string, a Approval) error {
 	if m.approvals.Approved(project, a.Kind, a.Digest) {
 		return nil
 	}
-	return &ApprovalError{Project: project, Approval: a}
+	return &ApprovalError{Project: project, Approval: m.withDiff(project, a)}
 }
 
 // caps are the user's caps in force.
@@ -142,18 +181,34 @@ func (m *Manager) caps() projectfs.Caps {
 	return cfg.Caps
 }
 
-// dockerfileAsk is the approval a project Dockerfile needs.
-func dockerfileAsk(bc projectfs.BuildContext) Approval {
-	return Approval{Kind: ApprovalDockerfile, Summary: images.Summary(bc), Digest: bc.Digest}
+// dockerfileAsk is the approval a project Dockerfile needs, showing its
+// text, the files it takes and its warnings. One the sidecar does not
+// build at all (images.RefusedError) is a ConfigError naming
+// sandbox.image.
+func dockerfileAsk(project string, bc projectfs.BuildContext) (Approval, error) {
+	r, err := images.ReviewContext(bc)
+	var refused *images.RefusedError
+	if errors.As(err, &refused) {
+		return Approval{}, &projectfs.ConfigError{File: projectfs.SettingsFile(project), Field: "sandbox.image",
+			Reason: fmt.Sprintf("names the Dockerfile %s, which is not built: %v", bc.Dockerfile, refused)}
+	}
+	if err != nil {
+		return Approval{}, err
+	}
+	return Approval{
+		Kind: ApprovalDockerfile, Summary: images.Summary(bc), Digest: bc.Digest,
+		Content: r.Dockerfile, Files: r.Files, Warnings: r.Warnings,
+	}, nil
 }
 
 // limitsAsk is the approval the project's limits above caps need, if any:
 // its summary and digest cover those limits only, as asked.
 func limitsAsk(pc projectfs.Config, caps projectfs.Caps) (Approval, bool) {
-	var said, hashed []string
+	var said, hashed, content []string
 	over := func(name, asked, capText, value string) {
 		said = append(said, fmt.Sprintf("%s %s (your cap %s)", name, asked, capText))
 		hashed = append(hashed, name+"="+value)
+		content = append(content, fmt.Sprintf("%-10s %-8s your cap: %s", name, asked, capText))
 	}
 	size := func(n int64) string { return units.BytesSize(float64(n)) }
 	if pc.Memory != nil {
@@ -182,6 +237,7 @@ func limitsAsk(pc projectfs.Config, caps projectfs.Caps) (Approval, bool) {
 		Kind:    ApprovalLimits,
 		Summary: "run its sandbox with " + strings.Join(said, ", "),
 		Digest:  "sha256:" + hex.EncodeToString(sum[:]),
+		Content: strings.Join(content, "\n") + "\n",
 	}, true
 }
 
