@@ -42,6 +42,9 @@ const (
 	// codeNeedsApproval: repository content asks for what the user has
 	// not approved.
 	codeNeedsApproval int64 = -32011
+	// codeBusy: the client already runs MaxSandboxCalls calls on the
+	// sandbox (an addition: docs/protocol.md, Errors).
+	codeBusy int64 = -32015
 	// codeRequestCancelled is LSP's answer to a request the client
 	// cancelled with $/cancelRequest (an addition: docs/protocol.md, Errors).
 	codeRequestCancelled int64 = -32800
@@ -73,6 +76,7 @@ var errorTable = map[int64]errorInfo{
 	codeNoBrowser:         {"no_browser", "sandbox/browser on a sandbox whose image has no browser (sandbox.image \"desktop\")."},
 	codeNotFound:          {"not_found", "No such file or directory in the sandbox (sandbox/files/*); message names the path."},
 	codeNeedsApproval:     {"needs_approval", "The project's repository content (.pilot/settings.json, its Dockerfile) asks for what the user has not approved: a Dockerfile to build, or limits above the caps in config.json. data.approval is {kind: \"dockerfile\" | \"limits\", summary, digest, content, files?, diff?, warnings?}: the text asked, a Dockerfile's files, the change since the last approval of the kind, what reaches beyond the project; sandbox/approve with the digest records the approval."},
+	codeBusy:              {"busy", "The client already has as many calls running on this sandbox as it may (data.limit): this one was not run; send it again when one has ended."},
 	codeRequestCancelled:  {"request_cancelled", "The client cancelled the request with $/cancelRequest."},
 }
 
@@ -92,6 +96,8 @@ type errorData struct {
 	Running []service.RunningSandbox `json:"running,omitempty"`
 	// Approval is what the user is asked to approve (needs_approval).
 	Approval *service.Approval `json:"approval,omitempty"`
+	// Limit is the calls a client may run on one sandbox at once (busy).
+	Limit int `json:"limit,omitempty"`
 }
 
 func newError(code int64, message string, data *errorData) *jsonrpc2.Error {
@@ -114,6 +120,7 @@ func toWire(err error) *jsonrpc2.Error {
 		logged   *service.LogError
 		tooMany  *service.TooManyError
 		refused  *sandboxfs.FieldError
+		busy     *busyError
 	)
 	switch {
 	case errors.As(err, &wire):
@@ -139,6 +146,8 @@ func toWire(err error) *jsonrpc2.Error {
 		return newError(codeStartFailed, err.Error(), &errorData{Log: logged.Log})
 	case projectWire(err) != nil:
 		return projectWire(err)
+	case errors.As(err, &busy):
+		return newError(codeBusy, err.Error(), &errorData{Limit: MaxSandboxCalls})
 	case errors.As(err, &tooMany):
 		return newError(codeTooManySandboxes, err.Error(), &errorData{Running: tooMany.Running})
 	case errors.Is(err, service.ErrNoBrowser):

@@ -87,6 +87,8 @@ type session struct {
 	// forwarded is closed when the forwarder stops.
 	flushes   chan chan struct{}
 	forwarded chan struct{}
+	// sandboxCalls bounds the calls running on each sandbox (busy.go).
+	sandboxCalls sandboxCalls
 }
 
 // Serve runs the protocol on stream until the connection closes: at the end

@@ -67,7 +67,7 @@ test('rpc.discover is a valid OpenRPC document', async () => {
   assert.equal(doc.openrpc, '1.3.2');
   assert.deepEqual(
     Object.keys(doc.components.errors).map((k) => doc.components.errors[k].code).sort(),
-    [-32800, -32700, -32603, -32602, -32601, -32600, -32011, -32010, -32009, -32008, -32007, -32006, -32005, -32004, -32003, -32002, -32001].sort(),
+    [-32800, -32700, -32603, -32602, -32601, -32600, -32015, -32011, -32010, -32009, -32008, -32007, -32006, -32005, -32004, -32003, -32002, -32001].sort(),
   );
   assert.deepEqual(doc['x-notifications'].map((/** @type {any} */ n) => n.name), ['sandbox/event', 'sandbox/progress', 'sandbox/output', 'sandbox/warning']);
   assert.equal(await stop(), 0);

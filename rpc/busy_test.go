@@ -1,0 +1,61 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/pilot-sandbox/pilot-sandbox/args"
+)
+
+// A connection runs at most MaxSandboxCalls calls at once on one sandbox;
+// one more is busy at once, while another sandbox's go on; a call that
+// ends makes room.
+func TestSandboxCallsAreBounded(t *testing.T) {
+	gates := map[string]chan struct{}{"/p/a": make(chan struct{}), "/p/b": make(chan struct{})}
+	entered := make(chan struct{})
+	m := perSandbox(method{run: func(ctx context.Context, _ *session, p any) (any, error) {
+		entered <- struct{}{}
+		<-gates[p.(projectParams).sandbox()]
+		return nil, nil
+	}})
+	sess := &session{}
+	ended := make(chan error, 2*MaxSandboxCalls) // every call's, once counted out
+	call := func(project string) chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := m.run(context.Background(), sess, projectParams{ProjectPath: args.Path(project)})
+			done <- err
+			ended <- err
+		}()
+		return done
+	}
+	for range MaxSandboxCalls {
+		call("/p/a")
+		<-entered
+	}
+	var busy *busyError
+	if err := <-call("/p/a"); !errors.As(err, &busy) {
+		t.Fatalf("call %d on one sandbox: %v, want busy", MaxSandboxCalls+1, err)
+	}
+	if w := toWire(err2(busy)); w.Code != codeBusy {
+		t.Errorf("busy is %d on the wire", w.Code)
+	}
+	other := call("/p/b")
+	<-entered // another sandbox's call runs
+	gates["/p/a"] <- struct{}{}
+	<-ended // the busy call's
+	<-ended // the one let through
+	again := call("/p/a")
+	<-entered
+	close(gates["/p/a"])
+	close(gates["/p/b"])
+	if err := <-again; err != nil {
+		t.Errorf("after a call ended: %v", err)
+	}
+	if err := <-other; err != nil {
+		t.Errorf("another sandbox's call: %v", err)
+	}
+}
+
+func err2(e *busyError) error { return e }
