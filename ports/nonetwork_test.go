@@ -24,7 +24,7 @@ import (
 
 // startNoNetwork starts a sandbox whose settings ask for no network, on a
 // manager whose desktop ports are carried the way serve and ui carry them.
-func startNoNetwork(t *testing.T) (ports.Serving, string, service.State) {
+func startNoNetwork(t testing.TB) (ports.Serving, string, service.State) {
 	t.Helper()
 	m, docker := dockertest.Manager(t, func(c *service.Config) {
 		c.Logger = zerolog.Nop()
