@@ -19,6 +19,11 @@ import (
 // block, so that what is skipped is what a hole saves.
 const holeBlock = 4 << 10
 
+// sparseChunk is how much is read before it is written: small, so that the
+// engine goes on sending while a piece is written (reading a whole MiB
+// first made a 100 MB download 40% slower).
+const sparseChunk = 64 << 10
+
 // room is what a download may still write to the host's disk: the
 // destination's free space when it started, less a reserve of a tenth of
 // it (at most 1 GiB), so that a download from a hostile sandbox cannot
@@ -52,6 +57,7 @@ func (r *room) take(n int64) error {
 // buf's length is a multiple of holeBlock. It returns the bytes copied.
 func writeSparse(out *os.File, r io.Reader, size int64, buf []byte, space *room) (int64, error) {
 	var off int64
+	buf = buf[:min(len(buf), sparseChunk)]
 	for off < size {
 		n, err := io.ReadFull(r, buf[:min(int64(len(buf)), size-off)])
 		if err := writeBlocks(out, buf[:n], off, space); err != nil {
