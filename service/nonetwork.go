@@ -54,7 +54,7 @@ func (m *Manager) networkAsk(project string, pc projectfs.Config) (file, field s
 	if pc.NetworkNone() {
 		return projectfs.SettingsFile(project), "sandbox.network"
 	}
-	if cfg, _ := m.currentPolicy(); cfg.NetworkNone {
+	if cfg, _ := m.currentPolicy(); cfg.Network.None {
 		return m.policy.file, "network"
 	}
 	return "", ""
