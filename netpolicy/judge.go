@@ -108,13 +108,20 @@ type Question struct {
 	Timeout time.Duration
 	// Summary says in plain words what is asked.
 	Summary string
+	// Settled says whether the policy now decides the question without
+	// the user's answer (the user changed it meanwhile, e.g. with
+	// pilot-sandbox net allow), and how; an asker asks it while the
+	// question waits.
+	Settled func() (Answer, bool)
 }
 
-// Answer is the user's answer, or the lack of one.
+// Answer is the user's answer, or the lack of one, or the policy's word
+// once it settled the question.
 type Answer struct {
 	Allow  bool
-	By     string // ByUser, or ByTimeout when no one answered
-	Reason string // the user's reason, or why no one answered
+	By     string // ByUser; ByTimeout when no one answered; ByRule, ByPreset or ByFixed when the policy settled it
+	Rule   string // the rule that settled it, if one did
+	Reason string // the user's reason, why no one answered, or the policy's denial
 }
 
 // Judge decides connections by the policy in force.
@@ -169,17 +176,41 @@ func (j *Judge) Judge(ctx context.Context, r Request) Decision {
 		return Decision{Allow: true, By: first.by, Rule: first.ruleText()}
 	}
 	for _, s := range asks {
-		a := j.asker.Ask(ctx, question(r, s, subjects, p))
+		q := question(r, s, subjects, p)
+		q.Settled = j.settled(r.Project, s, r.Port, host)
+		a := j.asker.Ask(ctx, q)
 		if !a.Allow {
-			return Decision{By: a.By, Reason: answerReason(s, r.Port, a)}
+			return Decision{By: a.By, Rule: a.Rule, Reason: answerReason(s, r.Port, a)}
 		}
-		first = verdict{outcome: Allow, by: ByUser}
+		first = verdict{outcome: Allow, by: a.By}
+		if rule, err := ParseRule(a.Rule); err == nil {
+			first.entry = &Entry{Rule: rule}
+		}
 	}
 	dial, d, ok := j.dial(ctx, r, subjects[0], p, host)
 	if !ok {
 		return d
 	}
 	return Decision{Allow: true, Dial: dial, By: first.by, Rule: first.ruleText()}
+}
+
+// settled is a question's Settled: whether the policy in force now allows
+// or denies the subject without asking.
+func (j *Judge) settled(project string, s subject, port int, host []netip.Addr) func() (Answer, bool) {
+	return func() (Answer, bool) {
+		p, err := j.Policy(project)
+		if err != nil {
+			return Answer{}, false
+		}
+		v := s.judge(p, port, host)
+		switch v.outcome {
+		case Allow:
+			return Answer{Allow: true, By: v.by, Rule: v.ruleText()}, true
+		case Deny:
+			return Answer{By: v.by, Rule: v.ruleText(), Reason: denial(s, port, v, p).Reason}, true
+		}
+		return Answer{}, false
+	}
 }
 
 // judgeAll judges every subject: the first denial ends it; otherwise it

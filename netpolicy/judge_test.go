@@ -300,3 +300,53 @@ func TestJudgeQuestion(t *testing.T) {
 		t.Errorf("summary = %q, want %q", q.Summary, want)
 	}
 }
+
+// settlingAsker changes the policy while it is asked (as the user does
+// with pilot-sandbox net allow or deny) and answers with what Settled says.
+type settlingAsker struct {
+	layers *fakeLayers
+	change func(*fakeLayers)
+}
+
+func (a *settlingAsker) Ask(ctx context.Context, q Question) Answer {
+	if ans, ok := q.Settled(); ok {
+		return Answer{By: "settled too soon: " + ans.By}
+	}
+	a.change(a.layers)
+	ans, ok := q.Settled()
+	if !ok {
+		return Answer{By: ByTimeout, Reason: "not settled"}
+	}
+	return ans
+}
+
+// TestJudgeSettledWhileAsking: a question the user settles by changing
+// the policy ends as the policy now says.
+func TestJudgeSettledWhileAsking(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*fakeLayers)
+		want   want
+	}{
+		{"allowed by a rule", func(l *fakeLayers) { l.user.Allow = rules("example.org:443") },
+			want{allow: true, by: ByRule, rule: "example.org:443", dial: []string{"93.184.215.14", "2606:2800::1"}}},
+		{"denied by a rule", func(l *fakeLayers) { l.user.Deny = rules("example.org") },
+			want{by: ByRule, rule: "example.org", reason: "example.org:443 is denied by the rule example.org in the user's config.json"}},
+		{"the preset changed", func(l *fakeLayers) { l.user.Preset = PresetOpen },
+			want{allow: true, by: ByPreset, dial: []string{"93.184.215.14", "2606:2800::1"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			layers := &fakeLayers{}
+			j := NewJudge(layers, &fakeResolver{answers: world}, &settlingAsker{layers: layers, change: tc.change})
+			d := j.Judge(context.Background(), conn(443, "example.org"))
+			var dial []string
+			for _, a := range d.Dial {
+				dial = append(dial, a.String())
+			}
+			w := tc.want
+			if d.Allow != w.allow || d.By != w.by || d.Rule != w.rule || !slices.Equal(dial, w.dial) || !strings.Contains(d.Reason, w.reason) {
+				t.Errorf("decision = %+v, want %+v", d, w)
+			}
+		})
+	}
+}

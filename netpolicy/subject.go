@@ -128,13 +128,15 @@ func (e *Entry) describe() string {
 // answerReason says why an asked connection was not made.
 func answerReason(s subject, port int, a Answer) string {
 	dest := destination(s, port)
-	if a.By == ByUser {
-		if a.Reason != "" {
-			return fmt.Sprintf("the user denied %s, saying %q", dest, clip(a.Reason))
-		}
+	switch {
+	case a.By == ByUser && a.Reason != "":
+		return fmt.Sprintf("the user denied %s, saying %q", dest, clip(a.Reason))
+	case a.By == ByUser:
 		return fmt.Sprintf("the user denied %s", dest)
+	case a.By == ByTimeout:
+		return fmt.Sprintf("%s was not allowed: %s; %s", dest, a.Reason, howToAllow(dest))
 	}
-	return fmt.Sprintf("%s was not allowed: %s; %s", dest, a.Reason, howToAllow(dest))
+	return a.Reason // the policy's own denial, settled while the question waited
 }
 
 // question is what the user is asked about one subject of r.

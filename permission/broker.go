@@ -67,7 +67,17 @@ type Request struct {
 	Cause   any
 	// Timeout is how long the question waits; 0 is DefaultTimeout.
 	Timeout time.Duration
+	// Settled, when set, is asked every SettleEvery while the question
+	// waits whether its matter was settled elsewhere (the user changed
+	// the policy: pilot-sandbox net allow); an answer it gives resolves
+	// the question.
+	Settled func() (Answer, bool)
 }
+
+// SettleEvery is how often a waiting question's Settled is asked: a
+// user who allows a host in a terminal sees the connection go through
+// within it.
+const SettleEvery = 500 * time.Millisecond
 
 // Question is a request as the user sees it (the sandbox/permission
 // notification).
@@ -246,7 +256,28 @@ func (b *Broker) enqueue(r Request) (p *pending, asked bool, refusal string) {
 	})
 	b.pending[id], b.byKey[k] = p, p
 	b.count[r.Project]++
+	if r.Settled != nil {
+		go b.settle(id, p.done, r.Settled) // ends when the question does
+	}
 	return p, true, ""
+}
+
+// settle resolves a waiting question once settled says its matter was
+// decided elsewhere.
+func (b *Broker) settle(id string, done <-chan struct{}, settled func() (Answer, bool)) {
+	t := time.NewTicker(SettleEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		if a, ok := settled(); ok {
+			b.resolve(id, a)
+			return
+		}
+	}
 }
 
 // resolve ends a waiting question with an answer: every request it

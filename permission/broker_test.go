@@ -396,3 +396,37 @@ func TestAllowAlwaysWithoutAStateDirectory(t *testing.T) {
 		}
 	})
 }
+
+// TestSettledElsewhere: a question whose matter the user settles outside
+// it (a rule written with pilot-sandbox net allow) ends with that, within
+// SettleEvery, for everything that waited on it.
+func TestSettledElsewhere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, rec, _ := newBroker(t)
+		var mu sync.Mutex
+		allowed := false
+		r := request("example.org:443")
+		r.Settled = func() (Answer, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			return Answer{Decision: AllowOnce, By: "rule"}, allowed
+		}
+		first, second := ask(b, context.Background(), r), ask(b, context.Background(), r)
+		time.Sleep(3 * SettleEvery)
+		synctest.Wait()
+		waiting(first)
+		mu.Lock()
+		allowed = true
+		mu.Unlock()
+		time.Sleep(SettleEvery)
+		synctest.Wait()
+		for _, ch := range []<-chan Answer{first, second} {
+			if a := <-ch; a.Decision != AllowOnce || a.By != "rule" {
+				t.Errorf("answer = %+v", a)
+			}
+		}
+		if rs := rec.resolved(); len(rs) != 1 || rs[0].By != "rule" {
+			t.Errorf("resolved = %+v", rs)
+		}
+	})
+}
