@@ -99,6 +99,9 @@ type Answer struct {
 	// Always keeps a deny, as allow_always keeps an allow.
 	Always bool
 	By     string
+	// Rule is the asker's rule that settled the question, when its
+	// Settled did.
+	Rule string
 }
 
 // Allowed says whether the answer lets the request through.

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/netip"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pilot-sandbox/pilot-sandbox/netpolicy"
+	"github.com/pilot-sandbox/pilot-sandbox/permission"
+)
+
+// fakePolicySource is a user's config and a project's settings in memory.
+type fakePolicySource struct {
+	mu   sync.Mutex // guards user
+	user netpolicy.Config
+}
+
+func (f *fakePolicySource) UserNetwork() (netpolicy.Config, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.user, nil
+}
+
+func (f *fakePolicySource) RepositoryNetwork(string) (netpolicy.Repository, bool, error) {
+	return netpolicy.Repository{}, true, nil
+}
+
+type tableResolver map[string][]netip.Addr
+
+func (r tableResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	return r[host], nil
+}
+
+func testNetwork(t *testing.T, src policySource) *network {
+	return buildNetwork(src, t.TempDir(), tableResolver{"example.org": {netip.MustParseAddr("93.184.215.14")}},
+		func() []netip.Addr { return nil })
+}
+
+// TestNetworkAskAnswerKeep: the Judge's question reaches a listener as the
+// protocol shapes it; allow_always is then a kept rule the Judge decides
+// by, without asking.
+func TestNetworkAskAnswerKeep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := testNetwork(t, &fakePolicySource{})
+		asked := make(chan permission.Question, 1)
+		n.broker.Listen("/p", func(e permission.Event) {
+			if e.Asked != nil {
+				asked <- *e.Asked
+			}
+		})
+		req := netpolicy.Request{Project: "/p", Names: []string{"example.org"}, Port: 443, Protocol: "tcp",
+			Process: &netpolicy.Process{PID: 7, Command: "curl https://example.org"}}
+		got := make(chan netpolicy.Decision, 1)
+		go func() { got <- n.judge.Judge(context.Background(), req) }()
+		q := <-asked
+		wire, _ := json.Marshal(q)
+		want := `{"id":"` + q.ID + `","projectPath":"/p","kind":"network","rule":"example.org:443","summary":"connect to example.org:443 (tcp) from ` +
+			"`curl https://example.org`" + `","detail":{"host":"example.org","port":443,"protocol":"tcp","process":{"pid":7,"command":"curl https://example.org"}},"expiresAt":` +
+			jsonInt(time.Now().Add(netpolicy.DefaultAskTimeout).UnixMilli()) + `}`
+		if string(wire) != want {
+			t.Errorf("question:\n%s\nwant\n%s", wire, want)
+		}
+		if err := n.broker.Answer(q.ID, permission.Answer{Decision: permission.AllowAlways}); err != nil {
+			t.Fatal(err)
+		}
+		if d := <-got; !d.Allow || d.By != netpolicy.ByUser || len(d.Dial) != 1 {
+			t.Errorf("decision = %+v", d)
+		}
+		if d := n.judge.Judge(context.Background(), req); !d.Allow || d.By != netpolicy.ByUser || d.Rule != "example.org:443" {
+			t.Errorf("the next connection = %+v, want it allowed by the kept decision", d)
+		}
+	})
+}
+
+// TestNetworkSettledByTheConfig: a connection waiting on a question goes
+// through once the user allows its host in config.json (pilot-sandbox net
+// allow), by that rule.
+func TestNetworkSettledByTheConfig(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakePolicySource{}
+		n := testNetwork(t, src)
+		n.broker.Listen("/p", func(permission.Event) {})
+		got := make(chan netpolicy.Decision, 1)
+		go func() {
+			got <- n.judge.Judge(context.Background(), netpolicy.Request{Project: "/p", Names: []string{"example.org"}, Port: 443, Protocol: "tcp"})
+		}()
+		time.Sleep(2 * permission.SettleEvery)
+		rule, _ := netpolicy.ParseRule("example.org")
+		src.mu.Lock()
+		src.user.Allow = []netpolicy.Rule{rule}
+		src.mu.Unlock()
+		time.Sleep(permission.SettleEvery)
+		if d := <-got; !d.Allow || d.By != netpolicy.ByRule || d.Rule != "example.org" {
+			t.Errorf("decision = %+v", d)
+		}
+	})
+}
+
+func jsonInt(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
