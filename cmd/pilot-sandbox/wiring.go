@@ -59,6 +59,7 @@ type app struct {
 	log    zerolog.Logger
 	m      *service.Manager
 	docker *engine.Client
+	net    *network
 	close  func()
 }
 
@@ -73,7 +74,7 @@ func openApp(stderr io.Writer, level zerolog.Level) (*app, error) {
 		closeLog()
 		return nil, err
 	}
-	return &app{log: log, m: m, docker: docker, close: closeLog}, nil
+	return &app{log: log, m: m, docker: docker, net: newNetwork(m, stateDir()), close: closeLog}, nil
 }
 
 // newManager builds the manager the way every command uses it.
