@@ -274,7 +274,7 @@ func (p *configParser) caps(raw json.RawMessage, caps *Caps) {
 	}
 }
 
-func sortedNames(doc map[string]json.RawMessage) []string {
+func sortedNames[V any](doc map[string]V) []string {
 	keys := make([]string, 0, len(doc))
 	for k := range doc {
 		keys = append(keys, k)

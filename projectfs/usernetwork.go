@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/pilot-sandbox/pilot-sandbox/netpolicy"
 )
@@ -51,33 +52,44 @@ func EditUserNetwork(path string, edit func(members map[string]json.RawMessage) 
 	if err != nil {
 		return err
 	}
-	value, err := editedNetwork(network, set, len(network.spans) == 0)
-	if err != nil {
-		return err
-	}
+	value := editedNetwork(network, set)
 	if _, problems := netpolicy.ParseConfig(value); problems != nil {
 		return fmt.Errorf("the network policy would not be usable: %s %s; nothing was written", problems[0].Key, problems[0].Reason)
 	}
 	return writeUserConfig(path, doc.with("network", value), perm)
 }
 
-// editedNetwork is the network object with the members set: rewritten in
-// place, or, for an object that had none, written anew and indented.
-func editedNetwork(network *Settings, set map[string]json.RawMessage, fresh bool) ([]byte, error) {
-	if fresh {
-		return json.MarshalIndent(set, "  ", "  ")
-	}
-	for _, key := range sortedNames(set) {
-		if bytes.Equal(network.Raw(key), set[key]) {
-			continue
+// editedNetwork is the network object with the members set, written anew
+// (the object is the sidecar's to format): its members in their order,
+// new ones last, indented as a member of config.json.
+func editedNetwork(network *Settings, set map[string]json.RawMessage) []byte {
+	keys := sortedNames(network.spans)
+	slices.SortFunc(keys, func(a, b string) int { return network.spans[a][0] - network.spans[b][0] })
+	for _, k := range sortedNames(set) {
+		if _, ok := network.spans[k]; !ok {
+			keys = append(keys, k)
 		}
-		next, err := parseSettings(network.with(key, set[key]))
-		if err != nil {
-			return nil, err
-		}
-		network = next
 	}
-	return bytes.TrimSpace(network.data), nil
+	var b bytes.Buffer
+	b.WriteString("{")
+	for i, k := range keys {
+		value, ok := set[k]
+		if !ok {
+			value = network.Raw(k)
+		}
+		if i > 0 {
+			b.WriteString(",")
+		}
+		name, _ := json.Marshal(k)
+		b.WriteString("\n    ")
+		b.Write(name)
+		b.WriteString(": ")
+		if json.Indent(&b, value, "    ", "  ") != nil {
+			b.Write(value)
+		}
+	}
+	b.WriteString("\n  }")
+	return b.Bytes()
 }
 
 // readUserConfigFile reads config.json for a rewrite: a missing one is an

@@ -25,8 +25,8 @@ func TestEditUserNetworkKeepsEveryOtherByte(t *testing.T) {
 		{name: "no file", before: "", after: "{\n  \"network\": {\n    \"allow\": [\n      \"example.org\"\n    ]\n  }\n}\n"},
 		{name: "other keys", before: "{\n\t\"idleStop\":   \"2h\" ,\n\t\"caps\": {\"memory\": \"8g\"}\n}\n",
 			after: "{\n\t\"idleStop\":   \"2h\" ,\n\t\"caps\": {\"memory\": \"8g\"},\n  \"network\": {\n    \"allow\": [\n      \"example.org\"\n    ]\n  }\n}\n"},
-		{name: "a network with other members", before: `{"network": {"preset":  "locked", "allow": ["old.example"], "askTimeout": "90s"}, "maxRunning": 2}`,
-			after: `{"network": {"preset":  "locked", "allow": ["example.org"], "askTimeout": "90s"}, "maxRunning": 2}`},
+		{name: "a network with other members", before: "{\"network\": {\"preset\":  \"locked\", \"allow\": [\"old.example\"], \"askTimeout\": \"90s\"}, \"maxRunning\":  2}",
+			after: "{\"network\": {\n    \"preset\": \"locked\",\n    \"allow\": [\n      \"example.org\"\n    ],\n    \"askTimeout\": \"90s\"\n  }, \"maxRunning\":  2}"},
 		{name: "network default", before: `{"network": "default"}`, after: "{\"network\": {\n    \"allow\": [\n      \"example.org\"\n    ]\n  }}"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -61,23 +61,6 @@ func newCLI(e *env, name string, args []string, extra func(*flag.FlagSet)) (*cli
 	return &cli{env: e, manager: a.m, net: a.net, project: abs, json: *asJSON, close: a.close}, fs, nil
 }
 
-// askOnTerminal asks the project's questions on the process's terminal,
-// if it has one, until the returned stop: while a command runs, this
-// process may carry the sandbox's network.
-func (c *cli) askOnTerminal(ctx context.Context) (stop func()) {
-	project, err := projectfs.Canonical(c.project)
-	if err != nil {
-		return func() {}
-	}
-	tty := openTerminal()
-	if tty == nil {
-		return func() {}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	askOnTerminal(ctx, c.net.broker, project, tty, tty)
-	return func() { cancel(); tty.Close() }
-}
-
 func absProject(p string) (string, error) {
 	if strings.HasPrefix(p, "~/") {
 		home, err := os.UserHomeDir()

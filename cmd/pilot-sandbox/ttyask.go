@@ -10,6 +10,7 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/netpolicy"
 	"github.com/pilot-sandbox/pilot-sandbox/permission"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
 // A command that carries a sandbox's network (exec, for as long as it
@@ -20,6 +21,23 @@ import (
 //
 // Without a terminal it does not listen, and the broker denies each
 // question at once with "no one to ask".
+
+// askOnTerminal asks the project's questions on the process's terminal,
+// if it has one, until the returned stop: while a command runs, this
+// process may carry the sandbox's network.
+func (c *cli) askOnTerminal(ctx context.Context) (stop func()) {
+	project, err := projectfs.Canonical(c.project)
+	if err != nil {
+		return func() {}
+	}
+	tty := openTerminal()
+	if tty == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	askOnTerminal(ctx, c.net.broker, project, tty, tty)
+	return func() { cancel(); tty.Close() }
+}
 
 // maxTerminalQueue bounds the questions waiting for the terminal; past it
 // a question waits for another listener, or its expiry.
