@@ -126,6 +126,8 @@ type Resolved struct {
 // Broker holds the questions of every sandbox this process carries.
 type Broker struct {
 	store projectfs.Decisions
+	newID func() string
+	now   func() time.Time
 
 	mu        sync.Mutex // guards the fields below
 	pending   map[string]*pending
@@ -154,12 +156,28 @@ type listener struct {
 	fn      func(Event)
 }
 
+// Option changes a Broker for a test: the transcripts of rpc's
+// conversations need ids and times they can spell.
+type Option func(*Broker)
+
+// WithIDs names questions by next instead of at random.
+func WithIDs(next func() string) Option { return func(b *Broker) { b.newID = next } }
+
+// WithNow dates questions and decisions by now (their expiry still waits
+// the real time).
+func WithNow(now func() time.Time) Option { return func(b *Broker) { b.now = now } }
+
 // New returns a Broker that keeps decisions in store.
-func New(store projectfs.Decisions) *Broker {
-	return &Broker{
+func New(store projectfs.Decisions, opts ...Option) *Broker {
+	b := &Broker{
 		store: store, pending: map[string]*pending{}, byKey: map[key]*pending{}, count: map[string]int{},
 		session: map[string][]Rule{}, snaps: map[string]snapshot{}, listeners: map[*listener]struct{}{},
+		newID: func() string { return "q-" + rand.Text()[:16] }, now: time.Now,
 	}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
 }
 
 // Listen calls fn with every event of the project's questions ("" for
@@ -249,9 +267,9 @@ func (b *Broker) enqueue(r Request) (p *pending, asked bool, refusal string) {
 		timeout = DefaultTimeout
 	}
 	p = &pending{key: k, done: make(chan struct{}), q: Question{
-		ID: "q-" + rand.Text()[:16], Project: r.Project, Kind: r.Kind, Rule: r.Rule,
+		ID: b.newID(), Project: r.Project, Kind: r.Kind, Rule: r.Rule,
 		Summary: r.Summary, Detail: r.Detail, Cause: r.Cause,
-		ExpiresAt: time.Now().Add(timeout).UnixMilli(),
+		ExpiresAt: b.now().Add(timeout).UnixMilli(),
 	}}
 	id := p.q.ID
 	p.timer = time.AfterFunc(timeout, func() {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
@@ -116,7 +115,7 @@ func (b *Broker) Answer(id string, a Answer) error {
 		return &FieldError{Field: "id", Reason: fmt.Sprintf("%q is no question waiting for an answer: unknown, answered already, or expired", clip(id))}
 	}
 	a.By = ByUser
-	rule := Rule{Kind: p.q.Kind, Rule: p.q.Rule, Decision: allowWord(a.Allowed()), Reason: a.Reason, DecidedAt: time.Now().UnixMilli()}
+	rule := Rule{Kind: p.q.Kind, Rule: p.q.Rule, Decision: allowWord(a.Allowed()), Reason: a.Reason, DecidedAt: b.now().UnixMilli()}
 	switch {
 	case a.Decision == AllowAlways || a.Always:
 		rule.Source = SourceKept

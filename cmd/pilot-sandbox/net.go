@@ -163,12 +163,12 @@ func (c *cli) netForget(text string) error {
 	if err != nil {
 		return err
 	}
-	if r, err := netpolicy.ParseRule(text); err == nil {
-		text = r.String()
-	}
-	n, err := c.net.broker.Forget(project, text)
+	n, err := c.net.Forget(project, text)
 	if err != nil {
 		return err
+	}
+	if r, err := netpolicy.ParseRule(text); err == nil {
+		text = r.String()
 	}
 	fmt.Fprintf(c.env.stdout, "Forgot %d decision(s) on %s for %s: it is asked again\n", n, text, project)
 	return nil
@@ -181,11 +181,11 @@ func (c *cli) showNetwork(n int) error {
 	if err != nil {
 		return err
 	}
-	p, err := c.net.judge.Policy(project)
+	view, err := c.net.Policy(project)
 	if err != nil {
 		return fmt.Errorf("the network policy cannot be used, so no sandbox with a network starts: %w", err)
 	}
-	entries, err := c.net.log.Tail(project, n)
+	entries, err := c.net.Log(project, n)
 	if err != nil {
 		return err
 	}
@@ -193,10 +193,10 @@ func (c *cli) showNetwork(n int) error {
 		entries = []projectfs.NetLogEntry{}
 	}
 	if c.json {
-		c.printJSON(map[string]any{"policy": p.View(), "log": entries})
+		c.printJSON(map[string]any{"policy": view, "log": entries})
 		return nil
 	}
-	printPolicy(c.env.stdout, project, p.View())
+	printPolicy(c.env.stdout, project, view)
 	printLog(c.env.stdout, entries)
 	return nil
 }

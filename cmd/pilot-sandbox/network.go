@@ -10,15 +10,17 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/netpolicy"
 	"github.com/pilot-sandbox/pilot-sandbox/permission"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
 // network is what a process knows of the sandboxes' network policy: the
 // permission broker (its questions and the user's decisions), the Judge
-// (the policy applied to a connection) and the connection log.
+// (the policy applied to a connection) and the connection log. It serves
+// rpc's Permissions and NetworkPolicy, with project paths made canonical.
 type network struct {
 	broker *permission.Broker
 	judge  *netpolicy.Judge
-	log    projectfs.NetLog
+	*netLog
 }
 
 // policySource is where the user's and the project's parts of the policy
@@ -38,8 +40,78 @@ func buildNetwork(src policySource, stateDir string, resolver netpolicy.Resolver
 	return &network{
 		broker: broker,
 		judge:  netpolicy.NewJudge(layers, resolver, netAsker{broker}),
-		log:    projectfs.NewNetLog(stateDir),
+		netLog: newNetLog(projectfs.NewNetLog(stateDir)),
 	}
+}
+
+// followStops tells the broker of each sandbox that stops (or goes), so
+// that its session decisions end and its waiting questions are denied,
+// until events is closed.
+func (n *network) followStops(events <-chan service.Event) {
+	for ev := range events {
+		if ev.Kind != service.EventState {
+			continue
+		}
+		if st := ev.State; st == nil || st.Status == service.StatusStopped || st.Status == service.StatusError {
+			n.broker.Stopped(ev.Project)
+		}
+	}
+}
+
+// close writes the log's last entries.
+func (n *network) close() { n.netLog.close() }
+
+// Listen hears the questions of the project ("" for every one).
+func (n *network) Listen(project string, fn func(permission.Event)) (stop func()) {
+	return n.broker.Listen(project, fn)
+}
+
+// Answer answers a waiting question.
+func (n *network) Answer(id string, a permission.Answer) error { return n.broker.Answer(id, a) }
+
+// List is what waits for the project's answers, and its decisions.
+func (n *network) List(path string) ([]permission.Question, []permission.Rule, error) {
+	project, err := projectfs.Canonical(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	pending, rules := n.broker.List(project)
+	return pending, rules, nil
+}
+
+// Forget removes the project's decisions on rule, written as any rule
+// (Example.org:443 is example.org:443).
+func (n *network) Forget(path, rule string) (int, error) {
+	project, err := projectfs.Canonical(path)
+	if err != nil {
+		return 0, err
+	}
+	if r, err := netpolicy.ParseRule(rule); err == nil {
+		rule = r.String()
+	}
+	return n.broker.Forget(project, rule)
+}
+
+// Policy is the network policy in force for the project, as shown.
+func (n *network) Policy(path string) (netpolicy.View, error) {
+	project, err := projectfs.Canonical(path)
+	if err != nil {
+		return netpolicy.View{}, err
+	}
+	p, err := n.judge.Policy(project)
+	if err != nil {
+		return netpolicy.View{}, err
+	}
+	return p.View(), nil
+}
+
+// Log is the project's last limit connections.
+func (n *network) Log(path string, limit int) ([]projectfs.NetLogEntry, error) {
+	project, err := projectfs.Canonical(path)
+	if err != nil {
+		return nil, err
+	}
+	return n.netLog.Log(project, limit)
 }
 
 // netLayers gives the Judge the policy's parts at every connection, so

@@ -11,6 +11,8 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/netpolicy"
 	"github.com/pilot-sandbox/pilot-sandbox/permission"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
 // fakePolicySource is a user's config and a project's settings in memory.
@@ -103,4 +105,70 @@ func TestNetworkSettledByTheConfig(t *testing.T) {
 func jsonInt(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// TestNetworkLog: a recorded connection reaches a watcher at once and the
+// log at once (before its write), is written within logFlushEvery, and
+// what a process writes, the next one reads; a flood keeps at most
+// maxUnwritten a quarter second.
+func TestNetworkLog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		state := t.TempDir()
+		p, _ := projectfs.Canonical(t.TempDir())
+		n := buildNetwork(&fakePolicySource{}, state, tableResolver{}, func() []netip.Addr { return nil })
+		var heard []projectfs.NetLogEntry
+		stop, _ := n.WatchLog(p, func(e projectfs.NetLogEntry) { heard = append(heard, e) })
+		n.Record(p, projectfs.NetLogEntry{Time: 1, Host: "example.org", Port: 443, Protocol: "tcp", Decision: "allow", By: "rule"})
+		n.Record("/q", projectfs.NetLogEntry{Time: 2, Host: "other.example", Port: 443, Protocol: "tcp", Decision: "deny", By: "preset"})
+		if len(heard) != 1 || heard[0].Host != "example.org" {
+			t.Errorf("heard %+v", heard)
+		}
+		if got, err := n.Log(p, 10); len(got) != 1 {
+			t.Errorf("before the write: %+v, %v", got, err)
+		}
+		time.Sleep(logFlushEvery)
+		synctest.Wait()
+		if got, _ := projectfs.NewNetLog(state).Tail(p, 10); len(got) != 1 {
+			t.Errorf("written: %+v", got)
+		}
+		stop()
+		for i := range 3 * maxUnwritten {
+			n.Record(p, projectfs.NetLogEntry{Time: int64(i), Host: "flood.example", Port: 443, Protocol: "tcp", Decision: "deny", By: "preset"})
+		}
+		if len(heard) != 1 {
+			t.Errorf("a stopped watch heard %d entries", len(heard))
+		}
+		n.close()
+		if got, _ := projectfs.NewNetLog(state).Tail(p, 0); len(got) != 1+maxUnwritten {
+			t.Errorf("after a flood: %d entries, want %d", len(got), 1+maxUnwritten)
+		}
+	})
+}
+
+// TestNetworkFollowsStops: a sandbox that stops ends its session
+// decisions and its waiting questions.
+func TestNetworkFollowsStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := testNetwork(t, &fakePolicySource{})
+		n.broker.Listen("/p", func(permission.Event) {})
+		events := make(chan service.Event, 4)
+		go n.followStops(events)
+		got := make(chan permission.Answer, 1)
+		go func() {
+			got <- n.broker.Ask(context.Background(), permission.Request{Project: "/p", Kind: permission.KindNetwork, Rule: "example.org:443"})
+		}()
+		synctest.Wait()
+		events <- service.Event{Kind: service.EventState, Project: "/p", State: &service.State{Status: service.StatusRunning}}
+		synctest.Wait()
+		select {
+		case a := <-got:
+			t.Fatalf("a running sandbox's question ended: %+v", a)
+		default:
+		}
+		events <- service.Event{Kind: service.EventState, Project: "/p", State: &service.State{Status: service.StatusStopped}}
+		if a := <-got; a.Reason != permission.ReasonStopped {
+			t.Errorf("answer = %+v", a)
+		}
+		close(events)
+	})
 }

@@ -13,9 +13,9 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
-// A command that carries a sandbox's network (exec, for as long as it
-// runs: docs/network.md, "Ownership") asks its questions on the terminal
-// it runs on, one at a time:
+// A command that may carry a sandbox's network (exec, for as long as it
+// runs: the process that carries a sandbox's proxy hears its questions)
+// asks them on the terminal it runs on, one at a time:
 //
 //	allow example.org:443 for `curl https://example.org`? [o]nce / [s]ession / [a]lways / [d]eny
 //

@@ -74,7 +74,11 @@ func openApp(stderr io.Writer, level zerolog.Level) (*app, error) {
 		closeLog()
 		return nil, err
 	}
-	return &app{log: log, m: m, docker: docker, net: newNetwork(m, stateDir()), close: closeLog}, nil
+	net := newNetwork(m, stateDir())
+	events, unsubscribe := m.Subscribe()
+	go net.followStops(events) // ends with unsubscribe
+	closeAll := func() { unsubscribe(); net.close(); closeLog() }
+	return &app{log: log, m: m, docker: docker, net: net, close: closeAll}, nil
 }
 
 // newManager builds the manager the way every command uses it.
