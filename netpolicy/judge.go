@@ -235,9 +235,8 @@ func judgeAll(p *Policy, subjects []subject, port int, host []netip.Addr) (first
 }
 
 // dial is the addresses a judged connection may go to: the one it dialed,
-// or every address of its name that is not denied (all of them must pass:
-// a name that resolves to a denied address is denied).
-// first is the first subject: the address dialed, or the DNS name.
+// or every address of its DNS name (first, the first subject), all of
+// which must pass: a name that resolves to a denied address is denied.
 func (j *Judge) dial(ctx context.Context, r Request, first subject, p *Policy, host []netip.Addr) ([]netip.Addr, Decision, bool) {
 	if r.Addr.IsValid() {
 		return []netip.Addr{r.Addr}, Decision{}, true
