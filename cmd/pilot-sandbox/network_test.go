@@ -172,3 +172,50 @@ func TestNetworkFollowsStops(t *testing.T) {
 		close(events)
 	})
 }
+
+// BenchmarkQuestionReachesTheListener: from a connection judged to the
+// question in a listener's hands (what the client's notification is sent
+// from), answered at once: the sidecar's part of the 50 ms a question may
+// take to reach the client.
+func BenchmarkQuestionReachesTheListener(b *testing.B) {
+	n := buildNetwork(&fakePolicySource{}, b.TempDir(), tableResolver{"example.org": {netip.MustParseAddr("93.184.215.14")}},
+		func() []netip.Addr { return nil })
+	asked := make(chan permission.Question, 1)
+	n.broker.Listen("/p", func(e permission.Event) {
+		if e.Asked != nil {
+			asked <- *e.Asked
+		}
+	})
+	req := netpolicy.Request{Project: "/p", Names: []string{"example.org"}, Port: 443, Protocol: "tcp"}
+	var reach time.Duration
+	for b.Loop() {
+		done := make(chan netpolicy.Decision, 1)
+		start := time.Now()
+		go func() { done <- n.judge.Judge(context.Background(), req) }()
+		q := <-asked
+		reach += time.Since(start)
+		n.broker.Answer(q.ID, permission.Answer{Decision: permission.AllowOnce})
+		if d := <-done; !d.Allow {
+			b.Fatalf("decision = %+v", d)
+		}
+	}
+	b.ReportMetric(float64(reach.Nanoseconds())/float64(b.N), "ns/question")
+}
+
+// BenchmarkJudgeThroughTheLayers is a cached allow as a connection pays it
+// here: the layers asked (the decisions file's stat, the project's settings
+// kept for a second), the policy assembled and judged, the answer cached.
+func BenchmarkJudgeThroughTheLayers(b *testing.B) {
+	rule, _ := netpolicy.ParseRule("example.org:443")
+	n := buildNetwork(&fakePolicySource{user: netpolicy.Config{Allow: []netpolicy.Rule{rule}}}, b.TempDir(),
+		tableResolver{"example.org": {netip.MustParseAddr("93.184.215.14")}}, interfaceAddrs)
+	req := netpolicy.Request{Project: "/p", Names: []string{"example.org"}, Port: 443, Protocol: "tcp"}
+	ctx := context.Background()
+	if d := n.judge.Judge(ctx, req); !d.Allow {
+		b.Fatalf("decision = %+v", d)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		n.judge.Judge(ctx, req)
+	}
+}
