@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	units "github.com/docker/go-units"
+
+	"github.com/pilot-sandbox/pilot-sandbox/netpolicy"
 )
 
 // Config is the "sandbox" object of .pilot/settings.json: how the
@@ -35,9 +37,21 @@ type Config struct {
 	// Images), or the project's own Dockerfile ({"dockerfile": PATH}),
 	// which is built only once the user approved it (ReadBuildContext).
 	Image ImageChoice `json:"image,omitempty"`
-	// Network "none" gives the sandbox no network at all. It asks for
-	// less than the default, so it needs no approval.
-	Network *string `json:"network,omitempty"`
+	// Network is the repository's network policy: "none" (no network at
+	// all), or an object that narrows the user's policy (deny, a stricter
+	// preset) and may ask to widen it, which needs the user's approval
+	// (netpolicy.Repository). Checked by ReadConfig.
+	Network NetworkChoice `json:"network,omitempty"`
+}
+
+// NetworkChoice is sandbox.network as written (raw JSON), checked by
+// ReadConfig; a string keeps Config comparable.
+type NetworkChoice string
+
+// UnmarshalJSON keeps the value as it is written.
+func (c *NetworkChoice) UnmarshalJSON(raw []byte) error {
+	*c = NetworkChoice(raw)
+	return nil
 }
 
 // ImageChoice is sandbox.image as written (raw JSON), checked by
@@ -80,7 +94,17 @@ func (c Config) ImageDockerfile() string {
 }
 
 // NetworkNone says whether the project asks for no network.
-func (c Config) NetworkNone() bool { return c.Network != nil && *c.Network == NetworkNone }
+func (c Config) NetworkNone() bool { return c.NetworkPolicy().None }
+
+// NetworkPolicy is the project's network policy (none when it names
+// none). Only call it on a Config that ReadConfig accepted.
+func (c Config) NetworkPolicy() netpolicy.Repository {
+	if c.Network == "" {
+		return netpolicy.Repository{}
+	}
+	r, _ := netpolicy.ParseRepository(json.RawMessage(c.Network))
+	return r
+}
 
 // NetworkNone is the one value of sandbox.network (and of config.json's
 // network): no network at all.
@@ -230,8 +254,10 @@ func (c Config) check() (field, reason string) {
 			return "sandbox.image", reason
 		}
 	}
-	if c.Network != nil && *c.Network != NetworkNone {
-		return "sandbox.network", fmt.Sprintf("must be %q (no network), or left out; it is %q", NetworkNone, *c.Network)
+	if c.Network != "" {
+		if _, problems := netpolicy.ParseRepository(json.RawMessage(c.Network)); problems != nil {
+			return problems[0].Key, problems[0].Reason
+		}
 	}
 	if d := c.Display; d != nil {
 		if d.Width < minDisplayWidth || d.Width > maxDisplayWidth {

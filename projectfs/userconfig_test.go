@@ -3,10 +3,13 @@ package projectfs
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pilot-sandbox/pilot-sandbox/netpolicy"
 )
 
 func TestReadUserConfig(t *testing.T) {
@@ -59,6 +62,16 @@ func TestReadUserConfig(t *testing.T) {
 		{name: "unknown key", file: `{"idlestop": "5m"}`, want: def, badKeys: []string{"idlestop"}, reason: "idlestop is not a known key (known: idleStop, maxRunning, disk, caps, network, rebuildAfter)"},
 		{name: "good keys apply beside bad ones", file: `{"maxRunning": 1, "disk": "1k"}`,
 			want: with(func(c *UserConfig) { c.MaxRunning = 1 }), badKeys: []string{"disk"}},
+		{name: "network none", file: `{"network": "none"}`, want: with(func(c *UserConfig) { c.Network.None = true })},
+		{name: "network default", file: `{"network": "default"}`, want: def},
+		{name: "a network policy", file: `{"network": {"preset": "locked", "allow": ["Example.org:443"], "askTimeout": "30s"}}`,
+			want: with(func(c *UserConfig) {
+				c.Network = netpolicy.Config{Preset: "locked", Allow: []netpolicy.Rule{mustRule(t, "example.org:443")}, AskTimeout: 30 * time.Second}
+			})},
+		{name: "a network rule that is not one", file: `{"network": {"allow": ["ok.example", "a..b"]}, "maxRunning": 2}`,
+			want: with(func(c *UserConfig) { c.MaxRunning = 2 }), badKeys: []string{"network.allow"}, reason: `network.allow entry 2: "a..b" has an empty label`},
+		{name: "network neither object nor none", file: `{"network": "wide"}`, want: def, badKeys: []string{"network"}},
+		{name: "an unknown network key", file: `{"network": {"presets": "dev"}}`, want: def, badKeys: []string{"network.presets"}},
 		{name: "not JSON", file: `{"maxRunning": 1`, want: def, badKeys: []string{""}, reason: "is not valid JSON"},
 		{name: "not an object", file: `[1]`, want: def, badKeys: []string{""}, reason: "config.json: is not a JSON object"},
 		{name: "null", file: `null`, want: def, badKeys: []string{""}, reason: "is not a JSON object"},
@@ -70,7 +83,7 @@ func TestReadUserConfig(t *testing.T) {
 				os.WriteFile(path, []byte(tc.file), 0o600)
 			}
 			got, err := ReadUserConfig(path, MinIdleStop)
-			if got != tc.want {
+			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("config = %+v, want %+v", got, tc.want)
 			}
 			if tc.badKeys == nil {
@@ -93,6 +106,14 @@ func TestReadUserConfig(t *testing.T) {
 	}
 }
 
+func mustRule(t *testing.T, s string) netpolicy.Rule {
+	r, err := netpolicy.ParseRule(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func TestReadUserConfigTestMinimum(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.json")
 	os.WriteFile(path, []byte(`{"idleStop": "2s"}`), 0o600)
@@ -108,13 +129,13 @@ func TestReadUserConfigTestMinimum(t *testing.T) {
 func TestReadUserConfigUnreadable(t *testing.T) {
 	dir := t.TempDir() // a directory where the file should be
 	got, err := ReadUserConfig(dir, MinIdleStop)
-	if got != DefaultUserConfig() || err == nil || !strings.Contains(err.Error(), "cannot be read") {
+	if !reflect.DeepEqual(got, DefaultUserConfig()) || err == nil || !strings.Contains(err.Error(), "cannot be read") {
 		t.Fatalf("got %+v, %v; want the defaults and 'cannot be read'", got, err)
 	}
 }
 
 func TestUserConfigString(t *testing.T) {
-	if got, want := DefaultUserConfig().String(), "idleStop 30m, maxRunning 4, disk 10GiB, caps: memory 4GiB, cpus 2, processes 4096, shmSize 2GiB, rebuildAfter 168h"; got != want {
+	if got, want := DefaultUserConfig().String(), "idleStop 30m, maxRunning 4, disk 10GiB, caps: memory 4GiB, cpus 2, processes 4096, shmSize 2GiB, network preset dev, rebuildAfter 168h"; got != want {
 		t.Errorf("defaults = %q, want %q", got, want)
 	}
 	off := UserConfig{Caps: DefaultUserConfig().Caps}

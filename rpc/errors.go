@@ -9,6 +9,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/pilot-sandbox/pilot-sandbox/args"
+	"github.com/pilot-sandbox/pilot-sandbox/permission"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 	"github.com/pilot-sandbox/pilot-sandbox/sandboxfs"
@@ -114,6 +115,7 @@ func toWire(err error) *jsonrpc2.Error {
 		logged   *service.LogError
 		tooMany  *service.TooManyError
 		refused  *sandboxfs.FieldError
+		answer   *permission.FieldError
 	)
 	switch {
 	case errors.As(err, &wire):
@@ -127,6 +129,8 @@ func toWire(err error) *jsonrpc2.Error {
 		return newError(codeInvalidParams, "invalid params: "+argument.Error(), &errorData{Field: argument.Name})
 	case errors.As(err, &refused):
 		return newError(codeInvalidParams, "invalid params: "+refused.Error(), &errorData{Field: refused.Field})
+	case errors.As(err, &answer):
+		return newError(codeInvalidParams, "invalid params: "+answer.Error(), &errorData{Field: answer.Field})
 	case errors.Is(err, service.ErrNotFound):
 		return newError(codeNotFound, err.Error(), nil)
 	case errors.Is(err, service.ErrDockerUnavailable):
@@ -171,6 +175,8 @@ func projectWire(err error) *jsonrpc2.Error {
 	switch {
 	case errors.As(err, &approval):
 		return newError(codeNeedsApproval, err.Error(), &errorData{Approval: &approval.Approval})
+	case errors.As(err, &config) && projectfs.NetworkKey(config.Field):
+		return newError(codeStartFailed, "the network policy cannot be used, so no sandbox with a network starts: "+config.Error(), &errorData{File: config.File})
 	case errors.As(err, &config):
 		return newError(codeStartFailed, "the project's sandbox settings are wrong: "+config.Error(), &errorData{File: config.File})
 	case errors.As(err, &file):

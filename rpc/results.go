@@ -2,13 +2,17 @@ package rpc
 
 import (
 	"encoding/json"
+	"net/netip"
 	"reflect"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 
+	"github.com/pilot-sandbox/pilot-sandbox/netpolicy"
+	"github.com/pilot-sandbox/pilot-sandbox/permission"
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/sandboxfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
@@ -46,6 +50,10 @@ var schemaNames = map[reflect.Type]string{
 	reflect.TypeFor[tools.Result]():              "ToolResult",
 	reflect.TypeFor[Info]():                      "Info",
 	reflect.TypeFor[sandboxfs.Entry]():           "FileEntry",
+	reflect.TypeFor[permission.Question]():       "PermissionRequest",
+	reflect.TypeFor[permission.Rule]():           "KeptDecision",
+	reflect.TypeFor[netpolicy.View]():            "NetworkPolicy",
+	reflect.TypeFor[projectfs.NetLogEntry]():     "NetworkLogEntry",
 }
 
 // schemaAlternatives are results that are one of several types.
@@ -63,6 +71,10 @@ var schemaOverrides = map[reflect.Type]schema{
 	reflect.TypeFor[jsonschema.Schema](): {},
 	// encoding/json writes bytes as a base64 string (an image's data).
 	reflect.TypeFor[[]byte](): {"type": "string"},
+	// JSON as it is: a log entry's cause and process.
+	reflect.TypeFor[json.RawMessage](): {},
+	// An address range is written as text: "10.0.0.0/8".
+	reflect.TypeFor[netip.Prefix](): {"type": "string"},
 }
 
 // resultSchemas reflects the JSON Schemas of results and of the server's

@@ -25,9 +25,9 @@
 // ask: approvals, its image, the tools' switch), policy.go and usage.go
 // (the lifecycle policy), run.go (one run of a container: passwords,
 // agent, pidguard; the desktop and the files), exec.go (commands, in the
-// foreground or the background), nonetwork.go (a sandbox without a
-// network), docker.go (the engine's part, the containers' names),
-// errors.go.
+// foreground or the background), network.go (a sandbox without a
+// network; what service holds of the network policy), docker.go (the
+// engine's part, the containers' names), errors.go.
 package service
 
 import (

@@ -27,19 +27,21 @@ import (
 // of a digest is kept in the user's own state (projectfs.Approvals). A
 // change of the content changes the digest, and asks again.
 
-// Kinds of approval (docs/protocol.md, "Repository content needs the user's
-// approval").
+// Kinds of approval (docs/protocol.md, "Repository content needs the
+// user's approval"); ApprovalNetwork is in network.go.
 const (
 	ApprovalDockerfile = "dockerfile"
 	ApprovalLimits     = "limits"
 )
 
 // Approval is one thing the project asks the user: what it is, in plain
-// words, and the digest of exactly the content it covers.
+// words, the digest of exactly the content it covers, and that content as
+// text where it is not a file of the project (the network rules asked).
 type Approval struct {
 	Kind    string `json:"kind"`
 	Summary string `json:"summary"`
 	Digest  string `json:"digest"`
+	Content string `json:"content,omitempty"`
 }
 
 // ApprovalError is a start that waits for the user's approval
@@ -57,7 +59,8 @@ func (e *ApprovalError) Error() string {
 func (e *ApprovalError) Unwrap() error { return ErrNeedsApproval }
 
 // Pending is what the project's settings ask now that the user has not
-// approved, in the order a start asks it: the limits, then the Dockerfile.
+// approved, in the order a start asks it: the limits, the network, then
+// the Dockerfile.
 func (m *Manager) Pending(ctx context.Context, path string) ([]Approval, error) {
 	project, err := projectfs.Canonical(path)
 	if err != nil {
@@ -109,7 +112,7 @@ func (m *Manager) Approve(ctx context.Context, path, digest string) error {
 }
 
 // asks is everything the project's settings ask that needs approval,
-// approved or not: the limits first, as a start checks them first.
+// approved or not, in the order a start checks them.
 func (m *Manager) asks(project string) ([]Approval, error) {
 	pc, err := projectfs.ReadConfig(project)
 	if err != nil {
@@ -118,6 +121,11 @@ func (m *Manager) asks(project string) ([]Approval, error) {
 	var asks []Approval
 	if a, ok := limitsAsk(pc, m.caps()); ok {
 		asks = append(asks, a)
+	}
+	if user, err := m.UserNetwork(); err == nil && !user.None && !pc.NetworkNone() {
+		if a, ok := networkAsk(pc, user); ok {
+			asks = append(asks, a)
+		}
 	}
 	if df := pc.ImageDockerfile(); df != "" {
 		bc, err := projectfs.ReadBuildContext(project, df)

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
 // runApprove shows what the project's repository content asks that needs
-// the user's approval (a Dockerfile to build, limits above the caps) and
+// the user's approval (a Dockerfile to build, limits above the caps, a
+// network policy wider than the user's) and
 // records each approval after a yes on a terminal, or with --yes.
 func runApprove(ctx context.Context, e *env, args []string) error {
 	var yes bool
@@ -45,7 +47,13 @@ func runApprove(ctx context.Context, e *env, args []string) error {
 
 // approveOne asks about one request (unless yes) and records it.
 func (c *cli) approveOne(ctx context.Context, a service.Approval, yes bool) error {
-	fmt.Fprintf(c.env.stdout, "The project %s asks to %s.\n  digest %s\n", c.project, a.Summary, a.Digest)
+	fmt.Fprintf(c.env.stdout, "The project %s asks to %s.\n", c.project, a.Summary)
+	for _, line := range strings.Split(strings.TrimSpace(a.Content), "\n") {
+		if line != "" {
+			fmt.Fprintf(c.env.stdout, "    %s\n", line)
+		}
+	}
+	fmt.Fprintf(c.env.stdout, "  digest %s\n", a.Digest)
 	if !yes && !confirm(c.env.stdin, c.env.stdout, "Approve this? [y/N] ") {
 		return errors.New("not approved: the sandbox does not start until it is")
 	}

@@ -22,6 +22,7 @@ import (
 type cli struct {
 	env     *env
 	manager *service.Manager
+	net     *network
 	project string
 	json    bool
 	close   func()
@@ -57,7 +58,7 @@ func newCLI(e *env, name string, args []string, extra func(*flag.FlagSet)) (*cli
 	if err != nil {
 		return nil, nil, err
 	}
-	return &cli{env: e, manager: a.m, project: abs, json: *asJSON, close: a.close}, fs, nil
+	return &cli{env: e, manager: a.m, net: a.net, project: abs, json: *asJSON, close: a.close}, fs, nil
 }
 
 func absProject(p string) (string, error) {
@@ -290,6 +291,8 @@ func runExec(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stderr, "usage: pilot-sandbox exec [--project DIR] [--timeout D] -- COMMAND...")
 		return errUsage
 	}
+	stopAsking := c.askOnTerminal(ctx)
+	defer stopAsking()
 	out, err := c.manager.Exec(ctx, c.project, service.ExecRequest{Command: command, Timeout: timeout})
 	if err != nil {
 		return err

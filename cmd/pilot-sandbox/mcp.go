@@ -45,7 +45,7 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 	stopForwards := carryForwards(a.m, project, a.log)
 	defer stopForwards()
 	set := tools.New(a.m)
-	server := mcpserver.New(set, a.m, mcpserver.Options{Project: project, Version: version, Log: a.log})
+	server := mcpserver.New(set, a.m, mcpserver.Options{Project: project, Version: version, Log: a.log, Questions: a.net.broker})
 	err = server.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
 	// The client is gone: calls it left running in the background end too.
 	set.Close()

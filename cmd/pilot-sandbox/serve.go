@@ -49,7 +49,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	defer stopPorts()
 	set := tools.New(m)
 	defer set.Close()
-	server := rpc.NewServer(sidecarServices(m, svc, set), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
+	server := rpc.NewServer(sidecarServices(m, svc, set, a.net), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
 	server.Serve(ctx, wire.NewStream(framing, e.stdin, e.stdout, nil), rpc.ConnOptions{
 		OnExit: func(code int) {
 			exitCode = code

@@ -25,20 +25,22 @@ func newSidecarService(m *service.Manager, log zerolog.Logger) (svc ports.Servin
 }
 
 // sidecarServices is what the protocol serves: the manager for the
-// sandboxes, their files and settings, served for the ports and set for
-// the agent tools.
-func sidecarServices(m *service.Manager, served ports.Serving, set rpc.Tools) rpc.Services {
+// sandboxes, their files and settings, served for the ports, set for the
+// agent tools, and net for the permission questions and network policy.
+func sidecarServices(m *service.Manager, served ports.Serving, set rpc.Tools, net *network) rpc.Services {
 	return rpc.Services{
-		Lifecycle:  m,
-		Exec:       m,
-		Files:      m,
-		Ports:      served,
-		Browser:    m,
-		Screen:     m,
-		Settings:   m,
-		ToolAccess: m,
-		Tools:      set,
-		Events:     m,
+		Permissions:   net,
+		NetworkPolicy: net,
+		Lifecycle:     m,
+		Exec:          m,
+		Files:         m,
+		Ports:         served,
+		Browser:       m,
+		Screen:        m,
+		Settings:      m,
+		ToolAccess:    m,
+		Tools:         set,
+		Events:        m,
 	}
 }
 

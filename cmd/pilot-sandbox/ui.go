@@ -45,7 +45,7 @@ func runUI(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	handler, err := panelHandler(a.m, a.log, opts.project, port, token)
+	handler, err := panelHandler(a.m, a.net, a.log, opts.project, port, token)
 	if err != nil {
 		return err
 	}
@@ -101,10 +101,10 @@ func parseUIFlags(e *env, args []string) (uiOptions, error) {
 
 // panelHandler joins the panel's files and the JSON-RPC WebSocket, which
 // accepts the token and pages from the panel's own origin only.
-func panelHandler(m *service.Manager, log zerolog.Logger, project string, port int, token string) (http.Handler, error) {
+func panelHandler(m *service.Manager, net *network, log zerolog.Logger, project string, port int, token string) (http.Handler, error) {
 	// The exposed ports last as long as this process.
 	svc, _ := newSidecarService(m, log)
-	server := rpc.NewServer(sidecarServices(m, svc, tools.New(m)), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
+	server := rpc.NewServer(sidecarServices(m, svc, tools.New(m), net), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
 	ws, err := server.WebSocketHandler(rpc.WebSocketOptions{
 		Token: token,
 		Origins: []string{

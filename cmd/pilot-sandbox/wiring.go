@@ -59,6 +59,7 @@ type app struct {
 	log    zerolog.Logger
 	m      *service.Manager
 	docker *engine.Client
+	net    *network
 	close  func()
 }
 
@@ -73,7 +74,11 @@ func openApp(stderr io.Writer, level zerolog.Level) (*app, error) {
 		closeLog()
 		return nil, err
 	}
-	return &app{log: log, m: m, docker: docker, close: closeLog}, nil
+	net := newNetwork(m, stateDir())
+	events, unsubscribe := m.Subscribe()
+	go net.followStops(events) // ends with unsubscribe
+	closeAll := func() { unsubscribe(); net.close(); closeLog() }
+	return &app{log: log, m: m, docker: docker, net: net, close: closeAll}, nil
 }
 
 // newManager builds the manager the way every command uses it.

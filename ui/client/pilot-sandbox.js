@@ -26,6 +26,10 @@
 /** @typedef {import('./types.js').ForwardedPort} ForwardedPort */
 /** @typedef {import('./types.js').ExposedPort} ExposedPort */
 /** @typedef {import('./types.js').PortsList} PortsList */
+/** @typedef {import('./types.js').PermissionRequest} PermissionRequest */
+/** @typedef {import('./types.js').PermissionResolved} PermissionResolved */
+/** @typedef {import('./types.js').KeptDecision} KeptDecision */
+/** @typedef {import('./types.js').NetworkLogEntry} NetworkLogEntry */
 
 /** The protocol version this client speaks. */
 export const PROTOCOL_VERSION = 1;
@@ -178,6 +182,33 @@ export class Client {
    * @returns {() => void} ends the subscription
    */
   onOutput(handler) { return this.on('sandbox/output', handler); }
+
+  /**
+   * sandbox/permission: a question only the user may answer (any
+   * project's); answer it with answerPermission before its expiresAt.
+   *
+   * @param {(question: PermissionRequest) => void} handler
+   * @returns {() => void} unsubscribe
+   */
+  onPermission(handler) { return this.on('sandbox/permission', handler); }
+
+  /**
+   * sandbox/permission/resolved: a question ended (answered here or
+   * elsewhere, settled by the policy, expired, its sandbox stopped).
+   *
+   * @param {(resolved: PermissionResolved) => void} handler
+   * @returns {() => void} unsubscribe
+   */
+  onPermissionResolved(handler) { return this.on('sandbox/permission/resolved', handler); }
+
+  /**
+   * sandbox/network: a new entry of a watched project's connection log
+   * (networkLog with watch).
+   *
+   * @param {(notice: {projectPath: string, entry: NetworkLogEntry}) => void} handler
+   * @returns {() => void} unsubscribe
+   */
+  onNetwork(handler) { return this.on('sandbox/network', handler); }
 
   /**
    * Called once when the connection closes, with the reason if it failed.
@@ -389,6 +420,52 @@ export class Client {
    * @returns {Promise<{closed: boolean}>}
    */
   closePort(projectPath, port, direction) { return this.request('sandbox/ports/close', { projectPath, port, direction }); }
+
+  /**
+   * Answers a question sandbox/permission asked.
+   *
+   * @param {string} id
+   * @param {'allow_once' | 'allow_session' | 'allow_always' | 'deny'} decision
+   * @param {{reason?: string, always?: boolean}} [options] always keeps a deny
+   * @returns {Promise<{}>}
+   */
+  answerPermission(id, decision, options = {}) { return this.request('sandbox/permission/answer', { id, decision, ...options }); }
+
+  /**
+   * The project's questions waiting, and its kept and session decisions.
+   *
+   * @param {string} projectPath
+   * @returns {Promise<{pending: PermissionRequest[], rules: KeptDecision[]}>}
+   */
+  listPermissions(projectPath) { return this.request('sandbox/permission/list', { projectPath }); }
+
+  /**
+   * Removes a kept decision: the next connection is asked again.
+   *
+   * @param {string} projectPath
+   * @param {string} rule
+   * @returns {Promise<{forgotten: number}>}
+   */
+  forgetPermission(projectPath, rule) { return this.request('sandbox/permission/forget', { projectPath, rule }); }
+
+  /**
+   * The network policy in force for the project, each part with where it
+   * came from.
+   *
+   * @param {string} projectPath
+   * @returns {Promise<any>}
+   */
+  networkPolicy(projectPath) { return this.request('sandbox/network/policy', { projectPath }); }
+
+  /**
+   * The project's last connections; with watch, new ones come as
+   * sandbox/network (onNetwork).
+   *
+   * @param {string} projectPath
+   * @param {{limit?: number, watch?: boolean}} [options]
+   * @returns {Promise<{entries: NetworkLogEntry[]}>}
+   */
+  networkLog(projectPath, options = {}) { return this.request('sandbox/network/log', { projectPath, ...options }); }
 
   /**
    * The address of the sandbox's Chromium DevTools Protocol, for

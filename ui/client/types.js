@@ -37,9 +37,10 @@
  * What the project's own files ask that needs the user's approval
  * (needs_approval's data.approval).
  * @typedef {object} Approval
- * @property {'dockerfile' | 'limits'} kind
+ * @property {'dockerfile' | 'limits' | 'network'} kind
  * @property {string} summary what would happen, in plain words
  * @property {string} digest names exactly this content, for sandbox/approve
+ * @property {string} [content] what is approved as text (the network rules asked)
  */
 
 /**
@@ -164,6 +165,57 @@
  * @property {ForwardedPort[]} forwarded
  * @property {ExposedPort[]} exposed
  * @property {ListeningPort[]} listening
+ */
+
+/**
+ * A question only the user may answer (sandbox/permission).
+ * @typedef {object} PermissionRequest
+ * @property {string} id
+ * @property {string} projectPath
+ * @property {'network' | 'expose' | 'limits'} kind
+ * @property {string} rule what an answer for the session or always keeps (example.org:443)
+ * @property {string} summary in plain words
+ * @property {any} detail for network: {host, port, protocol, sni?, process?: {pid, command}}
+ * @property {{tool?: string, requestId?: string, exec?: string, task?: string, browser?: string}} [cause]
+ * @property {number} expiresAt when it is denied with the reason "no answer"
+ */
+
+/**
+ * How a question ended (sandbox/permission/resolved).
+ * @typedef {object} PermissionResolved
+ * @property {string} id
+ * @property {string} projectPath
+ * @property {'allow_once' | 'allow_session' | 'allow_always' | 'deny'} decision
+ * @property {string} by user, timeout, or the policy (rule, preset, fixed)
+ * @property {string} [reason]
+ */
+
+/**
+ * A decision kept for a project (always) or made for the session.
+ * @typedef {object} KeptDecision
+ * @property {string} kind
+ * @property {string} rule
+ * @property {'allow' | 'deny'} decision
+ * @property {'kept' | 'session'} source
+ * @property {string} [reason]
+ * @property {number} decidedAt
+ */
+
+/**
+ * One connection of a project's log (sandbox/network/log).
+ * @typedef {object} NetworkLogEntry
+ * @property {number} time
+ * @property {string} host
+ * @property {number} port
+ * @property {string} protocol
+ * @property {'allow' | 'deny'} decision
+ * @property {string} by rule, preset, user, timeout or fixed
+ * @property {string} [rule]
+ * @property {string} [reason]
+ * @property {number} bytesIn
+ * @property {number} bytesOut
+ * @property {any} [cause]
+ * @property {any} [process]
  */
 
 /**

@@ -39,6 +39,11 @@ const wrappers = {
   'sandbox/files/remove': 'removeFile',
   'sandbox/files/upload': 'upload',
   'sandbox/files/download': 'download',
+  'sandbox/permission/answer': 'answerPermission',
+  'sandbox/permission/list': 'listPermissions',
+  'sandbox/permission/forget': 'forgetPermission',
+  'sandbox/network/policy': 'networkPolicy',
+  'sandbox/network/log': 'networkLog',
   'sandbox/setToolsEnabled': 'setToolsEnabled',
   'sandbox/getToolsEnabled': 'getToolsEnabled',
   'project/close': 'closeProject',
@@ -69,7 +74,7 @@ test('rpc.discover is a valid OpenRPC document', async () => {
     Object.keys(doc.components.errors).map((k) => doc.components.errors[k].code).sort(),
     [-32800, -32700, -32603, -32602, -32601, -32600, -32011, -32010, -32009, -32008, -32007, -32006, -32005, -32004, -32003, -32002, -32001].sort(),
   );
-  assert.deepEqual(doc['x-notifications'].map((/** @type {any} */ n) => n.name), ['sandbox/event', 'sandbox/progress', 'sandbox/output', 'sandbox/warning']);
+  assert.deepEqual(doc['x-notifications'].map((/** @type {any} */ n) => n.name), ['sandbox/event', 'sandbox/progress', 'sandbox/output', 'sandbox/permission', 'sandbox/permission/resolved', 'sandbox/network', 'sandbox/warning']);
   assert.equal(await stop(), 0);
 });
 
@@ -92,6 +97,9 @@ test('answers match the schemas rpc.discover gives for them', async () => {
   check('sandbox/setToolsEnabled', await client.setToolsEnabled(project, true));
   check('sandbox/getToolsEnabled', await client.getToolsEnabled(project));
   check('tools/list', await client.listTools(project));
+  check('sandbox/permission/list', await client.listPermissions(project));
+  check('sandbox/network/policy', await client.networkPolicy(project));
+  check('sandbox/network/log', await client.networkLog(project, { limit: 5 }));
   assert.throws(() => check('docker/status', { available: 'yes' }), /does not match/);
   check('shutdown', await client.request('shutdown'));
   client.exit();
