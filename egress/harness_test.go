@@ -1,0 +1,234 @@
+package egress_test
+
+import (
+	"cmp"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pilot-sandbox/pilot-sandbox/egress"
+	"github.com/pilot-sandbox/pilot-sandbox/engine"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// tableJudge is a judge of the tests' own, until netpolicy's joins it:
+// names and addresses it allows (with the address to dial), names it
+// asks about (over a channel), and everything else denied.
+type tableJudge struct {
+	mu    sync.Mutex // guards the fields below
+	allow map[string][]netip.Addr
+	ask   map[string]chan egress.Decision
+	asked chan egress.Request // hears every ask
+	seen  []egress.Request
+}
+
+func newTableJudge() *tableJudge {
+	return &tableJudge{allow: map[string][]netip.Addr{}, ask: map[string]chan egress.Decision{}, asked: make(chan egress.Request, 16)}
+}
+
+func (j *tableJudge) Allow(key string, dial ...netip.Addr) {
+	j.mu.Lock()
+	j.allow[key] = dial
+	j.mu.Unlock()
+}
+
+// Ask makes key asked about; the answer is what the test sends on the
+// channel it returns.
+func (j *tableJudge) Ask(key string) chan egress.Decision {
+	ch := make(chan egress.Decision, 1)
+	j.mu.Lock()
+	j.ask[key] = ch
+	j.mu.Unlock()
+	return ch
+}
+
+func (j *tableJudge) Judge(ctx context.Context, r egress.Request) egress.Decision {
+	j.mu.Lock()
+	j.seen = append(j.seen, r)
+	keys := slices.Clone(r.Names)
+	if r.Addr.IsValid() {
+		keys = append(keys, r.Addr.String())
+	}
+	var dial []netip.Addr
+	denied := ""
+	for _, k := range keys {
+		addrs, ok := j.allow[k]
+		if !ok && denied == "" {
+			denied = k
+		}
+		if dial == nil {
+			dial = addrs
+		}
+	}
+	answer := j.ask[keys[0]]
+	j.mu.Unlock()
+	if len(dial) == 0 && r.Addr.IsValid() {
+		dial = []netip.Addr{r.Addr}
+	}
+	deny := egress.Decision{By: "rule", Reason: fmt.Sprintf("pilot-sandbox blocked %s:%d; ask the user: pilot-sandbox net allow %s", denied, r.Port, denied)}
+	switch {
+	case denied == "":
+		return egress.Decision{Allow: true, Dial: dial, By: "rule"}
+	case answer != nil:
+		j.asked <- r
+		select {
+		case d := <-answer:
+			return d
+		case <-ctx.Done():
+			deny.By = "timeout"
+			return deny
+		}
+	}
+	return deny
+}
+
+func (j *tableJudge) requests() []egress.Request {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Clone(j.seen)
+}
+
+// sandboxNet is a running sandbox with its network enforced by an
+// Enforcer of the test, and a server container beside it.
+type sandboxNet struct {
+	t       testing.TB
+	m       *service.Manager
+	docker  *engine.Client
+	api     *dockertest.API
+	project string
+	id      string
+	e       *egress.Enforcer
+	judge   *tableJudge
+	server  netip.Addr // the servers' container (testdata/servers.py)
+	image   string
+}
+
+func newSandboxNet(t testing.TB) *sandboxNet {
+	m, docker := dockertest.Manager(t, nil)
+	s := &sandboxNet{t: t, m: m, docker: docker, api: dockertest.NewAPI(t), judge: newTableJudge(),
+		image: cmp.Or(os.Getenv("PILOT_IMAGE"), service.DefaultImage)}
+	s.project = dockertest.Project(t, docker)
+	st, err := m.Start(context.Background(), s.project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.id = st.ContainerID
+	s.server = s.startServers()
+	s.e = egress.New(docker, egress.Config{Image: s.image, Scope: dockertest.TestScope, Judge: s.judge,
+		Logger: zerolog.New(zerolog.NewTestWriter(t))})
+	t.Cleanup(s.e.Close)
+	if err := s.e.Start(context.Background(), s.project, s.id); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// startServers runs testdata/servers.py in a container on the sandbox's
+// network and returns its address there.
+func (s *sandboxNet) startServers() netip.Addr {
+	t := s.t
+	script, err := os.ReadFile("testdata/servers.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The sandboxes' own network keeps its containers apart (no
+	// inter-container traffic): the servers and the sandbox meet on a
+	// network of the test's own.
+	var net struct{ ID string }
+	network := fmt.Sprintf("pilot-egress-test-%d", time.Now().UnixNano())
+	s.api.PostJSON("/networks/create", map[string]any{"Name": network, "Labels": map[string]string{"pilot.test": "egress"}}, &net)
+	t.Cleanup(func() { s.api.Delete("/networks/" + net.ID) })
+	s.api.PostJSON("/networks/"+net.ID+"/connect", map[string]any{"Container": s.id}, nil)
+	t.Cleanup(func() { dockertest.RemoveSandbox(t, s.docker, s.project) })
+	cert, key := serverCertificate(t)
+	var made struct{ ID string }
+	s.api.PostJSON("/containers/create", map[string]any{
+		"Image": s.image, "User": "0", "Entrypoint": []string{"python3", "-u", "-c", string(script)},
+		"Env":        []string{"SERVER_CERT=" + cert, "SERVER_KEY=" + key},
+		"Labels":     map[string]string{"pilot.test": "egress"},
+		"HostConfig": map[string]any{"NetworkMode": network, "AutoRemove": true},
+	}, &made)
+	t.Cleanup(func() { s.api.Delete("/containers/" + made.ID + "?force=true") })
+	s.api.Post("/containers/" + made.ID + "/start")
+	var in struct {
+		NetworkSettings struct{ Networks map[string]struct{ IPAddress string } }
+	}
+	s.api.GetJSON("/containers/"+made.ID+"/json", &in)
+	addr := netip.MustParseAddr(in.NetworkSettings.Networks[network].IPAddress)
+	s.pollExec("the servers answer", fmt.Sprintf(`python3 -c 'import socket; socket.create_connection(("%s", 8080), 1)'`, addr), false)
+	return addr
+}
+
+// exec runs a shell command in the sandbox as the sidecar's execs run,
+// with the proxy's environment; it returns stdout and stderr together.
+func (s *sandboxNet) exec(command string) (string, int) {
+	s.t.Helper()
+	env := map[string]string{}
+	for _, kv := range s.e.ExecEnv(egress.Cause{Exec: command}) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	out, err := s.m.Exec(context.Background(), s.project, service.ExecRequest{Command: command, Env: env, Timeout: 60 * time.Second})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return out.Stdout + out.Stderr, out.ExitCode
+}
+
+// pollExec runs command until it exits 0, for up to 20 s.
+func (s *sandboxNet) pollExec(what, command string, withProxy bool) {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, err := s.m.Exec(context.Background(), s.project, service.ExecRequest{Command: command, Timeout: 10 * time.Second})
+		if err == nil && out.ExitCode == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s: not so after 20 s: %v %s%s", what, err, out.Stdout, out.Stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// py runs a Python program in the sandbox with the proxy's environment.
+func (s *sandboxNet) py(program string) (string, int) {
+	s.t.Helper()
+	return s.exec("python3 - <<'PY'\n" + program + "\nPY")
+}
+
+// serverCertificate is a self-signed certificate for the TLS server, PEM.
+func serverCertificate(t testing.TB) (cert, key string) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "egress test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: []string{"allowed.test"}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kd, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd}))
+}
