@@ -167,7 +167,9 @@ func (s *sandboxNet) startServers() netip.Addr {
 	t.Cleanup(func() { s.api.Delete("/containers/" + made.ID + "?force=true") })
 	s.api.Post("/containers/" + made.ID + "/start")
 	var in struct {
-		NetworkSettings struct{ Networks map[string]struct{ IPAddress string } }
+		NetworkSettings struct {
+			Networks map[string]struct{ IPAddress string }
+		}
 	}
 	s.api.GetJSON("/containers/"+made.ID+"/json", &in)
 	addr := netip.MustParseAddr(in.NetworkSettings.Networks[network].IPAddress)
