@@ -53,7 +53,8 @@ LATE_WAIT = 2.0  # seconds a started ClientHello or HTTP head gets to complete
 HEAD_WAIT = 10.0  # seconds a client of the explicit proxy has to send its request
 DIAL_WAIT = 10.0  # seconds to connect to the destination
 DNS_WAIT = 10.0  # seconds a DNS query waits for the sidecar
-PIPE_SIZE = 1 << 20  # splice's pipe: larger moves more per system call
+HELD_GRACE = 0.2  # seconds held connections get to hear why, at the end
+PIPE_SIZE = 256 << 10  # splice's pipe: larger moves more per system call
 SO_ORIGINAL_DST = 80
 
 HTTP_METHODS = (b"GET ", b"POST ", b"HEAD ", b"PUT ", b"DELETE ", b"OPTIONS ",
@@ -583,7 +584,8 @@ def label(req):
 
 
 def deny(conn, req, verdict, http):
-    reason = (verdict or {}).get("reason") or "pilot-sandbox blocked %s: no answer from the sidecar" % label(req)
+    reason = (verdict or {}).get("reason") or (
+        "pilot-sandbox blocked %s: no pilot-sandbox process carries this sandbox's network now" % label(req))
     try:
         if http or req.get("kind") == "http":
             conn.sendall(failed(403, reason))
@@ -624,6 +626,10 @@ def _original_dst(conn):
 
 def _listen(kind, host, port):
     sock = socket.socket(socket.AF_INET, kind)
+    if kind == socket.SOCK_STREAM:
+        # A former proxy's connections in TIME_WAIT must not keep this one
+        # out; a program listening on the port still does.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
     except OSError as e:
@@ -696,7 +702,10 @@ def main():
         channel.read(sys.stdin.buffer)
     except ValueError as e:
         print("pilot-net: %s" % e, file=sys.stderr)
-    # The sidecar let go: end at once, connections and all.
+    # The sidecar let go: the connections it was judging hear so (a 403, an
+    # SSH disconnect or a reset), then all end with the process.
+    channel.close()
+    time.sleep(HELD_GRACE)
     os._exit(0)
 
 
