@@ -98,6 +98,11 @@ func (e *Enforcer) Start(ctx context.Context, project, containerID string) error
 		e.Stop(containerID)
 		return err
 	}
+	if sess != nil {
+		r.set(true, "")
+	} else {
+		r.set(false, ErrInUse.Error())
+	}
 	go e.keep(r, sess, ch)
 	return nil
 }

@@ -2,9 +2,9 @@
 
 Runs in a helper container of the sidecar (the desktop image, never the
 project's own) that shares the sandbox's network namespace: as root with
-NET_ADMIN it loads the egress rules (ruleset.nft) and binds its ports, then
-drops to pilot-net (uid 1002) with no capability left before it reads a byte
-from the sandbox. The rules send the sandbox's DNS to 127.0.0.1:15053 and
+NET_ADMIN it loads the egress rules (ruleset.nft), then drops to pilot-net
+(uid 1002) with no capability left, binds its ports and reads the sandbox's
+connections. The rules send the sandbox's DNS to 127.0.0.1:15053 and
 every other TCP connection to 127.0.0.1:15001; programs that honour
 HTTP_PROXY use 127.0.0.1:15080.
 
@@ -690,9 +690,11 @@ def main():
     try:
         if "--no-rules" not in sys.argv:
             load_rules()
-        proxy.bind()
         if os.getuid() == 0:
             drop_privileges()
+        # As pilot-net: its sockets say so in /proc/net/tcp, which is how
+        # the next proxy tells another proxy from a squatter (port_holder).
+        proxy.bind()
     except (OSError, RuntimeError, subprocess.SubprocessError) as e:
         channel.send({"t": "error", "error": getattr(e, "strerror", None) or str(e)})
         sys.exit(1)
