@@ -121,19 +121,19 @@ func (c *carrier) decide(ctx context.Context, m proxyMsg) any {
 // why it is refused before any judge sees it.
 func (s *sandbox) request(m proxyMsg) (Request, string) {
 	req := Request{Project: s.project, Port: m.Port, Protocol: "tcp"}
-	names, ok := hostNames(m.Names)
-	if m.Port < 1 || m.Port > 65535 {
-		return req, fmt.Sprintf("pilot-sandbox blocked a connection to port %d: no such port", m.Port)
-	}
-	if !ok {
-		return req, fmt.Sprintf("pilot-sandbox blocked a connection to port %d: it named a host that is not a DNS host name (%s)", m.Port, printable(m.Names))
-	}
 	if m.Dst != "" {
 		a, err := netip.ParseAddr(m.Dst)
 		if err != nil {
 			return req, fmt.Sprintf("pilot-sandbox blocked a connection to port %d: no such address", m.Port)
 		}
 		req.Addr = a.Unmap()
+	}
+	if m.Port < 1 || m.Port > 65535 {
+		return req, fmt.Sprintf("pilot-sandbox blocked a connection to port %d: no such port", m.Port)
+	}
+	names, ok := hostNames(m.Names)
+	if !ok {
+		return req, fmt.Sprintf("pilot-sandbox blocked a connection to port %d: it named a host that is not a DNS host name (%s)", m.Port, printable(m.Names))
 	}
 	if synthetic.Contains(req.Addr) {
 		name, known := s.book.nameOf(req.Addr)
