@@ -211,7 +211,10 @@ func TestCarrierJudgesByNameAndAddress(t *testing.T) {
 	if v.Allow || v.Reason != defaultReason("203.0.113.9", 80) {
 		t.Errorf("a denial with no reason of its own: %+v", v)
 	}
-	waitFor(t, func() bool { es := sb.log.list(0); return len(es) == 4 && es[0].BytesIn == 20 && es[0].BytesOut == 10 && es[0].Ended })
+	waitFor(t, func() bool {
+		es := sb.log.list(0)
+		return len(es) == 4 && es[0].BytesIn == 20 && es[0].BytesOut == 10 && es[0].Ended
+	})
 	if line := BlockedLine(sb.log.takeBlocked()); !strings.Contains(line, "198.18.200.1:443") || !strings.Contains(line, "203.0.113.9:80 (2 times)") {
 		t.Errorf("blocked line: %q", line)
 	}
