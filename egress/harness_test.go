@@ -234,3 +234,20 @@ func serverCertificate(t testing.TB) (cert, key string) {
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
 		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd}))
 }
+
+// rejudge replaces the sandbox's enforcer with one asking judge, once the
+// first has let go.
+func (s *sandboxNet) rejudge(judge egress.Judge) {
+	s.t.Helper()
+	s.e.Close()
+	s.pollExec("the proxy ended", `! python3 -c 'import socket; socket.create_connection(("127.0.0.1", 15080), 1)'`, false)
+	s.e = egress.New(s.docker, egress.Config{Image: s.image, Scope: dockertest.TestScope, Judge: judge,
+		Logger: zerolog.New(zerolog.NewTestWriter(s.t))})
+	s.t.Cleanup(s.e.Close)
+	if err := s.e.Start(context.Background(), s.project, s.id); err != nil {
+		s.t.Fatal(err)
+	}
+	if carrying, why := s.e.Carrier(s.id); !carrying {
+		s.t.Fatalf("the new enforcer does not carry the sandbox: %s", why)
+	}
+}
