@@ -23,6 +23,7 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/egress"
 	"github.com/pilot-sandbox/pilot-sandbox/engine"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
@@ -122,7 +123,7 @@ type sandboxNet struct {
 func newSandboxNet(t testing.TB) *sandboxNet {
 	m, docker := dockertest.Manager(t, nil)
 	s := &sandboxNet{t: t, m: m, docker: docker, api: dockertest.NewAPI(t), judge: newTableJudge(),
-		image: cmp.Or(os.Getenv("PILOT_IMAGE"), service.DefaultImage)}
+		image: cmp.Or(os.Getenv("PILOT_IMAGE"), images.DefaultTag)}
 	s.project = dockertest.Project(t, docker)
 	st, err := m.Start(context.Background(), s.project)
 	if err != nil {
