@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -37,6 +38,8 @@ type tableJudge struct {
 	ask   map[string]chan egress.Decision
 	asked chan egress.Request // hears every ask
 	seen  []egress.Request
+	// resolved are allowed names dialled at what the host resolves.
+	resolved []string
 }
 
 func newTableJudge() *tableJudge {
@@ -47,6 +50,15 @@ func (j *tableJudge) Allow(key string, dial ...netip.Addr) {
 	j.mu.Lock()
 	j.allow[key] = dial
 	j.mu.Unlock()
+}
+
+// AllowResolved allows name, dialling what the host's resolver says it is
+// (IPv4: the sandbox has no IPv6 way out), looked up when it is judged.
+func (j *tableJudge) AllowResolved(name string) {
+	j.mu.Lock()
+	j.resolved = append(j.resolved, name)
+	j.mu.Unlock()
+	j.Allow(name)
 }
 
 // Ask makes key asked about; the answer is what the test sends on the
@@ -78,7 +90,11 @@ func (j *tableJudge) Judge(ctx context.Context, r egress.Request) egress.Decisio
 		}
 	}
 	answer := j.ask[keys[0]]
+	resolve := len(keys) > 0 && slices.Contains(j.resolved, keys[0])
 	j.mu.Unlock()
+	if resolve {
+		dial, _ = net.DefaultResolver.LookupNetIP(ctx, "ip4", keys[0])
+	}
 	if len(dial) == 0 && r.Addr.IsValid() {
 		dial = []netip.Addr{r.Addr}
 	}
@@ -192,6 +208,19 @@ func (s *sandboxNet) exec(command string) (string, int) {
 		s.t.Fatal(err)
 	}
 	return out.Stdout + out.Stderr, out.ExitCode
+}
+
+// execAs runs a shell command as user (e.g. "0" for apt-get) with the
+// proxy's environment.
+func (s *sandboxNet) execAs(user, command string) (string, int) {
+	s.t.Helper()
+	res, err := s.m.ExecArgv(context.Background(), s.project, service.ExecSpec{
+		Cmd: []string{"bash", "-c", command}, User: user, Env: s.e.ExecEnv(egress.Cause{Exec: command}), Timeout: 5 * time.Minute,
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return string(res.Stdout) + string(res.Stderr), res.ExitCode
 }
 
 // pollExec runs command until it exits 0, for up to 20 s.
