@@ -1,6 +1,7 @@
 package egress_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -56,3 +57,46 @@ func TestAptAndGit(t *testing.T) {
 	}
 	t.Logf("git over ssh to the banner-only server: %s", strings.TrimSpace(out))
 }
+
+// TestNpmRegistryBehindAnInterceptingEgress: the npm registry, which this
+// machine reaches only through a TLS-intercepting egress (as users behind
+// a corporate proxy do), through the path: allowed, its metadata for a
+// package arrives when the client trusts that egress's CA (a file the
+// test passes in: npm's cafile, Python's cafile here, as no image has
+// npm), and without it the client sees the interception as a certificate
+// failure, not as pilot-sandbox's doing; denied, the 403 names it.
+func TestNpmRegistryBehindAnInterceptingEgress(t *testing.T) {
+	ca, err := os.ReadFile(egressCA)
+	if err != nil {
+		t.Skipf("no TLS-intercepting egress's CA here (%v)", err)
+	}
+	s := newSandboxNet(t)
+	s.judge.AllowResolved("registry.npmjs.org")
+	if out, code := s.execAs("", "cat > /tmp/egress-ca.crt <<'PEM'\n"+string(ca)+"\nPEM"); code != 0 {
+		t.Fatalf("copy the CA in: %s", out)
+	}
+	out, _ := s.py(`
+import json, ssl, urllib.request, urllib.error
+def get(url, cafile=None):
+    try:
+        ctx = ssl.create_default_context(cafile=cafile)
+        with urllib.request.urlopen(url, timeout=30, context=ctx) as r:
+            return "got " + json.load(r)["name"]
+    except urllib.error.HTTPError as e:
+        return "%d %s" % (e.code, e.reason)
+    except urllib.error.URLError as e:
+        return "failed " + str(e.reason)
+print("with ca:", get("https://registry.npmjs.org/left-pad", "/tmp/egress-ca.crt"))
+print("without:", get("https://registry.npmjs.org/left-pad"))
+print("denied:", get("https://registry.yarnpkg.com/left-pad", "/tmp/egress-ca.crt"))
+`)
+	for _, want := range []string{"with ca: got left-pad", "without: failed [SSL: CERTIFICATE_VERIFY_FAILED]",
+		"denied: failed Tunnel connection failed: 403 pilot-sandbox blocked registry.yarnpkg.com:443"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}
+
+// egressCA is the CA of this machine's TLS-intercepting egress.
+const egressCA = "/usr/local/share/ca-certificates/sandboxing-egress-ca.crt"
