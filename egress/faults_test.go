@@ -190,3 +190,33 @@ print(repr(c.recv(100)))
 		t.Errorf("the squatter got out: %s", got)
 	}
 }
+
+// TestConnectionsOlderThanTheRulesAreCut: a connection opened before the
+// rules stood (by whatever ran in the sandbox before the helper did) is
+// cut when they load; it does not go on unjudged.
+func TestConnectionsOlderThanTheRulesAreCut(t *testing.T) {
+	s := newSandboxBare(t)
+	start := fmt.Sprintf(`python3 -c '
+import socket, os, time
+c = socket.create_connection(("%s", 7000), timeout=5)
+c.sendall(b"before\n"); c.recv(100)
+open("/tmp/connected", "w").close()
+while not os.path.exists("/tmp/go"): time.sleep(0.05)
+try:
+    c.sendall(b"after\n"); c.settimeout(5); r = c.recv(100)
+    open("/tmp/result", "w").write("echoed %%r" %% r)
+except OSError as e:
+    open("/tmp/result", "w").write("failed %%s" %% e)
+' >/dev/null 2>&1 &`, s.server)
+	if out, code := s.exec(start); code != 0 {
+		t.Fatalf("start the early connection: %s", out)
+	}
+	s.pollExec("the early connection is open", "test -e /tmp/connected", false)
+	s.enforce()
+	s.exec("touch /tmp/go")
+	s.pollExec("the early connection tried again", "test -e /tmp/result", false)
+	out, _ := s.exec("cat /tmp/result")
+	if !strings.HasPrefix(out, "failed") {
+		t.Errorf("a connection older than the rules went on: %s", out)
+	}
+}

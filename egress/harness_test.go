@@ -137,6 +137,25 @@ type sandboxNet struct {
 }
 
 func newSandboxNet(t testing.TB) *sandboxNet {
+	s := newSandboxBare(t)
+	s.enforce()
+	return s
+}
+
+// enforce starts the test's enforcer on the sandbox.
+func (s *sandboxNet) enforce() {
+	s.t.Helper()
+	s.e = egress.New(s.docker, egress.Config{Image: s.image, Scope: dockertest.TestScope, Judge: s.judge,
+		Logger: zerolog.New(zerolog.NewTestWriter(s.t))})
+	s.t.Cleanup(s.e.Close)
+	if err := s.e.Start(context.Background(), s.project, s.id); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// newSandboxBare is a running sandbox and the servers beside it, with no
+// enforcer yet.
+func newSandboxBare(t testing.TB) *sandboxNet {
 	m, docker := dockertest.Manager(t, nil)
 	s := &sandboxNet{t: t, m: m, docker: docker, api: dockertest.NewAPI(t), judge: newTableJudge(),
 		image: cmp.Or(os.Getenv("PILOT_IMAGE"), images.DefaultTag)}
@@ -147,12 +166,6 @@ func newSandboxNet(t testing.TB) *sandboxNet {
 	}
 	s.id = st.ContainerID
 	s.server = s.startServers()
-	s.e = egress.New(docker, egress.Config{Image: s.image, Scope: dockertest.TestScope, Judge: s.judge,
-		Logger: zerolog.New(zerolog.NewTestWriter(t))})
-	t.Cleanup(s.e.Close)
-	if err := s.e.Start(context.Background(), s.project, s.id); err != nil {
-		t.Fatal(err)
-	}
 	return s
 }
 
@@ -199,9 +212,11 @@ func (s *sandboxNet) startServers() netip.Addr {
 func (s *sandboxNet) exec(command string) (string, int) {
 	s.t.Helper()
 	env := map[string]string{}
-	for _, kv := range s.e.ExecEnv(egress.Cause{Exec: command}) {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
+	if s.e != nil {
+		for _, kv := range s.e.ExecEnv(egress.Cause{Exec: command}) {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
 	}
 	out, err := s.m.Exec(context.Background(), s.project, service.ExecRequest{Command: command, Env: env, Timeout: 60 * time.Second})
 	if err != nil {
