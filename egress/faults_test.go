@@ -220,3 +220,55 @@ except OSError as e:
 		t.Errorf("a connection older than the rules went on: %s", out)
 	}
 }
+
+// TestUnansweredAndRestarted: a question nobody answers in time is a
+// denial with its reason, the program waiting meanwhile; and after the
+// sandbox stops and starts again (a new network namespace), the rules are
+// in again with the start's hook, and the judge's answers hold as before.
+func TestUnansweredAndRestarted(t *testing.T) {
+	s := newSandboxNet(t)
+	s.judge.Allow("allowed.test", s.server)
+	s.judge.askTimeout = 2 * time.Second
+	s.judge.Ask("late.test")
+	go func() {
+		for range s.judge.asked {
+		}
+	}()
+	began := time.Now()
+	out, _ := s.py(`
+import urllib.request, urllib.error
+try:
+    urllib.request.urlopen("http://late.test:8080/", timeout=30); print("reached")
+except urllib.error.HTTPError as e:
+    print(e.code, e.read().decode().strip())
+`)
+	if !strings.Contains(out, "403 pilot-sandbox blocked late.test:8080: no answer") || time.Since(began) < 2*time.Second {
+		t.Errorf("an unanswered question (after %s): %s", time.Since(began), out)
+	}
+
+	ctx := context.Background()
+	if _, err := s.m.Stop(ctx, s.project); err != nil {
+		t.Fatal(err)
+	}
+	s.e.Stop(s.id)
+	if _, err := s.m.Start(ctx, s.project); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.e.Start(ctx, s.project, s.id); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = s.py(`
+import socket, urllib.request
+print(urllib.request.urlopen("http://allowed.test:8080/again", timeout=10).read().decode().strip())
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    u.sendto(b"x", ("192.0.2.1", 9)); print("udp: sent")
+except OSError as e:
+    print("udp:", e.errno)
+`)
+	for _, want := range []string{"hello again from allowed.test:8080", "udp: 1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("after a restart, missing %q in:\n%s", want, out)
+		}
+	}
+}

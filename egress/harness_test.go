@@ -40,6 +40,8 @@ type tableJudge struct {
 	seen  []egress.Request
 	// resolved are allowed names dialled at what the host resolves.
 	resolved []string
+	// askTimeout, when set, bounds a question as netpolicy's askTimeout.
+	askTimeout time.Duration
 }
 
 func newTableJudge() *tableJudge {
@@ -104,11 +106,16 @@ func (j *tableJudge) Judge(ctx context.Context, r egress.Request) egress.Decisio
 		return egress.Decision{Allow: true, Dial: dial, By: "rule"}
 	case answer != nil:
 		j.asked <- r
+		if j.askTimeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, j.askTimeout)
+			defer cancel()
+		}
 		select {
 		case d := <-answer:
 			return d
 		case <-ctx.Done():
-			deny.By = "timeout"
+			deny.By, deny.Reason = "timeout", fmt.Sprintf("pilot-sandbox blocked %s:%d: no answer", denied, r.Port)
 			return deny
 		}
 	}
@@ -156,10 +163,25 @@ func (s *sandboxNet) enforce() {
 // newSandboxBare is a running sandbox and the servers beside it, with no
 // enforcer yet.
 func newSandboxBare(t testing.TB) *sandboxNet {
+	return newSandboxBareWith(t, nil)
+}
+
+// newSandboxNetWith is newSandboxNet with the project's files set up by
+// prepare before the start (a browser image, say).
+func newSandboxNetWith(t testing.TB, prepare func(project string)) *sandboxNet {
+	s := newSandboxBareWith(t, prepare)
+	s.enforce()
+	return s
+}
+
+func newSandboxBareWith(t testing.TB, prepare func(project string)) *sandboxNet {
 	m, docker := dockertest.Manager(t, nil)
 	s := &sandboxNet{t: t, m: m, docker: docker, api: dockertest.NewAPI(t), judge: newTableJudge(),
 		image: cmp.Or(os.Getenv("PILOT_IMAGE"), images.DefaultTag)}
 	s.project = dockertest.Project(t, docker)
+	if prepare != nil {
+		prepare(s.project)
+	}
 	st, err := m.Start(context.Background(), s.project)
 	if err != nil {
 		t.Fatal(err)
