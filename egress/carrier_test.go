@@ -74,9 +74,11 @@ except OSError as e:
 	if got, _ := s.py(fmt.Sprintf(`
 import socket
 try:
-    socket.create_connection(("%s", 8080), timeout=5); print("connected")
+    c = socket.create_connection(("%s", 8080), timeout=5)
+    c.sendall(b"GET /leak HTTP/1.0\r\n\r\n")
+    print(repr(c.recv(100)))
 except OSError as e:
-    print("refused", e)`, s.server)); !strings.Contains(got, "refused") {
+    print("failed", e)`, s.server)); strings.Contains(got, "hello leak") {
 		t.Errorf("a connection left with no carrier: %s", got)
 	}
 }

@@ -67,11 +67,13 @@ func New(docker Containers, cfg Config) *Enforcer {
 
 // run is this process's part in one run of a sandbox's network: the
 // goroutine that carries its proxy or waits to take it over, until stop.
+// A run is in Enforcer.runs from its Start to its Stop.
 type run struct {
-	sb   *sandbox
-	ctx  context.Context
-	stop context.CancelFunc
-	done chan struct{}
+	sb      *sandbox
+	stop    context.CancelFunc // ends the run's context, which keep holds
+	started chan struct{}      // closed once Start's first launch is over
+	err     error              // that launch's failure; read after started
+	done    chan struct{}      // closed when keep has ended
 
 	mu       sync.Mutex // guards carrying and why
 	carrying bool
@@ -83,37 +85,46 @@ type run struct {
 // sandbox user: it returns when the egress rules are in the sandbox's
 // network namespace, with this process carrying its proxy or another
 // one doing so already. An error means the rules may not be in: the
-// start must fail (fail closed).
+// start must fail (fail closed). A second Start of the same run waits for
+// the first's answer.
 func (e *Enforcer) Start(ctx context.Context, project, containerID string) error {
 	e.mu.Lock()
-	if r, ok := e.runs[containerID]; ok && r.ctx.Err() == nil {
+	if r, ok := e.runs[containerID]; ok {
 		e.mu.Unlock()
-		return nil // carried or watched already
+		select {
+		case <-r.started:
+			return r.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	r := e.newRun(project, containerID)
+	runCtx, r := e.newRun(project, containerID)
 	e.runs[containerID] = r
 	e.mu.Unlock()
 	sess, ch, err := e.launch(ctx, containerID)
-	if err != nil && !errors.Is(err, ErrInUse) {
+	switch {
+	case err != nil && !errors.Is(err, ErrInUse):
+		r.err = err
 		e.Stop(containerID)
-		return err
-	}
-	if sess != nil {
+		close(r.done)
+	case sess != nil:
 		r.set(true, "")
-	} else {
+	default:
 		r.set(false, ErrInUse.Error())
 	}
-	go e.keep(r, sess, ch)
-	return nil
+	close(r.started)
+	if r.err == nil {
+		go e.keep(runCtx, r, sess, ch)
+	}
+	return r.err
 }
 
-func (e *Enforcer) newRun(project, id string) *run {
+func (e *Enforcer) newRun(project, id string) (context.Context, *run) {
 	ctx, stop := context.WithCancel(context.Background())
-	notify := e.cfg.OnEntry
-	return &run{
+	return ctx, &run{
 		sb: &sandbox{project: project, id: id, judge: e.cfg.Judge, resolver: e.cfg.Resolver,
-			book: newAddressBook(), log: newConnLog(notify)},
-		ctx: ctx, stop: stop, done: make(chan struct{}),
+			book: newAddressBook(), log: newConnLog(e.cfg.OnEntry)},
+		stop: stop, started: make(chan struct{}), done: make(chan struct{}),
 	}
 }
 
@@ -233,19 +244,20 @@ func readyOf(m proxyMsg) error {
 }
 
 // keep carries the sandbox's proxy while this process can, and otherwise
-// watches for the carrier to end, to take over; it ends with r.ctx.
-func (e *Enforcer) keep(r *run, sess service.ExecSession, ch *channel) {
+// watches for the carrier to end, to take over; it ends with ctx (the
+// run's).
+func (e *Enforcer) keep(ctx context.Context, r *run, sess service.ExecSession, ch *channel) {
 	defer close(r.done)
 	for {
 		if sess != nil {
-			e.carry(r, sess, ch)
+			e.carry(ctx, r, sess, ch)
 		} else {
 			r.set(false, ErrInUse.Error())
 		}
-		if r.ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return
 		}
-		sess, ch = e.retake(r)
+		sess, ch = e.retake(ctx, r)
 		if sess == nil {
 			return
 		}
@@ -253,17 +265,17 @@ func (e *Enforcer) keep(r *run, sess service.ExecSession, ch *channel) {
 }
 
 // carry serves one proxy until it ends.
-func (e *Enforcer) carry(r *run, sess service.ExecSession, ch *channel) {
+func (e *Enforcer) carry(ctx context.Context, r *run, sess service.ExecSession, ch *channel) {
 	r.set(true, "")
-	stopClosing := context.AfterFunc(r.ctx, func() { sess.Close() })
+	stopClosing := context.AfterFunc(ctx, func() { sess.Close() })
 	defer stopClosing()
-	err := newCarrier(r.sb, ch).serve(r.ctx)
+	err := newCarrier(r.sb, ch).serve(ctx)
 	sess.Close()
 	why := "the network proxy ended"
-	if err != nil && !errors.Is(err, io.EOF) && r.ctx.Err() == nil {
+	if err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
 		why = fmt.Sprintf("the network proxy ended: %v", err)
 	}
-	if r.ctx.Err() == nil {
+	if ctx.Err() == nil {
 		e.cfg.Logger.Warn().Str("project", r.sb.project).Str("stderr", tail(sess.Stderr(), 500)).Msg(why)
 	}
 	r.set(false, why+"; the sandbox has no way out until a pilot-sandbox process carries it again")
@@ -278,12 +290,12 @@ const (
 )
 
 // retake waits until no process carries the sandbox's proxy, then starts
-// one; nil once r.ctx ends.
-func (e *Enforcer) retake(r *run) (service.ExecSession, *channel) {
+// one; nil once ctx ends.
+func (e *Enforcer) retake(ctx context.Context, r *run) (service.ExecSession, *channel) {
 	delay := retakeDelay
 	for {
-		if carried, err := e.carried(r.ctx, r.sb.id); err == nil && !carried {
-			sess, ch, err := e.launch(r.ctx, r.sb.id)
+		if carried, err := e.carried(ctx, r.sb.id); err == nil && !carried {
+			sess, ch, err := e.launch(ctx, r.sb.id)
 			switch {
 			case err == nil:
 				return sess, ch
@@ -295,7 +307,7 @@ func (e *Enforcer) retake(r *run) (service.ExecSession, *channel) {
 			}
 		}
 		select {
-		case <-r.ctx.Done():
+		case <-ctx.Done():
 			return nil, nil
 		case <-time.After(delay):
 		}
