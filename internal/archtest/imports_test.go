@@ -62,7 +62,7 @@ var libraries = map[string][]string{
 	"github.com/modelcontextprotocol/go-sdk": {"cmd/pilot-sandbox", "mcpserver", "tools"},
 	"github.com/google/jsonschema-go":        {"args", "args/argstest", "rpc", "tools"},
 	"github.com/gorilla/websocket":           {"desktop", "internal/rfbtest", "rpc", "rpc/wire"},
-	"golang.org/x/net":                       {"egress"},
+	"golang.org/x/net":                       {"egress", "netpolicy"},
 }
 
 // TestImportsAreAsDrawn checks the module's packages, as go list sees them,
