@@ -149,10 +149,16 @@ func newSandboxNet(t testing.TB) *sandboxNet {
 	return s
 }
 
-// enforce starts the test's enforcer on the sandbox.
+// enforce starts the test's enforcer on the sandbox, with its table judge.
 func (s *sandboxNet) enforce() {
 	s.t.Helper()
-	s.e = egress.New(s.docker, egress.Config{Image: s.image, Scope: dockertest.TestScope, Judge: s.judge,
+	s.enforceWith(s.judge)
+}
+
+// enforceWith starts an enforcer on the sandbox asking judge.
+func (s *sandboxNet) enforceWith(judge egress.Judge) {
+	s.t.Helper()
+	s.e = egress.New(s.docker, egress.Config{Image: s.image, Scope: dockertest.TestScope, Judge: judge,
 		Logger: zerolog.New(zerolog.NewTestWriter(s.t))})
 	s.t.Cleanup(s.e.Close)
 	if err := s.e.Start(context.Background(), s.project, s.id); err != nil {
@@ -317,4 +323,19 @@ func (s *sandboxNet) rejudge(judge egress.Judge) {
 	if carrying, why := s.e.Carrier(s.id); !carrying {
 		s.t.Fatalf("the new enforcer does not carry the sandbox: %s", why)
 	}
+}
+
+// gateway is the host's address on the sandbox's own network.
+func (s *sandboxNet) gateway() netip.Addr {
+	var c struct {
+		NetworkSettings struct{ Networks map[string]struct{ Gateway string } }
+	}
+	s.api.GetJSON("/containers/"+s.id+"/json", &c)
+	for name, n := range c.NetworkSettings.Networks {
+		if strings.HasPrefix(name, "pilot-sandbox") {
+			return netip.MustParseAddr(n.Gateway)
+		}
+	}
+	s.t.Fatal("the sandbox is on no network of its own")
+	return netip.Addr{}
 }
