@@ -328,7 +328,9 @@ func (s *sandboxNet) rejudge(judge egress.Judge) {
 // gateway is the host's address on the sandbox's own network.
 func (s *sandboxNet) gateway() netip.Addr {
 	var c struct {
-		NetworkSettings struct{ Networks map[string]struct{ Gateway string } }
+		NetworkSettings struct {
+			Networks map[string]struct{ Gateway string }
+		}
 	}
 	s.api.GetJSON("/containers/"+s.id+"/json", &c)
 	for name, n := range c.NetworkSettings.Networks {
