@@ -153,6 +153,35 @@ class ChannelTest(unittest.TestCase):
             ch.send({"x": "y" * proxy.MAX_LINE})
 
 
+class WorkersTest(unittest.TestCase):
+    def test_threads_are_reused_and_bounded(self):
+        w = proxy.Workers(1)
+        gate = threading.Event()
+        first = w.submit(gate.wait)
+        with self.assertRaises(RuntimeError):
+            w.submit(print)
+        gate.set()
+        self.assertTrue(first.wait(5))
+        ran = []
+        while True:  # the thread counts itself idle just after the event
+            try:
+                done = w.submit(ran.append, 1)
+                break
+            except RuntimeError:
+                time.sleep(0.001)
+        self.assertTrue(done.wait(5))
+        self.assertEqual((ran, w.count), ([1], 1))
+
+    def test_a_failing_job_leaves_its_thread(self):
+        w = proxy.Workers(1)
+        self.assertTrue(w.submit(lambda: 1 / 0).wait(5))
+        deadline = time.monotonic() + 5
+        while w.idle == 0 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        self.assertTrue(w.submit(lambda: None).wait(5))
+        self.assertEqual(w.count, 1)
+
+
 class FakeSidecar:
     """Answers the proxy's requests from a table: name or address -> a
     verdict; DNS queries get the query back with the reply bit set."""

@@ -23,13 +23,13 @@ Only Python's standard library.
 """
 
 import base64
-import concurrent.futures
 import errno
 import fcntl
 import ipaddress
 import itertools
 import json
 import os
+import queue
 import select
 import socket
 import struct
@@ -349,6 +349,47 @@ def pump(src, dst, counts, key):
                 os.close(fd)
 
 
+class Workers:
+    """Threads kept and reused: starting one per connection cost about a
+    millisecond under load (measured with BenchmarkPath). Daemon threads,
+    unlike concurrent.futures', so a process whose connections still run
+    can end."""
+
+    def __init__(self, limit):
+        self.jobs = queue.SimpleQueue()
+        self.lock = threading.Lock()  # guards idle and count
+        self.idle = 0
+        self.count = 0
+        self.limit = limit
+
+    def submit(self, fn, *args):
+        """Runs fn(*args) on a free thread; the event it returns is set when
+        fn has returned. RuntimeError when every thread is busy."""
+        finished = threading.Event()
+        with self.lock:
+            if self.idle:
+                self.idle -= 1
+            elif self.count < self.limit:
+                self.count += 1
+                threading.Thread(target=self.work, daemon=True).start()
+            else:
+                raise RuntimeError("no thread free")
+        self.jobs.put((fn, args, finished))
+        return finished
+
+    def work(self):
+        while True:
+            fn, args, finished = self.jobs.get()
+            try:
+                fn(*args)
+            except Exception:  # the job's own failure: the thread goes on
+                pass
+            finally:
+                finished.set()
+            with self.lock:
+                self.idle += 1
+
+
 class Proxy:
     """The proxy's listeners and what it does with each connection."""
 
@@ -357,11 +398,9 @@ class Proxy:
         self.original_dst = original_dst or _original_dst
         self.dial = dial or dial_first
         self.held = threading.BoundedSemaphore(MAX_HELD)
-        # Threads are kept and reused: starting one per connection cost
-        # about a millisecond of its setup under load (measured with
-        # BenchmarkPath). Two for each connection: its handler, and the
-        # pump of the server's side.
-        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=2 * MAX_HELD + 4)
+        # Two threads for each connection: its handler, and the pump of
+        # the server's side.
+        self.pool = Workers(2 * MAX_HELD + 4)
         self.dns_pending = threading.BoundedSemaphore(MAX_DNS_PENDING)
         self.listeners = {}
 
@@ -489,7 +528,7 @@ class Proxy:
             refused = self.judged_first(conn, upstream, req, first, verdict, counts, inspect=tunnel or req["kind"] == "more")
             if not refused:
                 pump(conn, upstream, counts, "up")
-            down.result()
+            down.wait()
             if refused:
                 deny(conn, *refused)
         finally:
