@@ -19,6 +19,7 @@ import (
 type Containers interface {
 	RunAttached(ctx context.Context, spec service.HelperSpec) (service.ExecSession, error)
 	ListContainers(ctx context.Context, labels map[string]string) ([]service.Container, error)
+	InspectContainer(ctx context.Context, idOrName string) (service.Container, error)
 }
 
 // Labels of the helper containers, for reconciliation and prune: they are
@@ -69,11 +70,12 @@ func New(docker Containers, cfg Config) *Enforcer {
 // goroutine that carries its proxy or waits to take it over, until stop.
 // A run is in Enforcer.runs from its Start to its Stop.
 type run struct {
-	sb      *sandbox
-	stop    context.CancelFunc // ends the run's context, which keep holds
-	started chan struct{}      // closed once Start's first launch is over
-	err     error              // that launch's failure; read after started
-	done    chan struct{}      // closed when keep has ended
+	sb        *sandbox
+	startedAt time.Time          // the container's start: a restart is a new run
+	stop      context.CancelFunc // ends the run's context, which keep holds
+	started   chan struct{}      // closed once Start's first launch is over
+	err       error              // that launch's failure; read after started
+	done      chan struct{}      // closed when keep has ended
 
 	mu       sync.Mutex // guards carrying and why
 	carrying bool
@@ -86,10 +88,19 @@ type run struct {
 // network namespace, with this process carrying its proxy or another
 // one doing so already. An error means the rules may not be in: the
 // start must fail (fail closed). A second Start of the same run waits for
-// the first's answer.
+// the first's answer; a Start of a container that started again since
+// (a new network namespace, without rules) ends the old run and begins a
+// new one.
 func (e *Enforcer) Start(ctx context.Context, project, containerID string) error {
+	c, err := e.docker.InspectContainer(ctx, containerID)
+	if err == nil && !c.Running {
+		err = errors.New("it is not running")
+	}
+	if err != nil {
+		return fmt.Errorf("the sandbox's container: %w", err)
+	}
 	e.mu.Lock()
-	if r, ok := e.runs[containerID]; ok {
+	if r, ok := e.runs[containerID]; ok && r.startedAt.Equal(c.StartedAt) {
 		e.mu.Unlock()
 		select {
 		case <-r.started:
@@ -97,15 +108,17 @@ func (e *Enforcer) Start(ctx context.Context, project, containerID string) error
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	} else if ok {
+		r.stop()
 	}
-	runCtx, r := e.newRun(project, containerID)
+	runCtx, r := e.newRun(project, containerID, c.StartedAt)
 	e.runs[containerID] = r
 	e.mu.Unlock()
 	sess, ch, err := e.launch(ctx, containerID)
 	switch {
 	case err != nil && !errors.Is(err, ErrInUse):
 		r.err = err
-		e.Stop(containerID)
+		e.drop(containerID, r)
 		close(r.done)
 	case sess != nil:
 		r.set(true, "")
@@ -119,12 +132,22 @@ func (e *Enforcer) Start(ctx context.Context, project, containerID string) error
 	return r.err
 }
 
-func (e *Enforcer) newRun(project, id string) (context.Context, *run) {
+// drop ends run r of the container, if it is still the current one.
+func (e *Enforcer) drop(containerID string, r *run) {
+	e.mu.Lock()
+	if e.runs[containerID] == r {
+		delete(e.runs, containerID)
+	}
+	e.mu.Unlock()
+	r.stop()
+}
+
+func (e *Enforcer) newRun(project, id string, startedAt time.Time) (context.Context, *run) {
 	ctx, stop := context.WithCancel(context.Background())
 	return ctx, &run{
 		sb: &sandbox{project: project, id: id, judge: e.cfg.Judge, resolver: e.cfg.Resolver,
 			book: newAddressBook(), log: newConnLog(e.cfg.OnEntry)},
-		stop: stop, started: make(chan struct{}), done: make(chan struct{}),
+		startedAt: startedAt, stop: stop, started: make(chan struct{}), done: make(chan struct{}),
 	}
 }
 

@@ -272,3 +272,31 @@ except OSError as e:
 		}
 	}
 }
+
+// TestARestartIsANewRun: a container restarted behind the enforcer's
+// back (docker restart: a new network namespace, without rules) is a new
+// run when its Start comes: the rules go in again, whatever this process
+// carried before.
+func TestARestartIsANewRun(t *testing.T) {
+	s := newSandboxNet(t)
+	s.judge.Allow("allowed.test", s.server)
+	s.api.Post("/containers/" + s.id + "/restart?t=1")
+	s.pollExec("the sandbox runs again", "true", false)
+	if err := s.e.Start(context.Background(), s.project, s.id); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := s.py(`
+import socket, urllib.request
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    u.sendto(b"x", ("192.0.2.1", 9)); print("udp: sent")
+except OSError as e:
+    print("udp:", e.errno)
+print(urllib.request.urlopen("http://allowed.test:8080/renewed", timeout=10).read().decode().strip())
+`)
+	for _, want := range []string{"udp: 1", "hello renewed from allowed.test:8080"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("after a restart behind its back, missing %q in:\n%s", want, out)
+		}
+	}
+}
