@@ -61,6 +61,12 @@ else
   echo "test: no python3 with libX11 and libXtst here: the agent's Python tests ran in the sandbox image only" >&2
 fi
 
+# The network proxy's Python tests need no X server: they run here too
+# (resources/netproxy_test.go ran them in the image).
+if command -v python3 >/dev/null; then
+  (cd resources/pilotnet && python3 -B -m unittest)
+fi
+
 if [ "$#" -gt 0 ] && [ "${PILOT_UI_TESTS:-}" != 1 ]; then
   exit 0
 fi

@@ -267,3 +267,19 @@ func projectLabels(scope, project string) map[string]string {
 func scopeLabels(scope string) map[string]string {
 	return map[string]string{LabelSandbox: scope}
 }
+
+// HelperSpec is a container that runs beside a sandbox, in the sandbox's
+// network namespace, with the caller attached to its stdin and stdout: it
+// is removed when it exits, and its stdin closes when the caller lets go.
+// It holds no capability but CapAdd, cannot gain any (no-new-privileges),
+// and writes nothing to its image (a read-only root file system).
+type HelperSpec struct {
+	Image  string
+	Labels map[string]string
+	User   string
+	Cmd    []string // replaces the image's entrypoint
+	// NetworkOf is the running container whose network namespace it joins.
+	NetworkOf string
+	CapAdd    []string
+	Limits    Limits
+}

@@ -29,6 +29,7 @@ var allowed = map[string][]string{
 	"cdprelay":            nil,
 	"cmd/pilot-sandbox":   {"engine", "images", "mcpserver", "netpolicy", "permission", "ports", "projectfs", "resources", "rpc", "rpc/wire", "sandboxfs", "service", "tools", "ui"},
 	"desktop":             {"resources"},
+	"egress":              {"service"},
 	"engine":              {"images", "sandboxfs", "service"},
 	"images":              {"projectfs"},
 	"internal/archtest":   nil,
@@ -61,6 +62,7 @@ var libraries = map[string][]string{
 	"github.com/modelcontextprotocol/go-sdk": {"cmd/pilot-sandbox", "mcpserver", "tools"},
 	"github.com/google/jsonschema-go":        {"args", "args/argstest", "rpc", "tools"},
 	"github.com/gorilla/websocket":           {"desktop", "internal/rfbtest", "rpc", "rpc/wire"},
+	"golang.org/x/net":                       {"egress", "netpolicy"},
 }
 
 // TestImportsAreAsDrawn checks the module's packages, as go list sees them,
