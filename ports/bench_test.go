@@ -14,6 +14,7 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/internal/tcptest"
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
 // blobBytes is what the throughput benchmarks send per connection.
@@ -266,6 +267,35 @@ func benchForwardRoundTrip(b *testing.B, sb *sandbox, f, fe *ports.Forwarder) {
 				seconds += s
 			}
 			b.ReportMetric(seconds/float64(b.N)*1e6, "µs/roundtrip")
+		})
+	}
+}
+
+// BenchmarkRelayStart times the start of an exposed connection's relay in
+// the sandbox, from the exec's creation to its ready byte: what a
+// connection waits for when no relay is warm. python is the floor: the
+// same exec running a one-line Python program that writes the byte.
+func BenchmarkRelayStart(b *testing.B) {
+	sb := startSandbox(b)
+	for _, target := range []struct {
+		name string
+		cmd  []string
+	}{
+		{"relay", ports.RelayCommand(8800)},
+		{"python", []string{"python3", "-S", "-c", `import os; os.write(1, b"+")`}},
+	} {
+		b.Run(target.name, func(b *testing.B) {
+			for b.Loop() {
+				s, err := sb.m.ExecAttachArgv(context.Background(), sb.project, service.ExecSpec{Cmd: target.cmd})
+				if err != nil {
+					b.Fatal(err)
+				}
+				buf := make([]byte, 1)
+				if _, err := io.ReadFull(s, buf); err != nil || buf[0] != '+' {
+					b.Fatalf("read %q: %v %s", buf, err, s.Stderr())
+				}
+				s.Close()
+			}
 		})
 	}
 }

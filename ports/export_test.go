@@ -51,3 +51,7 @@ func ForwardAddress(f *Forwarder, project string, port int) string {
 	}
 	return l.direct.addr
 }
+
+// RelayCommand is the argv of an exposed connection's relay to port, for
+// the benchmark of its start.
+func RelayCommand(port int) []string { return relayCommand(port) }
