@@ -9,7 +9,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/service"
@@ -198,29 +197,4 @@ func (g *gateway) dial() (*net.TCPConn, error) {
 		return nil, err
 	}
 	return c.(*net.TCPConn), nil
-}
-
-// halfConn is a connection whose writing side can be closed alone.
-type halfConn interface {
-	io.ReadWriteCloser
-	CloseWrite() error
-}
-
-// pumpTCP carries bytes both ways between two connections, passing each
-// side's end on as a half-close, and closes both once both are done.
-func pumpTCP(a, b halfConn) {
-	var wg sync.WaitGroup
-	half := func(dst, src halfConn) {
-		if _, err := io.Copy(dst, src); err != nil {
-			dst.Close()
-			src.Close()
-			return
-		}
-		dst.CloseWrite()
-	}
-	wg.Go(func() { half(b, a) })
-	half(a, b)
-	wg.Wait()
-	a.Close()
-	b.Close()
 }

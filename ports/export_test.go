@@ -7,9 +7,7 @@ func WarmRelays(e *Exposer, project string, port int) int {
 	if x == nil {
 		return -1
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return len(x.pool)
+	return x.pool.Waiting()
 }
 
 // ExecOnly makes e carry every connection over exec relays, never the

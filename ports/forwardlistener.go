@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pilot-sandbox/pilot-sandbox/relay"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -178,7 +179,7 @@ func (l *listener) carryDirect() {
 		inside.Close()
 		return
 	}
-	pumpTCP(host.(*net.TCPConn), movedConn{inside, &l.moved})
+	relay.Join(host.(*net.TCPConn), used{inside, &l.moved})
 }
 
 // relay starts one relay, waits until it has a connection, and carries it.
@@ -188,11 +189,9 @@ func (l *listener) relay() {
 		s.Close()
 		err = net.ErrClosed
 	}
-	var r *bufio.Reader
 	if err == nil {
-		r = bufio.NewReaderSize(movedSession{s, &l.moved}, 64<<10)
-		if b, rerr := r.ReadByte(); rerr != nil || b != readyByte {
-			err = fmt.Errorf("the relay ended before a connection: %v %s", rerr, s.Stderr())
+		if rerr := relay.Ready(s); rerr != nil {
+			err = fmt.Errorf("the relay ended before a connection: %w", rerr)
 		}
 	}
 	l.mu.Lock()
@@ -209,7 +208,7 @@ func (l *listener) relay() {
 		return // the sandbox or the listener is going: nothing to refill
 	}
 	l.refill()
-	l.carry(s, r)
+	l.carry(s)
 	l.mu.Lock()
 	l.active--
 	l.mu.Unlock()
@@ -218,7 +217,7 @@ func (l *listener) relay() {
 }
 
 // carry connects a relay's connection to the host's port.
-func (l *listener) carry(s service.ExecSession, r *bufio.Reader) {
+func (l *listener) carry(s service.ExecSession) {
 	l.f.sb.Touch(l.project)
 	conn, err := dialHost(l.hostPort())
 	if err != nil {
@@ -226,7 +225,7 @@ func (l *listener) carry(s service.ExecSession, r *bufio.Reader) {
 		s.Close()
 		return
 	}
-	pumpFramed(conn.(*net.TCPConn), movedSession{s, &l.moved}, r)
+	relay.Join(conn.(*net.TCPConn), used{relay.NewConn(s), &l.moved})
 }
 
 // dialHost connects to the host's loopback port: 127.0.0.1, or [::1] if
@@ -242,22 +241,6 @@ func dialHost(port int) (net.Conn, error) {
 		return conn6, nil
 	}
 	return nil, err
-}
-
-// movedSession marks that bytes went through a forwarded connection.
-type movedSession struct {
-	service.ExecSession
-	moved *atomic.Bool
-}
-
-func (m movedSession) Read(p []byte) (int, error) {
-	m.moved.Store(true)
-	return m.ExecSession.Read(p)
-}
-
-func (m movedSession) Write(p []byte) (int, error) {
-	m.moved.Store(true)
-	return m.ExecSession.Write(p)
 }
 
 // touching marks the sandbox as in use every touchEvery while bytes go
@@ -303,25 +286,25 @@ func (l *listener) untrackConn(c net.Conn) {
 	delete(l.conns, c)
 }
 
-// movedConn marks that bytes went through a forwarded connection. It
-// embeds nothing, so that copies go through its Read and Write.
-type movedConn struct {
-	c     *net.TCPConn
+// used marks that bytes went through a forwarded connection. It embeds
+// nothing, so that copies go through its Read and Write.
+type used struct {
+	c     relay.HalfConn
 	moved *atomic.Bool
 }
 
-func (m movedConn) Read(p []byte) (int, error) {
-	m.moved.Store(true)
-	return m.c.Read(p)
+func (u used) Read(p []byte) (int, error) {
+	u.moved.Store(true)
+	return u.c.Read(p)
 }
 
-func (m movedConn) Write(p []byte) (int, error) {
-	m.moved.Store(true)
-	return m.c.Write(p)
+func (u used) Write(p []byte) (int, error) {
+	u.moved.Store(true)
+	return u.c.Write(p)
 }
 
-func (m movedConn) Close() error      { return m.c.Close() }
-func (m movedConn) CloseWrite() error { return m.c.CloseWrite() }
+func (u used) Close() error      { return u.c.Close() }
+func (u used) CloseWrite() error { return u.c.CloseWrite() }
 
 func (l *listener) untrack(s service.ExecSession) {
 	l.mu.Lock()
