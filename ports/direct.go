@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pilot-sandbox/pilot-sandbox/relay"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -19,94 +20,13 @@ import (
 // with BenchmarkPorts under load), while the sidecar itself is idle. So
 // where the host can reach the container's own address (a local Linux
 // engine), an exposed port's connections go straight there: to a
-// gateway process in the sandbox that listens on the container's address,
+// gateway process in the sandbox (the relay program's gateway role,
+// resources/relay/pilot_relay.py) that listens on the container's address,
 // lets in only connections that start with the exposure's secret, and
 // connects each to 127.0.0.1:PORT inside (so the program may still bind
 // to the sandbox's loopback). Where it cannot (Docker Desktop's virtual
 // machine, a remote engine, a sandbox without a network), the probe
 // fails and the exec relays carry them as before.
-
-// gatewayScript reads the secret from stdin, listens on a free port of
-// every address of the container, writes "IP PORT" (its own address as
-// Docker's /etc/hosts gives it), and carries each connection that sends
-// the secret and a newline to 127.0.0.1:PORT, with each side's end passed
-// on as a half-close. It ends with its stdin.
-const gatewayScript = `import hmac, os, socket, sys, threading
-` + tcpJoin + `
-secret = os.read(0, 64).strip()
-port = int(sys.argv[1])
-l, where = direct_listener()
-os.write(1, (where + "\n").encode())
-def serve(c):
-    if not admitted(c):
-        return
-    try:
-        s = socket.create_connection(("127.0.0.1", port))
-    except OSError:
-        c.close()
-        return
-    join(c, s)
-def accept():
-    while True:
-        c, _ = l.accept()
-        threading.Thread(target=serve, args=(c,), daemon=True).start()
-threading.Thread(target=accept, daemon=True).start()
-while os.read(0, 4096):
-    pass
-`
-
-// tcpJoin is Python for the direct route: direct_listener() listens on a
-// free port of every address of the container and says where ("IP PORT",
-// its own address as Docker's /etc/hosts gives it); admitted(c) reads the secret
-// and a newline from a new connection within 10 s and closes it if they
-// are not there; join(a, b) carries bytes both ways between two sockets,
-// each side's end passed on as a half-close, and closes both at the end.
-const tcpJoin = `def direct_listener():
-    l = socket.socket()
-    l.bind(("0.0.0.0", 0))
-    l.listen(128)
-    try:
-        ip = socket.gethostbyname(socket.gethostname())
-    except OSError:
-        ip = "-"
-    return l, "%s %d" % (ip, l.getsockname()[1])
-def admitted(c):
-    c.settimeout(10)
-    got = b""
-    try:
-        while len(got) < len(secret) + 1:
-            d = c.recv(len(secret) + 1 - len(got))
-            if not d:
-                break
-            got += d
-    except OSError:
-        pass
-    if not hmac.compare_digest(got, secret + b"\n"):
-        c.close()
-        return False
-    c.settimeout(None)
-    return True
-def pipe(a, b):
-    try:
-        while True:
-            d = a.recv(262144)
-            if not d:
-                break
-            b.sendall(d)
-        b.shutdown(socket.SHUT_WR)
-    except OSError:
-        a.close()
-        b.close()
-def join(a, b):
-    for x in (a, b):
-        x.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    t = threading.Thread(target=pipe, args=(a, b))
-    t.start()
-    pipe(b, a)
-    t.join()
-    a.close()
-    b.close()
-`
 
 // probeTimeout bounds the probe of the container's address: on a local
 // engine it answers in well under a millisecond.
@@ -124,7 +44,7 @@ type gateway struct {
 func (e *Exposer) startGateway(ctx context.Context, project string, port int) (*gateway, error) {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	s, err := e.sb.ExecAttachArgv(ctx, project, service.ExecSpec{Cmd: []string{"python3", "-S", "-c", gatewayScript, strconv.Itoa(port)}})
+	s, err := e.sb.ExecAttachArgv(ctx, project, service.ExecSpec{Cmd: relay.Command(relay.RoleGateway, strconv.Itoa(port))})
 	if err != nil {
 		return nil, err
 	}

@@ -1,5 +1,11 @@
 package ports
 
+import (
+	"strconv"
+
+	"github.com/pilot-sandbox/pilot-sandbox/relay"
+)
+
 // WarmRelays is how many relays wait in the pool of a project's exposed
 // port (-1 if it is not exposed), for the benchmarks.
 func WarmRelays(e *Exposer, project string, port int) int {
@@ -52,4 +58,4 @@ func ForwardAddress(f *Forwarder, project string, port int) string {
 
 // RelayCommand is the argv of an exposed connection's relay to port, for
 // the benchmark of its start.
-func RelayCommand(port int) []string { return relayCommand(port) }
+func RelayCommand(port int) []string { return relay.Command(relay.RoleConnect, strconv.Itoa(port)) }

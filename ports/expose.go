@@ -141,7 +141,7 @@ func (e *Exposer) ExposePort(ctx context.Context, project string, port int) (Exp
 		gw: e.gateway(ctx, project, port),
 	}
 	x.pool = relay.NewPool(warmRelays, func(ctx context.Context) (relay.Session, error) {
-		return e.sb.ExecAttachArgv(ctx, project, service.ExecSpec{Cmd: relayCommand(port)})
+		return e.sb.ExecAttachArgv(ctx, project, service.ExecSpec{Cmd: relay.Command(relay.RoleConnect, strconv.Itoa(port))})
 	})
 	e.mu.Lock()
 	if prev := e.findLocked(project, port); prev != nil { // exposed meanwhile

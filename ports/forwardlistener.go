@@ -19,6 +19,17 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
+// A forwarded port is a listener process in the sandbox (the relay
+// program's listen role, resources/relay/pilot_relay.py) and, for each
+// connection it accepts, a relay process (its take role) that takes the
+// accepted socket from the listener over a Unix socket (SCM_RIGHTS) and
+// carries its bytes over its own stdin and stdout: the sidecar's end is
+// an attached exec of each, so the sandbox needs no route to the host,
+// and a remote engine works the same. The listener's stdout tells the
+// sidecar of each connection ("c"), so that it starts a relay for it;
+// relays are also started ahead, so that a connection does not wait for
+// an exec to start.
+
 // Bounds of a forwarded port.
 const (
 	// maxForwardConns is how many connections one forwarded port carries
@@ -72,7 +83,7 @@ func (f *Forwarder) startListener(ctx context.Context, project string, fw Forwar
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	ctl, err := f.sb.ExecAttachArgv(ctx, project, service.ExecSpec{Cmd: listenerCommand(fw.Port, l.name, maxForwardQueue)})
+	ctl, err := f.sb.ExecAttachArgv(ctx, project, service.ExecSpec{Cmd: relay.Command(relay.RoleListen, strconv.Itoa(fw.Port), l.name, strconv.Itoa(maxForwardQueue))})
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +195,7 @@ func (l *listener) carryDirect() {
 
 // relay starts one relay, waits until it has a connection, and carries it.
 func (l *listener) relay() {
-	s, err := l.f.sb.ExecAttachArgv(context.Background(), l.project, service.ExecSpec{Cmd: forwardRelayCommand(l.name)})
+	s, err := l.f.sb.ExecAttachArgv(context.Background(), l.project, service.ExecSpec{Cmd: relay.Command(relay.RoleTake, l.name)})
 	if err == nil && !l.track(s) {
 		s.Close()
 		err = net.ErrClosed

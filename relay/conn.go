@@ -1,5 +1,5 @@
 // Package relay is the sidecar's end of the relays it runs in a sandbox
-// (ports/relay.go): the frames a connection travels in
+// (resources/relay/pilot_relay.py): the frames a connection travels in
 // over a relay's attached exec, that exec as a net.Conn, a pool of relays
 // started ahead of their connections, and the one pump between two
 // connections. It knows nothing of Docker or of sandboxes: the caller
@@ -31,9 +31,9 @@ type Session interface {
 // the forward test).
 const (
 	// Chunk is the most the sidecar puts in a frame, and what the relay
-	// reads from its socket at a time (relayPump).
+	// reads from its socket at a time (pilot_relay.py's CHUNK).
 	Chunk = 256 << 10
-	// maxFrame bounds a frame from a relay.
+	// maxFrame bounds a frame from a relay (pilot_relay.py's MAX_FRAME).
 	maxFrame = 1 << 20
 	// readBuffer is what a connection reads from its stream at a time.
 	readBuffer = 64 << 10

@@ -263,20 +263,20 @@ func TestBrowserOpenRaisesTheWindow(t *testing.T) {
 }
 
 // TestBrowserConnectsAfterItsSparePipeIsKilled: the relay keeps a DevTools
-// pipe started ahead (service/spare.go), a process of the sandbox user's
-// that the sandbox's programs can kill. The next connection must still
-// reach Chromium, through a fresh pipe.
+// pipe started ahead (relay.Pool), a process of the sandbox user's that
+// the sandbox's programs can kill. The next connection must still reach
+// Chromium, through a fresh pipe.
 func TestBrowserConnectsAfterItsSparePipeIsKilled(t *testing.T) {
 	m, project := browserSandbox(t, map[string]string{"index.html": page})
 	ws, err := m.Browser(context.Background(), project)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The pipe's script, as ps shows it: [f] keeps pgrep from finding
-	// the shell that runs it.
-	const spare = "pgrep -u sandbox -f '[f]irst = os.read'"
+	// The relay's command line ends with its role: [c] keeps pgrep from
+	// finding the shell that runs it.
+	const spare = "pgrep -u sandbox -f '[c]onnect 9222$'"
 	dockertest.PollExec(t, m, project, "the spare pipe runs", spare)
-	exec1(t, m, project, "pkill -u sandbox -f '[f]irst = os.read'")
+	exec1(t, m, project, "pkill -u sandbox -f '[c]onnect 9222$'")
 	dockertest.PollExec(t, m, project, "the spare pipe is gone", "! "+spare)
 	if out := puppeteer(t, ws, `console.log((await browser.version()).startsWith('Chrome') ? 'reached' : 'no');`); !strings.Contains(out, "reached") {
 		t.Errorf("puppeteer: %s", out)

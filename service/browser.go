@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 	"sync"
@@ -11,54 +10,34 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/cdprelay"
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/relay"
 )
 
 // LabelBrowser marks an image with a browser: its value names it.
 const LabelBrowser = "pilot.sandbox.browser"
 
-// devtoolsPipe, run in the sandbox, joins its stdin and stdout to
-// Chromium's DevTools port, which listens on 127.0.0.1 inside only: one
-// per connection through the relay. It connects once the first bytes come,
-// so that one can wait started for the next connection (spareDialer).
-const devtoolsPipe = `import os, socket, threading
-first = os.read(0, 65536)
-if not first:
-    raise SystemExit
-s = socket.create_connection(("127.0.0.1", 9222))
-s.sendall(first)
-def up():
-    while True:
-        d = os.read(0, 65536)
-        if not d:
-            s.shutdown(socket.SHUT_WR)
-            return
-        s.sendall(d)
-threading.Thread(target=up, daemon=True).start()
-while True:
-    d = s.recv(65536)
-    if not d:
-        break
-    os.write(1, d)
-`
+// devtoolsPort is Chromium's DevTools port, which listens on 127.0.0.1
+// inside the sandbox only (resources/docker/browser).
+const devtoolsPort = "9222"
 
 // relays are the DevTools relays of running sandboxes, by project.
 type relays struct {
 	mu        sync.Mutex
-	byProject map[string]*relay
+	byProject map[string]*devtoolsRelay
 }
 
 // relay is the relay of one run of a container: a new start gets a new one,
 // with a new secret.
-type relay struct {
+type devtoolsRelay struct {
 	container string
 	startedAt int64
 	r         *cdprelay.Relay
-	spare     *spareDialer
+	pool      *relay.Pool
 }
 
-func (r *relay) close() {
+func (r *devtoolsRelay) close() {
 	r.r.Close()
-	r.spare.Close()
+	r.pool.Close()
 }
 
 // Browser returns the ws:// address of the sandbox's Chromium through a
@@ -113,28 +92,34 @@ func (m *Manager) relayFor(b *box, st State) (*cdprelay.Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	id := st.ContainerID
-	spare := newSpareDialer(func(ctx context.Context) (net.Conn, error) { return m.dialDevtools(ctx, id) })
-	r, err := cdprelay.Start(secret, spare.Dial)
+	// One relay is kept started ahead of need, so that a client's
+	// connection does not wait for an exec and its Python (README, The
+	// browser: what it costs, has the numbers). It connects to Chromium
+	// only when handed out, so it holds nothing of Chromium's and still
+	// works after Chromium was closed and started again.
+	pool := relay.NewPool(1, m.devtoolsStart(st.ContainerID))
+	pool.Fill()
+	r, err := cdprelay.Start(secret, func(ctx context.Context) (net.Conn, error) {
+		c, err := pool.Get(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reach chromium's DevTools: %w", err)
+		}
+		return c, nil
+	})
 	if err != nil {
-		spare.Close()
+		pool.Close()
 		return nil, err
 	}
-	m.relays.byProject[st.ProjectPath] = &relay{container: st.ContainerID, startedAt: st.StartedAt, r: r, spare: spare}
+	m.relays.byProject[st.ProjectPath] = &devtoolsRelay{container: st.ContainerID, startedAt: st.StartedAt, r: r, pool: pool}
 	return r, nil
 }
 
-// dialDevtools opens a connection to Chromium's DevTools port inside the
-// container, through an attached exec.
-func (m *Manager) dialDevtools(ctx context.Context, container string) (net.Conn, error) {
-	s, err := m.docker.ExecAttach(ctx, container, ExecSpec{
-		Cmd:  []string{"python3", "-c", devtoolsPipe},
-		User: desktop.User,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reach chromium's DevTools: %w", err)
+// devtoolsStart starts relays to Chromium's DevTools port inside the
+// container, over attached execs.
+func (m *Manager) devtoolsStart(container string) relay.Start {
+	return func(ctx context.Context) (relay.Session, error) {
+		return m.docker.ExecAttach(ctx, container, ExecSpec{Cmd: relay.Command(relay.RoleConnect, devtoolsPort), User: desktop.User})
 	}
-	return sessionConn{s}, nil
 }
 
 // closeRelay ends the project's DevTools relay, if it has one: commit calls
@@ -159,20 +144,3 @@ func (m *Manager) CloseRelays() {
 		delete(m.relays.byProject, p)
 	}
 }
-
-// sessionConn is an attached exec as a net.Conn for the relay's HTTP
-// transport, which sets no deadlines on it.
-type sessionConn struct{ ExecSession }
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "exec" }
-func (pipeAddr) String() string  { return "sandbox" }
-
-func (sessionConn) LocalAddr() net.Addr              { return pipeAddr{} }
-func (sessionConn) RemoteAddr() net.Addr             { return pipeAddr{} }
-func (sessionConn) SetDeadline(time.Time) error      { return nil }
-func (sessionConn) SetReadDeadline(time.Time) error  { return nil }
-func (sessionConn) SetWriteDeadline(time.Time) error { return nil }
-
-var _ io.ReadWriteCloser = sessionConn{}

@@ -250,7 +250,7 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 		log:          cfg.Logger,
 		build:        build,
 		browserBuild: browserBuild,
-		relays:       relays{byProject: map[string]*relay{}},
+		relays:       relays{byProject: map[string]*devtoolsRelay{}},
 		boxes:        map[string]*box{},
 		unready:      make(chan string, 64),
 		policy:       newPolicy(cfg.Policy, cfg.StateDir),
