@@ -88,7 +88,9 @@ func BenchmarkRoundTrip(b *testing.B) {
 	set := tools.New(m)
 	b.Cleanup(set.Close)
 
-	rpcServer := rpc.NewServer(ports.Serve(m, zerolog.Nop()), set, rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
+	relays := ports.NewCarrier(m, ports.Options{Log: zerolog.Nop()})
+	b.Cleanup(relays.Close)
+	rpcServer := rpc.NewServer(m, relays, set, rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
 	serveClient := serve(b, func(ctx context.Context, conn net.Conn) {
 		rpcServer.Serve(ctx, rpc.NewStream(rpc.FramingNDJSON, conn, conn, conn), rpc.ConnOptions{})
 	})

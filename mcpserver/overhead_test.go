@@ -38,7 +38,7 @@ func benchServers(b *testing.B, call string) {
 	s.fake.display = desktop.Display{Width: 1280, Height: 800}
 	s.fake.shot = noisePNG(b, s.fake.display)
 	b.Run("serve", func(b *testing.B) {
-		srv := rpc.NewServer(switchOnly{}, s.set, rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
+		srv := rpc.NewServer(switchOnly{}, nil, s.set, rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
 		c := pipe(b, func(ctx context.Context, conn net.Conn) {
 			srv.Serve(ctx, rpc.NewStream(rpc.FramingNDJSON, conn, conn, conn), rpc.ConnOptions{})
 		})

@@ -9,11 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/pilot-sandbox/pilot-sandbox/internal/tcptest"
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
-	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -64,8 +61,7 @@ func BenchmarkPorts(b *testing.B) {
 		b.Fatal(err)
 	}
 	// The same ports carried by exec relays alone (no direct route).
-	xe := ports.NewExposer(sb.m, zerolog.Nop())
-	ports.ExecOnly(xe)
+	xe := carry(b, sb.m, true)
 	blobExec, err := xe.ExposePort(context.Background(), sb.project, 8802)
 	if err != nil {
 		b.Fatal(err)
@@ -194,14 +190,13 @@ func BenchmarkForward(b *testing.B) {
 	hostBlob, _ := hostServers(b)
 	_, port, _ := net.SplitHostPort(hostBlob)
 	hostPort, _ := strconv.Atoi(port)
-	f := ports.NewForwarder(sb.m, projectfs.NewForwards(sb.m.StateDir()), zerolog.Nop())
+	f := sb.x
 	if _, err := f.ForwardPort(context.Background(), sb.project, 8810, hostPort); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { f.CloseForward(sb.project, 8810) })
 	// The same server over exec relays alone (no direct route).
-	fe := ports.NewForwarder(sb.m, projectfs.NewForwards(b.TempDir()), zerolog.Nop())
-	ports.ForwardExecOnly(fe)
+	fe := carry(b, sb.m, true)
 	if _, err := fe.ForwardPort(context.Background(), sb.project, 8811, hostPort); err != nil {
 		b.Fatal(err)
 	}
@@ -243,7 +238,7 @@ print((time.perf_counter() - t) / 1000)
 // an echo server on the host through a forwarded port (f's direct route,
 // fe's exec relays), against the same to the in-sandbox echo server
 // (8803), in µs.
-func benchForwardRoundTrip(b *testing.B, sb *sandbox, f, fe *ports.Forwarder) {
+func benchForwardRoundTrip(b *testing.B, sb *sandbox, f, fe *ports.Carrier) {
 	_, hostEcho := hostServers(b)
 	_, port, _ := net.SplitHostPort(hostEcho)
 	hostPort, _ := strconv.Atoi(port)

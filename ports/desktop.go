@@ -24,10 +24,10 @@ type Containers interface {
 // over exec relays like an exposed port's: the engine publishes no port of
 // such a container, and the host has no route to it. The ports live until
 // the sandbox stops, another container of the project is carried, or the
-// process that serves them ends (Serving.Watch).
+// process that serves them ends (Carrier).
 type DesktopRelay struct {
 	docker Containers
-	ex     *Exposer
+	ex     *exposer
 
 	mu  sync.Mutex        // guards ids
 	ids map[string]string // project -> the container whose ports are carried
@@ -37,7 +37,7 @@ type DesktopRelay struct {
 func NewDesktopRelay(docker Containers, log zerolog.Logger) *DesktopRelay {
 	r := &DesktopRelay{docker: docker, ids: map[string]string{}}
 	// No direct route: a container without a network has no address.
-	r.ex = &Exposer{sb: containerSandboxes{r}, log: log, execOnly: true, exposed: map[string][]*exposure{}}
+	r.ex = &exposer{sb: containerSandboxes{r}, log: log, execOnly: true, exposed: map[string][]*exposure{}}
 	return r
 }
 
@@ -61,10 +61,6 @@ func (r *DesktopRelay) HostPorts(ctx context.Context, project, id string, ports 
 	}
 	return out, nil
 }
-
-// Watch closes a project's desktop ports when its sandbox is no longer
-// running, until events closes; on return, every one is closed.
-func (r *DesktopRelay) Watch(events <-chan service.Event) { r.ex.Watch(events) }
 
 // errNoContainer is a relay asked for a project it carries no container of.
 var errNoContainer = errors.New("no container of this project is carried")

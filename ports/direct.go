@@ -41,7 +41,7 @@ type gateway struct {
 
 // startGateway starts a gateway to port in the project's sandbox and
 // returns it if the host can reach it; nil (and the reason) if not.
-func (e *Exposer) startGateway(ctx context.Context, project string, port int) (*gateway, error) {
+func (e *exposer) startGateway(ctx context.Context, project string, port int) (*gateway, error) {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	s, err := e.sb.ExecAttachArgv(ctx, project, service.ExecSpec{Cmd: relay.Command(relay.RoleGateway, strconv.Itoa(port))})

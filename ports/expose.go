@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -22,51 +23,10 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
-// Sandboxes runs commands in a project's sandbox; *service.Manager is one.
-type Sandboxes interface {
+// execer runs commands in a project's sandbox; *service.Manager is one.
+type execer interface {
 	ExecArgv(ctx context.Context, project string, spec service.ExecSpec) (service.ExecResult, error)
 	ExecAttachArgv(ctx context.Context, project string, spec service.ExecSpec) (service.ExecSession, error)
-}
-
-// Serving is a manager with its exposed and forwarded ports: what the
-// protocol serves.
-type Serving struct {
-	*service.Manager
-	*Exposer
-	*Forwarder
-	desktop *DesktopRelay // the manager's, if it carries desktops
-}
-
-// Serve returns m with a new exposer and forwarder for it; the forwarded
-// ports are kept under m's state directory.
-func Serve(m *service.Manager, log zerolog.Logger) Serving {
-	relay, _ := m.DesktopPorts().(*DesktopRelay)
-	return Serving{m, NewExposer(m, log), NewForwarder(m, projectfs.NewForwards(m.StateDir()), log), relay}
-}
-
-// Watch follows the sandboxes' events for the exposer, the forwarder and
-// the desktop relay until events closes, and returns once all have closed
-// their ports.
-func (s Serving) Watch(events <-chan service.Event) {
-	watchers := []func(<-chan service.Event){s.Exposer.Watch, s.Forwarder.Watch}
-	if s.desktop != nil {
-		watchers = append(watchers, s.desktop.Watch)
-	}
-	var wg sync.WaitGroup
-	chans := make([]chan service.Event, len(watchers))
-	for i, watch := range watchers {
-		chans[i] = make(chan service.Event, 64)
-		wg.Go(func() { watch(chans[i]) })
-	}
-	for ev := range events {
-		for _, ch := range chans {
-			ch <- ev
-		}
-	}
-	for _, ch := range chans {
-		close(ch)
-	}
-	wg.Wait()
 }
 
 // Exposed is a sandbox port answering on the host.
@@ -84,9 +44,9 @@ const checkTimeout = 30 * time.Second
 // of an exec's start (120 to 190 ms under load, measured).
 const warmRelays = 2
 
-// Exposer keeps the exposed ports of every project this sidecar serves.
-type Exposer struct {
-	sb       Sandboxes
+// exposer keeps the exposed ports of every project this process serves.
+type exposer struct {
+	sb       execer
 	log      zerolog.Logger
 	execOnly bool // never the direct route (direct.go): for tests
 
@@ -108,15 +68,15 @@ type exposure struct {
 	conns map[net.Conn]struct{}
 }
 
-// NewExposer returns an exposer running its relays through sb.
-func NewExposer(sb Sandboxes, log zerolog.Logger) *Exposer {
-	return &Exposer{sb: sb, log: log, exposed: map[string][]*exposure{}}
+// newExposer returns an exposer running its relays through sb.
+func newExposer(sb execer, log zerolog.Logger) *exposer {
+	return &exposer{sb: sb, log: log, exposed: map[string][]*exposure{}}
 }
 
 // ExposePort makes the sandbox's port answer on a free port of the host's
 // 127.0.0.1, until Close, the sandbox stops or the sidecar ends. Exposing
 // a port again returns the same host port.
-func (e *Exposer) ExposePort(ctx context.Context, project string, port int) (Exposed, error) {
+func (e *exposer) ExposePort(ctx context.Context, project string, port int) (Exposed, error) {
 	project, err := projectfs.Canonical(project)
 	if err != nil {
 		return Exposed{}, err
@@ -160,7 +120,7 @@ func (e *Exposer) ExposePort(ctx context.Context, project string, port int) (Exp
 }
 
 // gateway starts the direct route to the port, where there is one.
-func (e *Exposer) gateway(ctx context.Context, project string, port int) *gateway {
+func (e *exposer) gateway(ctx context.Context, project string, port int) *gateway {
 	if e.execOnly {
 		return nil
 	}
@@ -172,7 +132,7 @@ func (e *Exposer) gateway(ctx context.Context, project string, port int) *gatewa
 }
 
 // check makes sure the sandbox runs and has what the relay needs.
-func (e *Exposer) check(ctx context.Context, project string) error {
+func (e *exposer) check(ctx context.Context, project string) error {
 	res, err := e.sb.ExecArgv(ctx, project, service.ExecSpec{Cmd: []string{"python3", "-S", "-c", "import socket"}, Timeout: checkTimeout, MaxOutput: 4096})
 	switch {
 	case err != nil:
@@ -185,7 +145,7 @@ func (e *Exposer) check(ctx context.Context, project string) error {
 
 // serve accepts the host's connections to x until its listener closes,
 // and carries each over a relay of its own.
-func (e *Exposer) serve(x *exposure) {
+func (e *exposer) serve(x *exposure) {
 	for {
 		conn, err := x.ln.Accept()
 		if err != nil {
@@ -207,7 +167,7 @@ func (e *Exposer) serve(x *exposure) {
 
 // carry relays one connection: over the direct route if there is one,
 // else (or if it fails) over an exec relay.
-func (e *Exposer) carry(x *exposure, conn net.Conn) {
+func (e *exposer) carry(x *exposure, conn net.Conn) {
 	if t, ok := e.sb.(interface{ Touch(string) }); ok {
 		t.Touch(x.project) // a connection is a use, for the idle policy
 	}
@@ -266,13 +226,13 @@ func (x *exposure) close() {
 	x.pool.Close()
 }
 
-func (e *Exposer) find(project string, port int) *exposure {
+func (e *exposer) find(project string, port int) *exposure {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.findLocked(project, port)
 }
 
-func (e *Exposer) findLocked(project string, port int) *exposure {
+func (e *exposer) findLocked(project string, port int) *exposure {
 	i := slices.IndexFunc(e.exposed[project], func(x *exposure) bool { return x.Port == port })
 	if i < 0 {
 		return nil
@@ -281,7 +241,7 @@ func (e *Exposer) findLocked(project string, port int) *exposure {
 }
 
 // ExposedPorts lists a project's exposed ports, by port.
-func (e *Exposer) ExposedPorts(project string) []Exposed {
+func (e *exposer) ExposedPorts(project string) []Exposed {
 	if canonical, err := projectfs.Canonical(project); err == nil {
 		project = canonical
 	}
@@ -297,7 +257,7 @@ func (e *Exposer) ExposedPorts(project string) []Exposed {
 
 // ClosePort ends the exposure of a project's port and its connections; false
 // if it was not exposed.
-func (e *Exposer) ClosePort(project string, port int) (bool, error) {
+func (e *exposer) ClosePort(project string, port int) (bool, error) {
 	project, err := projectfs.Canonical(project)
 	if err != nil {
 		return false, err
@@ -316,13 +276,8 @@ func (e *Exposer) ClosePort(project string, port int) (bool, error) {
 	return true, nil
 }
 
-// ListeningPorts lists what listens on TCP in the project's sandbox.
-func (e *Exposer) ListeningPorts(ctx context.Context, project string) ([]Listening, error) {
-	return Listen(ctx, e.sb, project)
-}
-
 // closeProject ends every exposure of a project.
-func (e *Exposer) closeProject(project string) {
+func (e *exposer) closeProject(project string) {
 	e.mu.Lock()
 	list := e.exposed[project]
 	delete(e.exposed, project)
@@ -335,19 +290,10 @@ func (e *Exposer) closeProject(project string) {
 	}
 }
 
-// Watch closes a project's exposed ports when its sandbox is no longer
-// running, until events closes; on return, every exposure is closed.
-func (e *Exposer) Watch(events <-chan service.Event) {
-	for ev := range events {
-		if ev.Kind == service.EventState && (ev.State == nil || ev.State.Status != service.StatusRunning) {
-			e.closeProject(ev.Project)
-		}
-	}
+// closeAll ends every exposure.
+func (e *exposer) closeAll() {
 	e.mu.Lock()
-	projects := make([]string, 0, len(e.exposed))
-	for p := range e.exposed {
-		projects = append(projects, p)
-	}
+	projects := slices.Collect(maps.Keys(e.exposed))
 	e.mu.Unlock()
 	for _, p := range projects {
 		e.closeProject(p)

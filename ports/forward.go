@@ -25,10 +25,10 @@ type Forwarded struct {
 	Error string `json:"error,omitempty"`
 }
 
-// ForwardSandboxes is what forwarding needs of the sandboxes;
+// forwardSandboxes is what forwarding needs of the sandboxes;
 // *service.Manager is one.
-type ForwardSandboxes interface {
-	Sandboxes
+type forwardSandboxes interface {
+	execer
 	Status(ctx context.Context, project string) (*service.State, error)
 	// Touch records a use of the sandbox, for the idle policy.
 	Touch(project string)
@@ -45,11 +45,11 @@ func forwards(list []projectfs.Forward, port int) bool {
 	return slices.ContainsFunc(list, func(p projectfs.Forward) bool { return p.Port == port })
 }
 
-// Forwarder keeps the forwarded ports of every project: the list in the
+// forwarder keeps the forwarded ports of every project: the list in the
 // user's state (projectfs.Forwards), applied in each running sandbox
-// this sidecar serves, at every start.
-type Forwarder struct {
-	sb       ForwardSandboxes
+// this process serves, at every start.
+type forwarder struct {
+	sb       forwardSandboxes
 	store    projectfs.Forwards
 	log      zerolog.Logger
 	execOnly bool // never the direct route (direct.go): for tests
@@ -69,9 +69,9 @@ type forwardSet struct {
 	errs map[int]string // why a forward is not live in this run
 }
 
-// NewForwarder returns a forwarder that keeps its lists in store.
-func NewForwarder(sb ForwardSandboxes, store projectfs.Forwards, log zerolog.Logger) *Forwarder {
-	return &Forwarder{sb: sb, store: store, log: log, projects: map[string]*forwardSet{}}
+// newForwarder returns a forwarder that keeps its lists in store.
+func newForwarder(sb forwardSandboxes, store projectfs.Forwards, log zerolog.Logger) *forwarder {
+	return &forwarder{sb: sb, store: store, log: log, projects: map[string]*forwardSet{}}
 }
 
 // runKey names one run of a sandbox: its listeners die with it.
@@ -89,7 +89,7 @@ func checkPort(name string, port int) error {
 // ForwardPort makes localhost:port in the project's sandbox reach the
 // host's 127.0.0.1:hostPort (0: the same number), now if it runs, and at
 // every start. Forwarding a port again with another hostPort changes it.
-func (f *Forwarder) ForwardPort(ctx context.Context, project string, port, hostPort int) (Forwarded, error) {
+func (f *forwarder) ForwardPort(ctx context.Context, project string, port, hostPort int) (Forwarded, error) {
 	project, err := projectfs.Canonical(project)
 	if err != nil {
 		return Forwarded{}, err
@@ -133,7 +133,7 @@ func (f *Forwarder) ForwardPort(ctx context.Context, project string, port, hostP
 // applyOne puts fw in effect in the project's sandbox if it runs, and
 // returns the listener it started for it (nil if none: the sandbox is
 // not running, or a listener was there already).
-func (f *Forwarder) applyOne(ctx context.Context, project string, fw Forwarded) (*listener, error) {
+func (f *forwarder) applyOne(ctx context.Context, project string, fw Forwarded) (*listener, error) {
 	st, err := f.sb.Status(ctx, project)
 	if err != nil || st == nil || st.Status != service.StatusRunning {
 		return nil, err
@@ -161,9 +161,9 @@ func (f *Forwarder) applyOne(ctx context.Context, project string, fw Forwarded) 
 }
 
 // inUse is the error for a port something in the sandbox listens on.
-func (f *Forwarder) inUse(ctx context.Context, project string, port int) error {
+func (f *forwarder) inUse(ctx context.Context, project string, port int) error {
 	who := "something"
-	if ls, err := Listen(ctx, f.sb, project); err == nil {
+	if ls, err := listen(ctx, f.sb, project); err == nil {
 		if i := slices.IndexFunc(ls, func(l Listening) bool { return l.Port == port }); i >= 0 && ls[i].Process != "" {
 			who = ls[i].Process
 		}
@@ -173,7 +173,7 @@ func (f *Forwarder) inUse(ctx context.Context, project string, port int) error {
 
 // prepare returns the project's set for run, emptied of another run's
 // listeners; nil once the forwarder has stopped.
-func (f *Forwarder) prepare(project, run string) *forwardSet {
+func (f *forwarder) prepare(project, run string) *forwardSet {
 	f.mu.Lock()
 	if f.stopped {
 		f.mu.Unlock()
@@ -195,7 +195,7 @@ func (f *Forwarder) prepare(project, run string) *forwardSet {
 	return set
 }
 
-func (f *Forwarder) liveListener(project string, port int) *listener {
+func (f *forwarder) liveListener(project string, port int) *listener {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if set := f.projects[project]; set != nil {
@@ -206,7 +206,7 @@ func (f *Forwarder) liveListener(project string, port int) *listener {
 
 // setLive records l in set, unless the set was replaced meanwhile (a new
 // run): then l belongs to no run and is closed.
-func (f *Forwarder) setLive(project string, set *forwardSet, l *listener) {
+func (f *forwarder) setLive(project string, set *forwardSet, l *listener) {
 	f.mu.Lock()
 	current := f.projects[project] == set && !f.stopped
 	if current {
@@ -220,7 +220,7 @@ func (f *Forwarder) setLive(project string, set *forwardSet, l *listener) {
 }
 
 // drop closes l and forgets it.
-func (f *Forwarder) drop(project string, l *listener) {
+func (f *forwarder) drop(project string, l *listener) {
 	f.mu.Lock()
 	if set := f.projects[project]; set != nil && set.live[l.Port] == l {
 		delete(set.live, l.Port)
@@ -231,7 +231,7 @@ func (f *Forwarder) drop(project string, l *listener) {
 
 // ended forgets a listener whose process ended on its own (killed in
 // the sandbox, or the sandbox stopping), saying why.
-func (f *Forwarder) ended(l *listener) {
+func (f *forwarder) ended(l *listener) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	set := f.projects[l.project]

@@ -54,7 +54,7 @@ type listener struct {
 	project string
 	name    string // the abstract Unix socket its relays take connections from
 	ctl     service.ExecSession
-	f       *Forwarder
+	f       *forwarder
 	moved   atomic.Bool // bytes went through since the last touch
 
 	mu       sync.Mutex // guards the rest, and HostPort
@@ -76,7 +76,7 @@ var errInUse = errors.New("in use")
 
 // startListener starts fw's listener in the project's sandbox and returns
 // once it listens.
-func (f *Forwarder) startListener(ctx context.Context, project string, fw Forwarded) (*listener, error) {
+func (f *forwarder) startListener(ctx context.Context, project string, fw Forwarded) (*listener, error) {
 	l := &listener{
 		Forwarded: fw, project: project, f: f, name: "pilot-forward-" + strconv.Itoa(fw.Port) + "-" + rand.Text()[:12],
 		sessions: map[service.ExecSession]struct{}{}, conns: map[net.Conn]struct{}{}, done: make(chan struct{}),

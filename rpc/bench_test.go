@@ -27,7 +27,7 @@ func BenchmarkServe(b *testing.B) {
 					input.WriteString(msg + "\n")
 				}
 			}
-			s := NewServer(newFakeService(), fakeTools{}, Info{}, zerolog.Nop())
+			s := newTestServer(newFakeService(), Info{}, zerolog.Nop())
 			b.ResetTimer()
 			s.Serve(context.Background(), NewStream(framing, &input, io.Discard, nil), ConnOptions{})
 		})

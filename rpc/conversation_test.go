@@ -163,7 +163,7 @@ func startConversation(t *testing.T, framing Framing, root string) *conversation
 		t: t, framing: framing, root: root, fake: newFakeService(),
 		out: &recorder{framing: framing, root: root}, done: make(chan struct{}),
 	}
-	s := NewServer(c.fake, fakeTools{}, Info{Name: "pilot-sandbox", Version: "golden"}, zerolog.Nop())
+	s := newTestServer(c.fake, Info{Name: "pilot-sandbox", Version: "golden"}, zerolog.Nop())
 	ctx, cancel := context.WithCancel(context.Background())
 	opts := ConnOptions{OnExit: func(code int) {
 		// As serve does: the process would exit now.

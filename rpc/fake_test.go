@@ -18,6 +18,7 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/rs/zerolog"
 
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
@@ -578,4 +579,11 @@ func (fakeTools) Call(_ context.Context, _, name string, args json.RawMessage) (
 		return tools.Errorf("text: must be a string"), nil
 	}
 	return tools.Text(*a.Text), nil
+}
+
+// newTestServer is a server for svc, whose relay methods svc serves too
+// when it has them (the fake does), with the fake tools.
+func newTestServer(svc Service, info Info, log zerolog.Logger) *Server {
+	relays, _ := svc.(Relays)
+	return NewServer(svc, relays, fakeTools{}, info, log)
 }

@@ -67,7 +67,7 @@ func FuzzLSPStream(f *testing.F) {
 // (argstest.Agree); an accepted value must survive encoding and decoding
 // again unchanged.
 func FuzzDecodeParams(f *testing.F) {
-	s := NewServer(newFakeService(), fakeTools{}, Info{}, zerolog.Nop())
+	s := newTestServer(newFakeService(), Info{}, zerolog.Nop())
 	schemas := map[string]*jsonschema.Resolved{}
 	for _, m := range s.table {
 		schemas[m.name] = argstest.Resolve(f, m.params)
@@ -121,7 +121,7 @@ func serveInput(t *testing.T, framing Framing, input []byte) served {
 		res.out = append(res.out, p...)
 		return len(p), nil
 	})
-	s := NewServer(newFakeService(), fakeTools{}, Info{Name: "pilot-sandbox", Version: "fuzz"}, zerolog.Nop())
+	s := newTestServer(newFakeService(), Info{Name: "pilot-sandbox", Version: "fuzz"}, zerolog.Nop())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

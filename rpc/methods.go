@@ -227,7 +227,7 @@ type browserResult struct {
 }
 
 func (s *Server) browser(ctx context.Context, _ *session, p projectParams) (browserResult, error) {
-	ws, err := s.svc.Browser(ctx, string(p.ProjectPath))
+	ws, err := s.relays.Browser(ctx, string(p.ProjectPath))
 	return browserResult{WSEndpoint: ws}, err
 }
 

@@ -84,7 +84,7 @@ func TestAbsentParamsReadAsEmptyObject(t *testing.T) {
 // 63 MB reply, the path quoted in it twice) is refused by its length, in a
 // reply that does not repeat it.
 func TestLongPathIsRefusedBriefly(t *testing.T) {
-	s := NewServer(newFakeService(), fakeTools{}, Info{}, zerolog.Nop())
+	s := newTestServer(newFakeService(), Info{}, zerolog.Nop())
 	raw := `{"projectPath": "/` + strings.Repeat("p", 30<<20) + `"}`
 	for _, name := range []string{"sandbox/start", "sandbox/exec"} {
 		_, err := s.methods[name].decode([]byte(raw))

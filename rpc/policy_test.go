@@ -27,7 +27,7 @@ type pipeClient struct {
 
 func servePipe(t *testing.T, framing Framing, svc Service, opts ConnOptions) *pipeClient {
 	server, client := net.Pipe()
-	s := NewServer(svc, fakeTools{}, Info{Name: "pilot-sandbox", Version: "test"}, zerolog.Nop())
+	s := newTestServer(svc, Info{Name: "pilot-sandbox", Version: "test"}, zerolog.Nop())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -10,7 +10,20 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
-// Ports is what the sandbox/ports methods serve; ports.Serving is one.
+// Relays is what the relay methods serve (sandbox/ports/*,
+// sandbox/browser); *ports.Carrier is one.
+type Relays interface {
+	Ports
+	Browser
+}
+
+// Browser is what sandbox/browser serves.
+type Browser interface {
+	// Browser returns the sandbox's Chromium DevTools address.
+	Browser(ctx context.Context, project string) (string, error)
+}
+
+// Ports is what the sandbox/ports methods serve.
 type Ports interface {
 	ExposePort(ctx context.Context, project string, port int) (ports.Exposed, error)
 	ExposedPorts(project string) []ports.Exposed
@@ -73,15 +86,15 @@ func (portCloseParams) TuneSchema(s *jsonschema.Schema) {
 }
 
 func (s *Server) exposePort(ctx context.Context, _ *session, p portParams) (ports.Exposed, error) {
-	return s.svc.ExposePort(ctx, string(p.ProjectPath), p.Port)
+	return s.relays.ExposePort(ctx, string(p.ProjectPath), p.Port)
 }
 
 func (s *Server) forwardPort(ctx context.Context, _ *session, p portForwardParams) (ports.Forwarded, error) {
-	return s.svc.ForwardPort(ctx, string(p.ProjectPath), p.Port, p.HostPort)
+	return s.relays.ForwardPort(ctx, string(p.ProjectPath), p.Port, p.HostPort)
 }
 
 func (s *Server) listPorts(ctx context.Context, _ *session, p projectParams) (portsListResult, error) {
-	listening, err := s.svc.ListeningPorts(ctx, string(p.ProjectPath))
+	listening, err := s.relays.ListeningPorts(ctx, string(p.ProjectPath))
 	switch {
 	case errors.Is(err, service.ErrNotRunning):
 		// Stopped, or not made yet: nothing listens and nothing is
@@ -90,13 +103,13 @@ func (s *Server) listPorts(ctx context.Context, _ *session, p projectParams) (po
 	case err != nil:
 		return portsListResult{}, err
 	}
-	forwarded, err := s.svc.ForwardedPorts(string(p.ProjectPath))
+	forwarded, err := s.relays.ForwardedPorts(string(p.ProjectPath))
 	if err != nil {
 		return portsListResult{}, err
 	}
 	return portsListResult{
 		Forwarded: forwarded,
-		Exposed:   s.svc.ExposedPorts(string(p.ProjectPath)),
+		Exposed:   s.relays.ExposedPorts(string(p.ProjectPath)),
 		Listening: listening,
 	}, nil
 }
@@ -106,9 +119,9 @@ func (s *Server) closePort(_ context.Context, _ *session, p portCloseParams) (po
 	var closed bool
 	var err error
 	if p.Direction == directionForwarded {
-		closed, err = s.svc.CloseForward(string(p.ProjectPath), p.Port)
+		closed, err = s.relays.CloseForward(string(p.ProjectPath), p.Port)
 	} else {
-		closed, err = s.svc.ClosePort(string(p.ProjectPath), p.Port)
+		closed, err = s.relays.ClosePort(string(p.ProjectPath), p.Port)
 	}
 	return portCloseResult{Closed: closed}, err
 }

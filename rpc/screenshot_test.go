@@ -27,7 +27,7 @@ func (shotService) Screenshot(ctx context.Context, path string) (desktop.Screens
 }
 
 func TestScreenshotFormats(t *testing.T) {
-	s := NewServer(shotService{newFakeService()}, fakeTools{}, Info{}, zerolog.Nop())
+	s := newTestServer(shotService{newFakeService()}, Info{}, zerolog.Nop())
 	m := s.methods["sandbox/screenshot"]
 	for _, tc := range []struct {
 		params, mime, field string

@@ -34,8 +34,6 @@ type Service interface {
 	// (sandbox/approve).
 	Approve(ctx context.Context, project, digest string) error
 	Stop(ctx context.Context, project string) (service.State, error)
-	// Browser returns the sandbox's Chromium DevTools address (sandbox/browser).
-	Browser(ctx context.Context, project string) (string, error)
 	Remove(ctx context.Context, project string) (bool, error)
 	RemoveContainer(ctx context.Context, id string) (bool, error)
 	Status(ctx context.Context, project string) (*service.State, error)
@@ -45,7 +43,6 @@ type Service interface {
 	Background(ctx context.Context, project string, req service.ExecRequest) (service.BackgroundProcess, error)
 	Processes(ctx context.Context, project string) ([]service.Process, error)
 	Kill(ctx context.Context, project string, pid int) error
-	Ports
 	Screenshot(ctx context.Context, project string) (desktop.Screenshot, error)
 	ToolsEnabled(project string) (bool, error)
 	SetToolsEnabled(project string, enabled bool) (bool, error)
@@ -76,6 +73,7 @@ type Info struct {
 // Server answers JSON-RPC requests on any number of connections.
 type Server struct {
 	svc     Service
+	relays  Relays
 	tools   Tools
 	info    Info
 	log     zerolog.Logger
@@ -83,9 +81,10 @@ type Server struct {
 	methods map[string]method // the same, by name
 }
 
-// NewServer returns a server for svc and its agent tools.
-func NewServer(svc Service, tools Tools, info Info, log zerolog.Logger) *Server {
-	s := &Server{svc: svc, tools: tools, info: info, log: log}
+// NewServer returns a server for svc, the relays of its sandboxes and
+// its agent tools.
+func NewServer(svc Service, relays Relays, tools Tools, info Info, log zerolog.Logger) *Server {
+	s := &Server{svc: svc, relays: relays, tools: tools, info: info, log: log}
 	s.table = s.methodTable()
 	s.methods = make(map[string]method, len(s.table))
 	for _, m := range s.table {

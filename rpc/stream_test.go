@@ -38,7 +38,7 @@ func TestClientThatStopsReadingIsDisconnected(t *testing.T) {
 			stdout := newStuckWriter(t)
 			var log syncBuffer
 			goroutines := runtime.NumGoroutine()
-			s := NewServer(newFakeService(), fakeTools{}, Info{}, zerolog.New(&log))
+			s := newTestServer(newFakeService(), Info{}, zerolog.New(&log))
 			served := make(chan struct{})
 			go func() {
 				defer close(served)
@@ -85,7 +85,7 @@ func TestRunningCallsAreBounded(t *testing.T) {
 	t.Cleanup(func() { pw.Close() })
 	out := &lineRecorder{}
 	fake := newFakeService()
-	s := NewServer(fake, fakeTools{}, Info{}, zerolog.Nop())
+	s := newTestServer(fake, Info{}, zerolog.Nop())
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan struct{})
 	go func() {
@@ -240,7 +240,7 @@ func TestErrorMessagesAreBounded(t *testing.T) {
 	fmt.Fprintf(&input, `{"jsonrpc":"2.0","id":2,"method":"sandbox/status","params":{"projectPath":%q}}`+"\n", long)
 	out := &lineRecorder{}
 	var log syncBuffer
-	s := NewServer(newFakeService(), fakeTools{}, Info{}, zerolog.New(&log))
+	s := newTestServer(newFakeService(), Info{}, zerolog.New(&log))
 	s.Serve(context.Background(), NewStream(FramingNDJSON, &input, out, nil), ConnOptions{})
 	replies := out.lines()
 	if len(replies) != 2 {

@@ -135,7 +135,7 @@ func (w *watchedFramer) atEOF() bool {
 func TestWebSocketRefusesBeforeReadingJSON(t *testing.T) {
 	const token = "s3cret-token"
 	fake := newFakeService()
-	s := NewServer(fake, fakeTools{}, Info{Name: "pilot-sandbox", Version: "test"}, zerolog.Nop())
+	s := newTestServer(fake, Info{Name: "pilot-sandbox", Version: "test"}, zerolog.Nop())
 	h, err := s.WebSocketHandler(WebSocketOptions{Token: token, Origins: []string{"http://127.0.0.1:4000"}})
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func TestWebSocketRefusesBeforeReadingJSON(t *testing.T) {
 // oversized ones are answered and skipped, and exit ends only its own
 // connection.
 func TestWebSocketMessages(t *testing.T) {
-	s := NewServer(newFakeService(), fakeTools{}, Info{Name: "pilot-sandbox", Version: "test"}, zerolog.Nop())
+	s := newTestServer(newFakeService(), Info{Name: "pilot-sandbox", Version: "test"}, zerolog.Nop())
 	h, _ := s.WebSocketHandler(WebSocketOptions{Token: "t"})
 	srv := httptest.NewServer(h)
 	defer srv.Close()

@@ -279,10 +279,6 @@ func (m *Manager) Image() string { return m.tagFor(m.cfg.DefaultVariant) }
 // StateDir is the sidecar's XDG state directory ("" for none).
 func (m *Manager) StateDir() string { return m.cfg.StateDir }
 
-// DesktopPorts is what carries the desktop of a sandbox without a network
-// (Config.DesktopPorts), nil if nothing does.
-func (m *Manager) DesktopPorts() DesktopPorts { return m.cfg.DesktopPorts }
-
 // Subscribe returns the manager's events and the function that ends the
 // subscription. The channel is closed when the subscription ends.
 func (m *Manager) Subscribe() (<-chan Event, func()) { return m.events.subscribe() }

@@ -50,7 +50,9 @@ func newBenchOn(b *testing.B, display desktop.Display) *bench {
 		b.Fatal(err)
 	}
 	server, client := net.Pipe()
-	s := rpc.NewServer(ports.Serve(m, zerolog.Nop()), tools.New(m), rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
+	relays := ports.NewCarrier(m, ports.Options{Log: zerolog.Nop()})
+	b.Cleanup(relays.Close)
+	s := rpc.NewServer(m, relays, tools.New(m), rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
 	done := make(chan struct{})
 	go func() {
 		s.Serve(context.Background(), rpc.NewStream(rpc.FramingNDJSON, server, server, server), rpc.ConnOptions{})

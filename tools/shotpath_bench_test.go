@@ -94,7 +94,7 @@ func textScreen(tb testing.TB) desktop.Screenshot {
 func BenchmarkScreenshotInProcess(b *testing.B) {
 	shot := textScreen(b)
 	server, client := net.Pipe()
-	s := rpc.NewServer(toolsOnService{}, tools.For(shotSandbox{shot}), rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
+	s := rpc.NewServer(toolsOnService{}, nil, tools.For(shotSandbox{shot}), rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
 	done := make(chan struct{})
 	go func() {
 		s.Serve(context.Background(), rpc.NewStream(rpc.FramingNDJSON, server, server, server), rpc.ConnOptions{})

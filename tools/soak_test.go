@@ -225,7 +225,9 @@ type pipeClient struct {
 
 func serveOnPipe(t *testing.T, m *service.Manager) *pipeClient {
 	server, conn := net.Pipe()
-	s := rpc.NewServer(ports.Serve(m, zerolog.Nop()), tools.New(m), rpc.Info{Name: "soak", Version: "0"}, zerolog.Nop())
+	relays := ports.NewCarrier(m, ports.Options{Log: zerolog.Nop()})
+	t.Cleanup(relays.Close)
+	s := rpc.NewServer(m, relays, tools.New(m), rpc.Info{Name: "soak", Version: "0"}, zerolog.Nop())
 	done := make(chan struct{})
 	go func() {
 		s.Serve(context.Background(), rpc.NewStream(rpc.FramingNDJSON, server, server, server), rpc.ConnOptions{})

@@ -44,11 +44,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	var wg sync.WaitGroup
 
 	exitCode := -1
-	svc, stopPorts := newSidecarService(m, log)
-	defer stopPorts()
+	relays := newCarrier(a, "")
+	defer func() { relays.Close(); m.CloseRelays() }()
 	set := tools.New(m)
 	defer set.Close()
-	server := rpc.NewServer(svc, set, rpc.Info{Name: "pilot-sandbox", Version: version}, log)
+	server := rpc.NewServer(m, relays, set, rpc.Info{Name: "pilot-sandbox", Version: version}, log)
 	server.Serve(ctx, rpc.NewStream(framing, e.stdin, e.stdout, nil), rpc.ConnOptions{
 		OnExit: func(code int) {
 			exitCode = code

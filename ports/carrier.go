@@ -1,0 +1,154 @@
+package ports
+
+import (
+	"context"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// Sandboxes is what the carrier needs of the sandboxes; *service.Manager
+// is one.
+type Sandboxes interface {
+	forwardSandboxes
+	// Subscribe returns the sandboxes' events and the function that ends
+	// the subscription, closing the channel.
+	Subscribe() (<-chan service.Event, func())
+	// StateDir holds the user's forwarded ports (projectfs.Forwards).
+	StateDir() string
+	// Browser returns the sandbox's Chromium DevTools address
+	// (sandbox/browser).
+	Browser(ctx context.Context, project string) (string, error)
+}
+
+// Options are a carrier's choices.
+type Options struct {
+	// Project, when set, is the one project whose forwarded ports the
+	// carrier applies (the mcp process serves one project; the user's
+	// forwards of the others are for the processes that serve them). The
+	// other relays follow every sandbox: one of another project that this
+	// process reached still closes as it stops.
+	Project string
+	// Desktops carries the desktop ports of sandboxes without a network
+	// for the manager (service.Config.DesktopPorts): the carrier closes
+	// them as their sandbox stops. Nil if this process carries none.
+	Desktops *DesktopRelay
+	Log      zerolog.Logger
+}
+
+// Carrier owns every relay of this process: the exposed and forwarded
+// ports, and the desktop ports of sandboxes without a network. It follows
+// the sandboxes' events, once for all of them: a project's relays close
+// as its sandbox stops, and its forwards are applied as it runs. It
+// serves the protocol's sandbox/ports methods and sandbox/browser.
+type Carrier struct {
+	sb       Sandboxes
+	ex       *exposer
+	fw       *forwarder
+	desktops *DesktopRelay
+	project  string
+
+	unsubscribe func()
+	done        chan struct{} // closed once every relay is closed
+}
+
+// NewCarrier returns a carrier for sb's sandboxes, following their
+// events until Close.
+func NewCarrier(sb Sandboxes, opts Options) *Carrier {
+	c := &Carrier{
+		sb:       sb,
+		ex:       newExposer(sb, opts.Log),
+		fw:       newForwarder(sb, projectfs.NewForwards(sb.StateDir()), opts.Log),
+		desktops: opts.Desktops,
+		project:  opts.Project,
+		done:     make(chan struct{}),
+	}
+	events, unsubscribe := sb.Subscribe()
+	c.unsubscribe = unsubscribe
+	go c.follow(events)
+	return c
+}
+
+// follow closes a project's relays when its sandbox is no longer running
+// and applies its forwards when it runs, until events closes; then it
+// closes every relay.
+func (c *Carrier) follow(events <-chan service.Event) {
+	defer close(c.done)
+	for ev := range events {
+		switch {
+		case ev.Kind != service.EventState:
+		case ev.State == nil || ev.State.Status != service.StatusRunning:
+			c.stopped(ev.Project)
+		case c.project == "" || ev.Project == c.project:
+			c.fw.running(ev.Project, *ev.State)
+		}
+	}
+	c.fw.closeAll()
+	c.ex.closeAll()
+	if c.desktops != nil {
+		c.desktops.ex.closeAll()
+	}
+}
+
+// stopped closes the relays of a project whose sandbox is not running.
+func (c *Carrier) stopped(project string) {
+	c.ex.closeProject(project)
+	c.fw.stopProject(project)
+	if c.desktops != nil {
+		c.desktops.ex.closeProject(project)
+	}
+}
+
+// Close stops following the sandboxes and closes every relay.
+func (c *Carrier) Close() {
+	c.unsubscribe()
+	<-c.done
+}
+
+// ExposePort makes the sandbox's port answer on a free port of the host's
+// 127.0.0.1, until ClosePort, the sandbox stops or the carrier closes.
+// Exposing a port again returns the same host port.
+func (c *Carrier) ExposePort(ctx context.Context, project string, port int) (Exposed, error) {
+	return c.ex.ExposePort(ctx, project, port)
+}
+
+// ExposedPorts lists a project's exposed ports, by port.
+func (c *Carrier) ExposedPorts(project string) []Exposed { return c.ex.ExposedPorts(project) }
+
+// ClosePort ends the exposure of a project's port and its connections;
+// false if it was not exposed.
+func (c *Carrier) ClosePort(project string, port int) (bool, error) {
+	return c.ex.ClosePort(project, port)
+}
+
+// ListeningPorts lists what listens on TCP in the project's sandbox.
+func (c *Carrier) ListeningPorts(ctx context.Context, project string) ([]Listening, error) {
+	return listen(ctx, c.sb, project)
+}
+
+// ForwardPort makes localhost:port in the project's sandbox reach the
+// host's 127.0.0.1:hostPort (0: the same number), now if it runs, and at
+// every start. Forwarding a port again with another hostPort changes it.
+func (c *Carrier) ForwardPort(ctx context.Context, project string, port, hostPort int) (Forwarded, error) {
+	return c.fw.ForwardPort(ctx, project, port, hostPort)
+}
+
+// ForwardedPorts lists the project's forwarded ports, by port, with why
+// one is not in effect in its running sandbox.
+func (c *Carrier) ForwardedPorts(project string) ([]Forwarded, error) {
+	return c.fw.ForwardedPorts(project)
+}
+
+// CloseForward stops forwarding the project's port, and ends its
+// connections; false if it was not forwarded.
+func (c *Carrier) CloseForward(project string, port int) (bool, error) {
+	return c.fw.CloseForward(project, port)
+}
+
+// Browser returns the ws:// address of the sandbox's Chromium through a
+// DevTools relay on the host (docs/protocol.md, sandbox/browser).
+func (c *Carrier) Browser(ctx context.Context, project string) (string, error) {
+	return c.sb.Browser(ctx, project)
+}
