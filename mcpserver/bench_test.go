@@ -88,7 +88,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	set := tools.New(m)
 	b.Cleanup(set.Close)
 
-	relays := ports.NewCarrier(m, ports.Options{Log: zerolog.Nop()})
+	relays := ports.NewCarrier(m, docker, ports.Options{Log: zerolog.Nop()})
 	b.Cleanup(relays.Close)
 	rpcServer := rpc.NewServer(m, relays, set, rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
 	serveClient := serve(b, func(ctx context.Context, conn net.Conn) {

@@ -2,6 +2,7 @@ package ports
 
 import (
 	"context"
+	"sync"
 
 	"github.com/rs/zerolog"
 
@@ -18,9 +19,12 @@ type Sandboxes interface {
 	Subscribe() (<-chan service.Event, func())
 	// StateDir holds the user's forwarded ports (projectfs.Forwards).
 	StateDir() string
-	// Browser returns the sandbox's Chromium DevTools address
-	// (sandbox/browser).
-	Browser(ctx context.Context, project string) (string, error)
+	// RelayTarget is where the project's relays run: its sandbox's
+	// current run; service.ErrNotRunning when it does not run.
+	RelayTarget(ctx context.Context, project string) (service.RelayTarget, error)
+	// BrowserTarget is RelayTarget for a sandbox whose image has a
+	// browser; service.ErrNoBrowser when it has none.
+	BrowserTarget(ctx context.Context, project string) (service.RelayTarget, error)
 }
 
 // Options are a carrier's choices.
@@ -39,7 +43,8 @@ type Options struct {
 }
 
 // Carrier owns every relay of this process: the exposed and forwarded
-// ports, and the desktop ports of sandboxes without a network. It follows
+// ports, the desktop ports of sandboxes without a network, and the
+// DevTools relays of sandboxes with a browser. It follows
 // the sandboxes' events, once for all of them: a project's relays close
 // as its sandbox stops, and its forwards are applied as it runs. It
 // serves the protocol's sandbox/ports methods and sandbox/browser.
@@ -47,20 +52,23 @@ type Carrier struct {
 	sb       Sandboxes
 	ex       *exposer
 	fw       *forwarder
+	devtools *devtools
 	desktops *DesktopRelay
 	project  string
 
 	unsubscribe func()
+	closing     sync.Once
 	done        chan struct{} // closed once every relay is closed
 }
 
-// NewCarrier returns a carrier for sb's sandboxes, following their
-// events until Close.
-func NewCarrier(sb Sandboxes, opts Options) *Carrier {
+// NewCarrier returns a carrier for sb's sandboxes, whose relays run in
+// their containers through docker, following their events until Close.
+func NewCarrier(sb Sandboxes, docker Containers, opts Options) *Carrier {
 	c := &Carrier{
 		sb:       sb,
 		ex:       newExposer(sb, opts.Log),
 		fw:       newForwarder(sb, projectfs.NewForwards(sb.StateDir()), opts.Log),
+		devtools: &devtools{docker: docker, byProject: map[string]*devtoolsRelay{}},
 		desktops: opts.Desktops,
 		project:  opts.Project,
 		done:     make(chan struct{}),
@@ -87,6 +95,7 @@ func (c *Carrier) follow(events <-chan service.Event) {
 	}
 	c.fw.closeAll()
 	c.ex.closeAll()
+	c.devtools.closeAll()
 	if c.desktops != nil {
 		c.desktops.ex.closeAll()
 	}
@@ -96,6 +105,7 @@ func (c *Carrier) follow(events <-chan service.Event) {
 func (c *Carrier) stopped(project string) {
 	c.ex.closeProject(project)
 	c.fw.stopProject(project)
+	c.devtools.closeProject(project)
 	if c.desktops != nil {
 		c.desktops.ex.closeProject(project)
 	}
@@ -103,7 +113,7 @@ func (c *Carrier) stopped(project string) {
 
 // Close stops following the sandboxes and closes every relay.
 func (c *Carrier) Close() {
-	c.unsubscribe()
+	c.closing.Do(c.unsubscribe)
 	<-c.done
 }
 
@@ -145,10 +155,4 @@ func (c *Carrier) ForwardedPorts(project string) ([]Forwarded, error) {
 // connections; false if it was not forwarded.
 func (c *Carrier) CloseForward(project string, port int) (bool, error) {
 	return c.fw.CloseForward(project, port)
-}
-
-// Browser returns the ws:// address of the sandbox's Chromium through a
-// DevTools relay on the host (docs/protocol.md, sandbox/browser).
-func (c *Carrier) Browser(ctx context.Context, project string) (string, error) {
-	return c.sb.Browser(ctx, project)
 }

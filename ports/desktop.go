@@ -12,8 +12,9 @@ import (
 )
 
 // Containers runs commands in a container by its ID; the engine's client
-// is one. The desktop relay needs no more: it carries a desktop before it
-// is ready, when the sandbox is not yet "running" for its exec tools.
+// is one. The desktop relay needs no more (it carries a desktop before it
+// is ready, when the sandbox is not yet "running" for its exec tools), nor
+// a DevTools relay (its relays belong to one run of the container).
 type Containers interface {
 	Exec(ctx context.Context, id string, spec service.ExecSpec) (service.ExecResult, error)
 	ExecAttach(ctx context.Context, id string, spec service.ExecSpec) (service.ExecSession, error)

@@ -132,7 +132,7 @@ func TestDesktopRelayFollowsTheContainer(t *testing.T) {
 	hc := &hostContainers{}
 	r := ports.NewDesktopRelay(hc, zerolog.Nop())
 	events := make(chan service.Event)
-	c := ports.NewCarrier(followed{events: events, dir: t.TempDir()}, ports.Options{Desktops: r, Log: zerolog.Nop()})
+	c := ports.NewCarrier(followed{events: events, dir: t.TempDir()}, hc, ports.Options{Desktops: r, Log: zerolog.Nop()})
 	defer c.Close()
 	port := bannerServer(t, "RFB 003.008\n")
 	project := t.TempDir()

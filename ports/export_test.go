@@ -60,3 +60,10 @@ func ForwardAddress(c *Carrier, project string, port int) string {
 // RelayCommand is the argv of an exposed connection's relay to port, for
 // the benchmark of its start.
 func RelayCommand(port int) []string { return relay.Command(relay.RoleConnect, strconv.Itoa(port)) }
+
+// DevToolsRelays is how many DevTools relays c keeps.
+func DevToolsRelays(c *Carrier) int {
+	c.devtools.mu.Lock()
+	defer c.devtools.mu.Unlock()
+	return len(c.devtools.byProject)
+}

@@ -51,7 +51,7 @@ func startSandboxOf(t testing.TB, sandboxes func(*service.Manager) ports.Sandbox
 // carry starts a carrier of sb's sandboxes, closed at the test's end;
 // execOnly: over exec relays alone, never the direct route.
 func carry(t testing.TB, sb ports.Sandboxes, execOnly bool) *ports.Carrier {
-	c := ports.NewCarrier(sb, ports.Options{Log: zerolog.Nop()})
+	c := ports.NewCarrier(sb, dockertest.Engine(t), ports.Options{Log: zerolog.Nop()})
 	if execOnly {
 		ports.ExecOnly(c)
 	}

@@ -32,7 +32,7 @@ func startNoNetwork(t *testing.T) (*service.Manager, *ports.Carrier, string, ser
 		c.DesktopPorts = desktops
 	})
 	dockertest.Run(t, m)
-	relays := ports.NewCarrier(m, ports.Options{Desktops: desktops, Log: zerolog.Nop()})
+	relays := ports.NewCarrier(m, dockertest.Engine(t), ports.Options{Desktops: desktops, Log: zerolog.Nop()})
 	t.Cleanup(relays.Close)
 	project := dockertest.Project(t, docker)
 	os.MkdirAll(filepath.Join(project, projectfs.Dir), 0o755)
@@ -222,12 +222,14 @@ func get(t *testing.T, url string) string {
 // The browser of a sandbox without a network answers DevTools through the
 // sidecar's relay (sandbox/browser), which needs no network either.
 func TestNetworkNoneBrowser(t *testing.T) {
+	desktops := ports.NewDesktopRelay(dockertest.Engine(t), zerolog.Nop())
 	m, docker := dockertest.Manager(t, func(c *service.Config) {
 		c.Logger = zerolog.Nop()
-		c.DesktopPorts = ports.NewDesktopRelay(dockertest.Engine(t), zerolog.Nop())
+		c.DesktopPorts = desktops
 	})
 	dockertest.Run(t, m)
-	t.Cleanup(m.CloseRelays)
+	relays := ports.NewCarrier(m, docker, ports.Options{Desktops: desktops, Log: zerolog.Nop()})
+	t.Cleanup(relays.Close)
 	project := dockertest.Project(t, docker)
 	os.MkdirAll(filepath.Join(project, projectfs.Dir), 0o755)
 	if err := os.WriteFile(projectfs.SettingsFile(project), []byte(`{"sandbox": {"image": "browser", "network": "none"}}`), 0o644); err != nil {
@@ -238,7 +240,7 @@ func TestNetworkNoneBrowser(t *testing.T) {
 	if err != nil || st.Network != service.NetworkNone {
 		t.Fatalf("start: %+v, %v", st, err)
 	}
-	ws, err := m.Browser(ctx, project)
+	ws, err := relays.Browser(ctx, project)
 	if err != nil {
 		t.Fatal(err)
 	}

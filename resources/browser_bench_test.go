@@ -97,7 +97,7 @@ func BenchmarkBrowserCDPConnect(b *testing.B) {
 	m, project := browserSandbox(b, map[string]string{"index.html": page})
 	exec1(b, m, project, "pilot-open http://127.0.0.1:8000/")
 	waitRegion(b, desktopOf(b, m, project), func(c color.RGBA) bool { return c == magenta })
-	ws, err := m.Browser(context.Background(), project)
+	ws, err := browserOf(b, m, project)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func BenchmarkBrowserCDPTransfer(b *testing.B) {
 	m, project := browserSandbox(b, map[string]string{"index.html": page})
 	exec1(b, m, project, "pilot-open http://127.0.0.1:8000/")
 	waitRegion(b, desktopOf(b, m, project), func(c color.RGBA) bool { return c == magenta })
-	ws, err := m.Browser(context.Background(), project)
+	ws, err := browserOf(b, m, project)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -40,6 +43,15 @@ func browserSandbox(t testing.TB, files map[string]string) (*service.Manager, st
 	exec1(t, m, project, script+"\nsetsid python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 < /dev/null &")
 	dockertest.PollExec(t, m, project, "the page server answers", "python3 -c 'import urllib.request; urllib.request.urlopen(\"http://127.0.0.1:8000/\")'")
 	return m, project
+}
+
+// browserOf answers sandbox/browser for the project as the sidecar does:
+// through the DevTools relay of a carrier of m's sandboxes, closed at the
+// test's end.
+func browserOf(t testing.TB, m *service.Manager, project string) (string, error) {
+	relays := ports.NewCarrier(m, dockertest.Engine(t), ports.Options{Log: zerolog.Nop()})
+	t.Cleanup(relays.Close)
+	return relays.Browser(context.Background(), project)
 }
 
 // puppeteer runs body, the inside of an async function that has browser
@@ -78,7 +90,7 @@ func puppeteer(t testing.TB, ws, body string, args ...string) string {
 func TestBrowserPuppeteer(t *testing.T) {
 	m, project := browserSandbox(t, map[string]string{"index.html": page})
 	ctx := context.Background()
-	ws, err := m.Browser(ctx, project)
+	ws, err := browserOf(t, m, project)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +156,7 @@ func TestBrowserTypesNonASCII(t *testing.T) {
 	if err := d.Type(ctx, text); err != nil {
 		t.Fatal(err)
 	}
-	ws, err := m.Browser(ctx, project)
+	ws, err := browserOf(t, m, project)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +280,7 @@ func TestBrowserOpenRaisesTheWindow(t *testing.T) {
 // Chromium, through a fresh pipe.
 func TestBrowserConnectsAfterItsSparePipeIsKilled(t *testing.T) {
 	m, project := browserSandbox(t, map[string]string{"index.html": page})
-	ws, err := m.Browser(context.Background(), project)
+	ws, err := browserOf(t, m, project)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,7 +141,6 @@ type Manager struct {
 	build  imagebuild.Context
 	// browserBuild is the browser image's context, hashed on the desktop's.
 	browserBuild imagebuild.Context
-	relays       relays // sandbox/browser's DevTools relays (browser.go)
 	registry     *projectfs.Registry
 	locks        projectfs.Locks
 	approvals    projectfs.Approvals // the user's approvals (approval.go)
@@ -250,7 +249,6 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 		log:          cfg.Logger,
 		build:        build,
 		browserBuild: browserBuild,
-		relays:       relays{byProject: map[string]*devtoolsRelay{}},
 		boxes:        map[string]*box{},
 		unready:      make(chan string, 64),
 		policy:       newPolicy(cfg.Policy, cfg.StateDir),
@@ -327,9 +325,6 @@ func (m *Manager) commit(b *box, st *State) {
 		b.state = nil
 	}
 	b.mu.Unlock()
-	if st == nil || st.Status != StatusRunning {
-		m.closeRelay(b.project)
-	}
 	if sameState(prev, st) {
 		return
 	}

@@ -50,7 +50,7 @@ func newBenchOn(b *testing.B, display desktop.Display) *bench {
 		b.Fatal(err)
 	}
 	server, client := net.Pipe()
-	relays := ports.NewCarrier(m, ports.Options{Log: zerolog.Nop()})
+	relays := ports.NewCarrier(m, docker, ports.Options{Log: zerolog.Nop()})
 	b.Cleanup(relays.Close)
 	s := rpc.NewServer(m, relays, tools.New(m), rpc.Info{Name: "bench", Version: "0"}, zerolog.Nop())
 	done := make(chan struct{})

@@ -225,7 +225,7 @@ type pipeClient struct {
 
 func serveOnPipe(t *testing.T, m *service.Manager) *pipeClient {
 	server, conn := net.Pipe()
-	relays := ports.NewCarrier(m, ports.Options{Log: zerolog.Nop()})
+	relays := ports.NewCarrier(m, dockertest.Engine(t), ports.Options{Log: zerolog.Nop()})
 	t.Cleanup(relays.Close)
 	s := rpc.NewServer(m, relays, tools.New(m), rpc.Info{Name: "soak", Version: "0"}, zerolog.Nop())
 	done := make(chan struct{})

@@ -45,7 +45,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 
 	exitCode := -1
 	relays := newCarrier(a, "")
-	defer func() { relays.Close(); m.CloseRelays() }()
+	defer relays.Close()
 	set := tools.New(m)
 	defer set.Close()
 	server := rpc.NewServer(m, relays, set, rpc.Info{Name: "pilot-sandbox", Version: version}, log)

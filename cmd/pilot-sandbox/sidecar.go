@@ -11,5 +11,5 @@ import (
 // the user's own choice, kept in their state, so the sandbox reaches their
 // dev server however it was started. Close closes them all.
 func newCarrier(a *app, project string) *ports.Carrier {
-	return ports.NewCarrier(a.m, ports.Options{Project: project, Desktops: a.desktops, Log: a.log})
+	return ports.NewCarrier(a.m, a.docker, ports.Options{Project: project, Desktops: a.desktops, Log: a.log})
 }
