@@ -7,13 +7,18 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/relay"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
 // Sandboxes is what the carrier needs of the sandboxes; *service.Manager
 // is one.
 type Sandboxes interface {
-	forwardSandboxes
+	// ExecArgv runs a command in the project's sandbox as its user: what
+	// listens there, and pilot-open.
+	ExecArgv(ctx context.Context, project string, spec service.ExecSpec) (service.ExecResult, error)
+	// Touch records a use of the sandbox, for the idle policy.
+	Touch(project string)
 	// Subscribe returns the sandboxes' events and the function that ends
 	// the subscription, closing the channel.
 	Subscribe() (<-chan service.Event, func())
@@ -25,6 +30,21 @@ type Sandboxes interface {
 	// BrowserTarget is RelayTarget for a sandbox whose image has a
 	// browser; service.ErrNoBrowser when it has none.
 	BrowserTarget(ctx context.Context, project string) (service.RelayTarget, error)
+}
+
+// Containers runs commands in a container by its ID; the engine's client
+// is one. Every relay runs in the container of its target's run: the
+// desktop relay's before the sandbox is "running" for its exec tools.
+type Containers interface {
+	Exec(ctx context.Context, id string, spec service.ExecSpec) (service.ExecResult, error)
+	ExecAttach(ctx context.Context, id string, spec service.ExecSpec) (service.ExecSession, error)
+}
+
+// helper is the exec of the relay program in role in t's container: as
+// t's user (the desktop's, whom the exec user cannot signal, trace or
+// read: issue 28, N1), in /, where nothing of the sandbox user's is.
+func helper(t service.RelayTarget, role string, args ...string) service.ExecSpec {
+	return service.ExecSpec{Cmd: relay.Command(role, args...), User: t.User, WorkDir: "/"}
 }
 
 // Options are a carrier's choices.
@@ -66,8 +86,8 @@ type Carrier struct {
 func NewCarrier(sb Sandboxes, docker Containers, opts Options) *Carrier {
 	c := &Carrier{
 		sb:       sb,
-		ex:       newExposer(sb, opts.Log),
-		fw:       newForwarder(sb, projectfs.NewForwards(sb.StateDir()), opts.Log),
+		ex:       newExposer(sb, docker, opts.Log),
+		fw:       newForwarder(sb, docker, projectfs.NewForwards(sb.StateDir()), opts.Log),
 		devtools: &devtools{docker: docker, byProject: map[string]*devtoolsRelay{}},
 		desktops: opts.Desktops,
 		project:  opts.Project,
@@ -90,7 +110,7 @@ func (c *Carrier) follow(events <-chan service.Event) {
 		case ev.State == nil || ev.State.Status != service.StatusRunning:
 			c.stopped(ev.Project)
 		case c.project == "" || ev.Project == c.project:
-			c.fw.running(ev.Project, *ev.State)
+			c.fw.running(ev.Project)
 		}
 	}
 	c.fw.closeAll()

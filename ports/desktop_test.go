@@ -137,21 +137,21 @@ func TestDesktopRelayFollowsTheContainer(t *testing.T) {
 	port := bannerServer(t, "RFB 003.008\n")
 	project := t.TempDir()
 
-	first, err := r.HostPorts(ctx, project, "c1", []int{port})
+	first, err := r.HostPorts(ctx, service.RelayTarget{Project: project, ContainerID: "c1"}, []int{port})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, err := readFrom(first[port]); got != "RFB 003.008\n" {
 		t.Fatalf("through the relay: %q, %v", got, err)
 	}
-	if again, err := r.HostPorts(ctx, project, "c1", []int{port}); err != nil || again[port] != first[port] {
+	if again, err := r.HostPorts(ctx, service.RelayTarget{Project: project, ContainerID: "c1"}, []int{port}); err != nil || again[port] != first[port] {
 		t.Errorf("asked again: %v, %v; want the same host port %d", again, err, first[port])
 	}
 	if used := hc.usedIDs(); !used["c1"] || len(used) != 1 {
 		t.Errorf("commands ran in %v, want c1 only", used)
 	}
 
-	second, err := r.HostPorts(ctx, project, "c2", []int{port})
+	second, err := r.HostPorts(ctx, service.RelayTarget{Project: project, ContainerID: "c2"}, []int{port})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -39,12 +41,12 @@ type gateway struct {
 	secret  string
 }
 
-// startGateway starts a gateway to port in the project's sandbox and
-// returns it if the host can reach it; nil (and the reason) if not.
-func (e *exposer) startGateway(ctx context.Context, project string, port int) (*gateway, error) {
+// startGateway starts a gateway to port in t's container and returns it
+// if the host can reach it; nil (and the reason) if not.
+func (e *exposer) startGateway(ctx context.Context, t service.RelayTarget, port int) (*gateway, error) {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	s, err := e.sb.ExecAttachArgv(ctx, project, service.ExecSpec{Cmd: relay.Command(relay.RoleGateway, strconv.Itoa(port))})
+	s, err := e.docker.ExecAttach(ctx, t.ContainerID, helper(t, relay.RoleGateway, strconv.Itoa(port)))
 	if err != nil {
 		return nil, err
 	}
@@ -53,19 +55,29 @@ func (e *exposer) startGateway(ctx context.Context, project string, port int) (*
 		s.Close()
 		return nil, err
 	}
-	line, err := readLine(ctx, s, bufio.NewReader(s))
+	line, err := readLine(ctx, s, lineReader(s))
 	if err == nil {
-		g.addr = address(line)
+		g.addr, err = directAddress(t, line)
 	}
-	if err := probe(g.addr); err != nil {
+	if err == nil {
+		err = probe(g.addr)
+	}
+	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("the container's address does not answer from here: %w %s", err, s.Stderr())
 	}
 	return g, nil
 }
 
-// readLine reads a line from r, s's reader, within ctx; s is closed if
-// ctx ends first.
+// lineReader reads what a relay of the listen or gateway role says: a
+// line no longer than maxLine, then the listener's notices.
+func lineReader(s service.ExecSession) *bufio.Reader { return bufio.NewReaderSize(s, maxLine) }
+
+// maxLine bounds the line a relay writes: "+PORT" and a newline.
+const maxLine = 64
+
+// readLine reads a line from r, s's reader from lineReader, within ctx;
+// s is closed if ctx ends first.
 func readLine(ctx context.Context, s service.ExecSession, r *bufio.Reader) (string, error) {
 	type read struct {
 		line string
@@ -73,8 +85,8 @@ func readLine(ctx context.Context, s service.ExecSession, r *bufio.Reader) (stri
 	}
 	got := make(chan read, 1)
 	go func() {
-		l, err := r.ReadString('\n')
-		got <- read{l, err}
+		l, err := r.ReadSlice('\n') // at most the reader's buffer
+		got <- read{string(l), err}
 	}()
 	select {
 	case g := <-got:
@@ -86,18 +98,25 @@ func readLine(ctx context.Context, s service.ExecSession, r *bufio.Reader) (stri
 	}
 }
 
-// address reads "IP PORT" as a gateway writes it.
-func address(line string) string {
-	ip, port, _ := strings.Cut(line, " ")
-	return net.JoinHostPort(ip, port)
+// directAddress is where the direct route of a relay in t's container
+// listens: the container's own address, as the engine gives it, and the
+// port of the relay's line ("+PORT"). Nothing else of what the sandbox
+// writes is taken: a program in it must not choose what the sidecar dials
+// (issue 28, N1).
+func directAddress(t service.RelayTarget, line string) (string, error) {
+	if !t.Address.IsValid() {
+		return "", errors.New("the engine gives the container no address")
+	}
+	port, err := strconv.Atoi(strings.TrimPrefix(line, "+"))
+	if err != nil || port < 1 || port > 65535 {
+		return "", fmt.Errorf("the relay said %q, not a port", line)
+	}
+	return netip.AddrPortFrom(t.Address, uint16(port)).String(), nil
 }
 
 // probe connects to the gateway and leaves at once (the gateway drops a
 // connection without the secret).
 func probe(addr string) error {
-	if strings.HasPrefix(addr, "-") || strings.HasPrefix(addr, ":") {
-		return fmt.Errorf("no address: %q", addr)
-	}
 	c, err := net.DialTimeout("tcp", addr, probeTimeout)
 	if err != nil {
 		return err

@@ -23,12 +23,6 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
-// execer runs commands in a project's sandbox; *service.Manager is one.
-type execer interface {
-	ExecArgv(ctx context.Context, project string, spec service.ExecSpec) (service.ExecResult, error)
-	ExecAttachArgv(ctx context.Context, project string, spec service.ExecSpec) (service.ExecSession, error)
-}
-
 // Exposed is a sandbox port answering on the host.
 type Exposed struct {
 	Port     int    `json:"port"`
@@ -46,7 +40,8 @@ const warmRelays = 2
 
 // exposer keeps the exposed ports of every project this process serves.
 type exposer struct {
-	sb       execer
+	sb       Sandboxes // nil for the desktop relay's, which is given its targets
+	docker   Containers
 	log      zerolog.Logger
 	execOnly bool // never the direct route (direct.go): for tests
 
@@ -59,6 +54,7 @@ type exposer struct {
 type exposure struct {
 	Exposed
 	project string
+	target  service.RelayTarget
 	ln      net.Listener
 
 	pool *relay.Pool // exec relays started ahead of their connections
@@ -68,9 +64,10 @@ type exposure struct {
 	conns map[net.Conn]struct{}
 }
 
-// newExposer returns an exposer running its relays through sb.
-func newExposer(sb execer, log zerolog.Logger) *exposer {
-	return &exposer{sb: sb, log: log, exposed: map[string][]*exposure{}}
+// newExposer returns an exposer of sb's sandboxes running its relays
+// through docker.
+func newExposer(sb Sandboxes, docker Containers, log zerolog.Logger) *exposer {
+	return &exposer{sb: sb, docker: docker, log: log, exposed: map[string][]*exposure{}}
 }
 
 // ExposePort makes the sandbox's port answer on a free port of the host's
@@ -87,7 +84,21 @@ func (e *exposer) ExposePort(ctx context.Context, project string, port int) (Exp
 	if x := e.find(project, port); x != nil {
 		return x.Exposed, nil
 	}
-	if err := e.check(ctx, project); err != nil {
+	t, err := e.sb.RelayTarget(ctx, project)
+	if err != nil {
+		return Exposed{}, err
+	}
+	return e.expose(ctx, t, port)
+}
+
+// expose makes port of t's container answer on a free port of the host's
+// 127.0.0.1, or returns the one that does.
+func (e *exposer) expose(ctx context.Context, t service.RelayTarget, port int) (Exposed, error) {
+	project := t.Project
+	if x := e.find(project, port); x != nil {
+		return x.Exposed, nil
+	}
+	if err := e.check(ctx, t); err != nil {
 		return Exposed{}, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -97,11 +108,11 @@ func (e *exposer) ExposePort(ctx context.Context, project string, port int) (Exp
 	hostPort := ln.Addr().(*net.TCPAddr).Port
 	x := &exposure{
 		Exposed: Exposed{Port: port, HostPort: hostPort, URL: "http://127.0.0.1:" + strconv.Itoa(hostPort) + "/"},
-		project: project, ln: ln, conns: map[net.Conn]struct{}{},
-		gw: e.gateway(ctx, project, port),
+		project: project, target: t, ln: ln, conns: map[net.Conn]struct{}{},
+		gw: e.gateway(ctx, t, port),
 	}
 	x.pool = relay.NewPool(warmRelays, func(ctx context.Context) (relay.Session, error) {
-		return e.sb.ExecAttachArgv(ctx, project, service.ExecSpec{Cmd: relay.Command(relay.RoleConnect, strconv.Itoa(port))})
+		return e.docker.ExecAttach(ctx, t.ContainerID, helper(t, relay.RoleConnect, strconv.Itoa(port)))
 	})
 	e.mu.Lock()
 	if prev := e.findLocked(project, port); prev != nil { // exposed meanwhile
@@ -120,11 +131,11 @@ func (e *exposer) ExposePort(ctx context.Context, project string, port int) (Exp
 }
 
 // gateway starts the direct route to the port, where there is one.
-func (e *exposer) gateway(ctx context.Context, project string, port int) *gateway {
+func (e *exposer) gateway(ctx context.Context, t service.RelayTarget, port int) *gateway {
 	if e.execOnly {
 		return nil
 	}
-	g, err := e.startGateway(ctx, project, port)
+	g, err := e.startGateway(ctx, t, port)
 	if err != nil {
 		e.log.Debug().Err(err).Int("port", port).Msg("exposed port: no direct route, exec relays carry it")
 	}
@@ -132,13 +143,15 @@ func (e *exposer) gateway(ctx context.Context, project string, port int) *gatewa
 }
 
 // check makes sure the sandbox runs and has what the relay needs.
-func (e *exposer) check(ctx context.Context, project string) error {
-	res, err := e.sb.ExecArgv(ctx, project, service.ExecSpec{Cmd: []string{"python3", "-S", "-c", "import socket"}, Timeout: checkTimeout, MaxOutput: 4096})
+func (e *exposer) check(ctx context.Context, t service.RelayTarget) error {
+	res, err := e.docker.Exec(ctx, t.ContainerID, service.ExecSpec{
+		Cmd: []string{"python3", "-I", "-S", "-c", "import socket"}, User: t.User, WorkDir: "/", Timeout: checkTimeout, MaxOutput: 4096,
+	})
 	switch {
 	case err != nil:
 		return err
 	case res.ExitCode != 0:
-		return fmt.Errorf("the sandbox cannot carry a port: python3 -S -c 'import socket' exited %d: %s", res.ExitCode, res.Stderr)
+		return fmt.Errorf("the sandbox cannot carry a port: python3 -I -S -c 'import socket' exited %d: %s", res.ExitCode, res.Stderr)
 	}
 	return nil
 }
@@ -168,8 +181,8 @@ func (e *exposer) serve(x *exposure) {
 // carry relays one connection: over the direct route if there is one,
 // else (or if it fails) over an exec relay.
 func (e *exposer) carry(x *exposure, conn net.Conn) {
-	if t, ok := e.sb.(interface{ Touch(string) }); ok {
-		t.Touch(x.project) // a connection is a use, for the idle policy
+	if e.sb != nil {
+		e.sb.Touch(x.project) // a connection is a use, for the idle policy
 	}
 	x.mu.Lock()
 	gw := x.gw

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -25,15 +24,6 @@ type Forwarded struct {
 	Error string `json:"error,omitempty"`
 }
 
-// forwardSandboxes is what forwarding needs of the sandboxes;
-// *service.Manager is one.
-type forwardSandboxes interface {
-	execer
-	Status(ctx context.Context, project string) (*service.State, error)
-	// Touch records a use of the sandbox, for the idle policy.
-	Touch(project string)
-}
-
 // maxForwards bounds the ports forwarded into one sandbox: each is a
 // listener process in it, and a relay waiting.
 const maxForwards = 16
@@ -49,7 +39,8 @@ func forwards(list []projectfs.Forward, port int) bool {
 // user's state (projectfs.Forwards), applied in each running sandbox
 // this process serves, at every start.
 type forwarder struct {
-	sb       forwardSandboxes
+	sb       Sandboxes
+	docker   Containers
 	store    projectfs.Forwards
 	log      zerolog.Logger
 	execOnly bool // never the direct route (direct.go): for tests
@@ -64,19 +55,25 @@ type forwarder struct {
 
 // forwardSet is a project's listeners in its sandbox's current run.
 type forwardSet struct {
-	run  string // the run they belong to (runKey)
+	run  string // the run they belong to (service.RelayTarget.Run)
 	live map[int]*listener
 	errs map[int]string // why a forward is not live in this run
 }
 
-// newForwarder returns a forwarder that keeps its lists in store.
-func newForwarder(sb forwardSandboxes, store projectfs.Forwards, log zerolog.Logger) *forwarder {
-	return &forwarder{sb: sb, store: store, log: log, projects: map[string]*forwardSet{}}
+// newForwarder returns a forwarder of sb's sandboxes that keeps its
+// lists in store and runs its relays through docker.
+func newForwarder(sb Sandboxes, docker Containers, store projectfs.Forwards, log zerolog.Logger) *forwarder {
+	return &forwarder{sb: sb, docker: docker, store: store, log: log, projects: map[string]*forwardSet{}}
 }
 
-// runKey names one run of a sandbox: its listeners die with it.
-func runKey(st *service.State) string {
-	return st.ContainerID + "@" + strconv.FormatInt(st.StartedAt, 10)
+// target is where the project's listeners run; ok false when its sandbox
+// does not run (the next start applies its forwards).
+func (f *forwarder) target(ctx context.Context, project string) (t service.RelayTarget, ok bool, err error) {
+	t, err = f.sb.RelayTarget(ctx, project)
+	if errors.Is(err, service.ErrNotRunning) || errors.Is(err, service.ErrNoSandbox) {
+		return t, false, nil
+	}
+	return t, err == nil, err
 }
 
 func checkPort(name string, port int) error {
@@ -134,11 +131,11 @@ func (f *forwarder) ForwardPort(ctx context.Context, project string, port, hostP
 // returns the listener it started for it (nil if none: the sandbox is
 // not running, or a listener was there already).
 func (f *forwarder) applyOne(ctx context.Context, project string, fw Forwarded) (*listener, error) {
-	st, err := f.sb.Status(ctx, project)
-	if err != nil || st == nil || st.Status != service.StatusRunning {
+	t, ok, err := f.target(ctx, project)
+	if !ok {
 		return nil, err
 	}
-	set := f.prepare(project, runKey(st))
+	set := f.prepare(project, t.Run())
 	if set == nil {
 		return nil, nil // the sidecar is ending
 	}
@@ -146,7 +143,7 @@ func (f *forwarder) applyOne(ctx context.Context, project string, fw Forwarded) 
 		l.setHostPort(fw.HostPort)
 		return nil, nil
 	}
-	l, err := f.startListener(ctx, project, fw)
+	l, err := f.startListener(ctx, t, fw)
 	if errors.Is(err, errInUse) {
 		return nil, f.inUse(ctx, project, fw.Port)
 	}

@@ -52,7 +52,8 @@ const (
 type listener struct {
 	Forwarded
 	project string
-	name    string // the abstract Unix socket its relays take connections from
+	target  service.RelayTarget // the run it listens in
+	name    string              // the abstract Unix socket its relays take connections from
 	ctl     service.ExecSession
 	f       *forwarder
 	moved   atomic.Bool // bytes went through since the last touch
@@ -74,21 +75,21 @@ var errNoDirect = errors.New("the direct route failed before")
 // errInUse: something listens on the port in the sandbox already.
 var errInUse = errors.New("in use")
 
-// startListener starts fw's listener in the project's sandbox and returns
-// once it listens.
-func (f *forwarder) startListener(ctx context.Context, project string, fw Forwarded) (*listener, error) {
+// startListener starts fw's listener in t's container and returns once
+// it listens.
+func (f *forwarder) startListener(ctx context.Context, t service.RelayTarget, fw Forwarded) (*listener, error) {
 	l := &listener{
-		Forwarded: fw, project: project, f: f, name: "pilot-forward-" + strconv.Itoa(fw.Port) + "-" + rand.Text()[:12],
+		Forwarded: fw, project: t.Project, target: t, f: f, name: "pilot-forward-" + strconv.Itoa(fw.Port) + "-" + rand.Text()[:12],
 		sessions: map[service.ExecSession]struct{}{}, conns: map[net.Conn]struct{}{}, done: make(chan struct{}),
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	ctl, err := f.sb.ExecAttachArgv(ctx, project, service.ExecSpec{Cmd: relay.Command(relay.RoleListen, strconv.Itoa(fw.Port), l.name, strconv.Itoa(maxForwardQueue))})
+	ctl, err := f.docker.ExecAttach(ctx, t.ContainerID, helper(t, relay.RoleListen, strconv.Itoa(fw.Port), l.name, strconv.Itoa(maxForwardQueue)))
 	if err != nil {
 		return nil, err
 	}
 	secret := rand.Text()
-	r := bufio.NewReader(ctl)
+	r := lineReader(ctl)
 	line, err := "", error(nil)
 	if _, err = io.WriteString(ctl, secret+"\n"); err == nil {
 		line, err = readLine(ctx, ctl, r)
@@ -104,7 +105,7 @@ func (f *forwarder) startListener(ctx context.Context, project string, fw Forwar
 		return nil, fmt.Errorf("the port's listener in the sandbox did not start: %w %s", err, ctl.Stderr())
 	}
 	l.ctl = ctl
-	if addr := address(strings.TrimPrefix(line, "+")); !f.execOnly && probe(addr) == nil {
+	if addr, err := directAddress(t, line); err == nil && !f.execOnly && probe(addr) == nil {
 		l.direct = &gateway{addr: addr, secret: secret}
 	}
 	go l.follow(r)
@@ -195,7 +196,7 @@ func (l *listener) carryDirect() {
 
 // relay starts one relay, waits until it has a connection, and carries it.
 func (l *listener) relay() {
-	s, err := l.f.sb.ExecAttachArgv(context.Background(), l.project, service.ExecSpec{Cmd: relay.Command(relay.RoleTake, l.name)})
+	s, err := l.f.docker.ExecAttach(context.Background(), l.target.ContainerID, helper(l.target, relay.RoleTake, l.name))
 	if err == nil && !l.track(s) {
 		s.Close()
 		err = net.ErrClosed

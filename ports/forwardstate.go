@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
-	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
 // CloseForward stops forwarding the project's port, and ends its
@@ -65,12 +64,19 @@ func (f *forwarder) ForwardedPorts(project string) ([]Forwarded, error) {
 	return out, nil
 }
 
-// apply puts the project's forwards in effect in its sandbox's run st,
-// and ends the listeners of any other run.
-func (f *forwarder) apply(ctx context.Context, project string, st *service.State) {
+// apply puts the project's forwards in effect in its sandbox's current
+// run, if it runs, and ends the listeners of any other run.
+func (f *forwarder) apply(ctx context.Context, project string) {
 	f.ops.Lock()
 	defer f.ops.Unlock()
-	set := f.prepare(project, runKey(st))
+	t, ok, err := f.target(ctx, project)
+	if !ok {
+		if err != nil {
+			f.log.Warn().Err(err).Str("project", project).Msg("could not apply the forwarded ports")
+		}
+		return
+	}
+	set := f.prepare(project, t.Run())
 	if set == nil {
 		return
 	}
@@ -83,7 +89,7 @@ func (f *forwarder) apply(ctx context.Context, project string, st *service.State
 		if f.liveListener(project, p.Port) != nil {
 			continue
 		}
-		l, err := f.startListener(ctx, project, Forwarded{Port: p.Port, HostPort: p.HostPort})
+		l, err := f.startListener(ctx, t, Forwarded{Port: p.Port, HostPort: p.HostPort})
 		if err != nil {
 			f.failed(project, set, p.Port, err)
 			continue
@@ -120,10 +126,10 @@ func (f *forwarder) stopProject(project string) {
 	}
 }
 
-// running applies the project's forwards to its sandbox's run st, in
-// the background (a start, or one found running).
-func (f *forwarder) running(project string, st service.State) {
-	f.applies.Go(func() { f.apply(context.Background(), project, &st) })
+// running applies the project's forwards to its sandbox's run, in the
+// background (a start, or one found running).
+func (f *forwarder) running(project string) {
+	f.applies.Go(func() { f.apply(context.Background(), project) })
 }
 
 // closeAll ends every listener, once the applies under way are done,

@@ -34,7 +34,7 @@ exit 0`
 const maxListingOutput = 4 << 20
 
 // listen lists what listens on TCP in the project's sandbox, by port.
-func listen(ctx context.Context, sb execer, project string) ([]Listening, error) {
+func listen(ctx context.Context, sb Sandboxes, project string) ([]Listening, error) {
 	res, err := sb.ExecArgv(ctx, project, service.ExecSpec{Cmd: []string{"bash", "-c", listeningScript}, Timeout: checkTimeout, MaxOutput: maxListingOutput})
 	if err != nil {
 		return nil, err

@@ -19,8 +19,10 @@ const (
 
 // Command is the argv that runs the relay program in role with args. The
 // source goes whole on the command line, as the desktop agent's does, so
-// any image with Python runs it, older containers included; -S skips the
-// site module, a third of Python's start.
+// any image with Python runs it, older containers included; -I keeps the
+// environment and the working directory out of its imports (it runs as a
+// user the sandbox's programs must not reach), -S skips the site module,
+// a third of Python's start.
 func Command(role string, args ...string) []string {
-	return append([]string{"python3", "-S", "-c", resources.Relay(), role}, args...)
+	return append([]string{"python3", "-I", "-S", "-c", resources.Relay(), role}, args...)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
@@ -275,9 +276,10 @@ func TestBrowserOpenRaisesTheWindow(t *testing.T) {
 }
 
 // TestBrowserConnectsAfterItsSparePipeIsKilled: the relay keeps a DevTools
-// pipe started ahead (relay.Pool), a process of the sandbox user's that
-// the sandbox's programs can kill. The next connection must still reach
-// Chromium, through a fresh pipe.
+// pipe started ahead (relay.Pool), a process that can end while it waits
+// (it runs as the desktop's user, whom the sandbox's programs cannot
+// signal, so here that user kills it). The next connection must still
+// reach Chromium, through a fresh pipe.
 func TestBrowserConnectsAfterItsSparePipeIsKilled(t *testing.T) {
 	m, project := browserSandbox(t, map[string]string{"index.html": page})
 	ws, err := browserOf(t, m, project)
@@ -286,9 +288,13 @@ func TestBrowserConnectsAfterItsSparePipeIsKilled(t *testing.T) {
 	}
 	// The relay's command line ends with its role: [c] keeps pgrep from
 	// finding the shell that runs it.
-	const spare = "pgrep -u sandbox -f '[c]onnect 9222$'"
+	const spare = "pgrep -u desktop -f '[c]onnect 9222$'"
 	dockertest.PollExec(t, m, project, "the spare pipe runs", spare)
-	exec1(t, m, project, "pkill -u sandbox -f '[c]onnect 9222$'")
+	if res, err := m.ExecArgv(context.Background(), project, service.ExecSpec{
+		Cmd: []string{"pkill", "-u", "desktop", "-f", "[c]onnect 9222$"}, User: desktop.DesktopUser, Timeout: time.Minute,
+	}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("kill the spare pipe: %v %+v", err, res)
+	}
 	dockertest.PollExec(t, m, project, "the spare pipe is gone", "! "+spare)
 	if out := puppeteer(t, ws, `console.log((await browser.version()).startsWith('Chrome') ? 'reached' : 'no');`); !strings.Contains(out, "reached") {
 		t.Errorf("puppeteer: %s", out)

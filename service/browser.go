@@ -3,8 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
-
-	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"net/netip"
 )
 
 // LabelBrowser marks an image with a browser: its value names it.
@@ -19,8 +18,15 @@ type RelayTarget struct {
 	// StartedAt, with ContainerID, names the run: a new start of the same
 	// container is a new run.
 	StartedAt int64
-	// User runs the relays in the container.
+	// User runs the relays: the desktop's user, whom the exec user cannot
+	// signal, trace or read, so a program in the sandbox cannot write into
+	// a relay's stdout what the sidecar reads there (issue 28, N1). The
+	// sandbox user in images older than that user (desktopUserOf).
 	User string
+	// Address is the container's own address on its network, from the
+	// engine: what the direct routes dial, with only the port from the
+	// relay. Not valid when the container has none.
+	Address netip.Addr
 }
 
 // Run names the target's run of its container.
@@ -31,30 +37,40 @@ func (t RelayTarget) Run() string {
 // RelayTarget is where the project's relays run: its running sandbox's
 // current run. ErrNotRunning when it does not run.
 func (m *Manager) RelayTarget(ctx context.Context, project string) (RelayTarget, error) {
-	_, st, err := m.running(ctx, project)
-	if err != nil {
-		return RelayTarget{}, err
-	}
-	return relayTargetOf(st.ProjectPath, st.ContainerID, st.StartedAt), nil
-}
-
-func relayTargetOf(project, containerID string, startedAt int64) RelayTarget {
-	return RelayTarget{Project: project, ContainerID: containerID, StartedAt: startedAt, User: desktop.User}
+	t, _, err := m.relayTarget(ctx, project)
+	return t, err
 }
 
 // BrowserTarget is RelayTarget for sandbox/browser's DevTools relay:
 // ErrNoBrowser when the sandbox's image has no browser.
 func (m *Manager) BrowserTarget(ctx context.Context, project string) (RelayTarget, error) {
+	t, c, err := m.relayTarget(ctx, project)
+	if err == nil && c.Labels[LabelBrowser] == "" {
+		return RelayTarget{}, fmt.Errorf("%w: its image %s is the desktop without a browser (set sandbox.image to \"browser\" and remove the sandbox)", ErrNoBrowser, c.Image)
+	}
+	return t, err
+}
+
+func (m *Manager) relayTarget(ctx context.Context, project string) (RelayTarget, Container, error) {
 	_, st, err := m.running(ctx, project)
 	if err != nil {
-		return RelayTarget{}, err
+		return RelayTarget{}, Container{}, err
 	}
 	c, err := m.docker.InspectContainer(ctx, st.ContainerID)
 	if err != nil {
-		return RelayTarget{}, err
+		return RelayTarget{}, Container{}, err
 	}
-	if c.Labels[LabelBrowser] == "" {
-		return RelayTarget{}, fmt.Errorf("%w: its image %s is the desktop without a browser (set sandbox.image to \"browser\" and remove the sandbox)", ErrNoBrowser, st.Image)
+	t := relayTargetOf(st.ProjectPath, c)
+	t.StartedAt = st.StartedAt
+	return t, c, nil
+}
+
+// relayTargetOf is the target of c's current run, for project.
+func relayTargetOf(project string, c Container) RelayTarget {
+	user, _ := desktopUserOf(c)
+	t := RelayTarget{Project: project, ContainerID: c.ID, StartedAt: millis(c.StartedAt), User: user}
+	if ip, err := netip.ParseAddr(c.IP); err == nil {
+		t.Address = ip
 	}
-	return relayTargetOf(st.ProjectPath, st.ContainerID, st.StartedAt), nil
+	return t
 }

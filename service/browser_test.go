@@ -3,7 +3,10 @@ package service
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"testing"
+
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 )
 
 // TestBrowserTargetIsTheRunOfABrowserSandbox: sandbox/browser's relay
@@ -44,5 +47,40 @@ func TestBrowserTargetIsTheRunOfABrowserSandbox(t *testing.T) {
 	}
 	if _, err := h.m.RelayTarget(ctx, dir); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("the relays' target, stopped: %v, want ErrNotRunning", err)
+	}
+}
+
+// TestRelayTargetRunsAsTheDesktopUser: the relays run as the desktop's
+// user where the image has one (out of the exec user's reach), as the
+// sandbox user in older images, and dial the container's address as the
+// engine gives it.
+func TestRelayTargetRunsAsTheDesktopUser(t *testing.T) {
+	for _, c := range []struct {
+		label, ip, user string
+		address         netip.Addr
+	}{
+		{desktop.DesktopUser, "172.18.0.5", desktop.DesktopUser, netip.MustParseAddr("172.18.0.5")},
+		{"", "172.18.0.5", desktop.User, netip.MustParseAddr("172.18.0.5")},
+		{desktop.DesktopUser, "", desktop.DesktopUser, netip.Addr{}},
+	} {
+		h := newHarness(t, nil)
+		dir := project(t)
+		st, err := h.m.Start(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.docker.mu.Lock()
+		cont := h.docker.containers[st.ContainerID]
+		cont.IP = c.ip
+		if c.label != "" {
+			cont.Labels[LabelDesktopUser] = c.label
+		} else {
+			delete(cont.Labels, LabelDesktopUser)
+		}
+		h.docker.mu.Unlock()
+		got, err := h.m.RelayTarget(context.Background(), dir)
+		if err != nil || got.User != c.user || got.Address != c.address {
+			t.Errorf("label %q, IP %q: %+v, %v; want user %s, address %v", c.label, c.ip, got, err, c.user, c.address)
+		}
 	}
 }

@@ -2,10 +2,14 @@
 carries (Go packages ports and relay).
 
 Runs inside a sandbox, started by the sidecar through a `docker exec` with
-stdin and stdout attached, as `python3 -S -c SOURCE ROLE ARGS...`: the
-source is passed whole, so it always matches the sidecar and works in any
-image with Python (websockify needs it), older containers included. -S
-skips the site module, a third of the start. The exec's stream is the way
+stdin and stdout attached, as `python3 -I -S -c SOURCE ROLE ARGS...`, as
+the desktop's user (one the exec user cannot signal, trace or read, so a
+program in the sandbox cannot write into a relay's stdout what the sidecar
+reads there) from /: the source is passed whole, so it always matches the
+sidecar and works in any image with Python (websockify needs it), older
+containers included. -I keeps the environment and the working directory
+out of its imports; -S skips the site module, a third of the start. The
+exec's stream is the way
 between the sidecar and the sandbox, so the sandbox needs no route to the
 host and the host none into it; where the host reaches the container's own
 address (a local engine), the faster direct route takes the bytes instead
@@ -25,20 +29,24 @@ listen PORT NAME CAP
     127.0.0.1:PORT (and [::1]:PORT where there is IPv6: "localhost" may
     resolve to either), on the abstract Unix socket NAME for its relays,
     and on a free port of the container's addresses for direct
-    connections; writes "+IP PORT" and a newline once it listens (or exits
-    4 with "in use" on stderr), then "c" for each connection it accepts,
-    and gives each to the next relay that comes (take) or the next direct
-    connection that brings the secret, whichever first; at most CAP wait,
-    more are closed at once. It ends with its stdin.
+    connections; writes "+PORT" (that free port) and a newline once it
+    listens (or exits 4 with "in use" on stderr), then "c" for each
+    connection it accepts, and gives each to the next relay of its own user
+    that comes (take) or the next direct connection that brings the
+    secret, whichever first; at most CAP wait, more are closed at once. It
+    ends with its stdin.
 take NAME
     A forwarded connection's relay: waits at the listener NAME for a
     connection (or exits when its stdin ends first: the sidecar let it
     go), writes "+", then carries it as connect does.
 gateway PORT
     An exposed port's direct route: reads a secret line on stdin, listens
-    on a free port of the container's addresses, writes "IP PORT" and a
-    newline, and joins each connection that sends the secret and a newline
-    to 127.0.0.1:PORT. It ends with its stdin.
+    on a free port of the container's addresses, writes "+" and that port
+    and a newline, and joins each connection that sends the secret and a
+    newline to 127.0.0.1:PORT. It ends with its stdin.
+
+The direct routes say only their port: the sidecar takes the container's
+address from the engine, never from the sandbox (issue 28, N1).
 
 Frames: a 4-byte big-endian length, then that many bytes; a frame of
 length 0 ends that side's output (a half-close), which the relay passes on
@@ -215,16 +223,11 @@ def admitted(c, secret, timeout=SECRET_TIMEOUT):
 
 def direct_listener():
     """Listens on a free port of every address of the container; returns
-    the socket and where it listens ("IP PORT", its own address as
-    Docker's /etc/hosts gives it, "-" when there is none)."""
+    the socket and the line that says where ("+PORT")."""
     g = socket.socket()
     g.bind(("0.0.0.0", 0))
     g.listen(128)
-    try:
-        ip = socket.gethostbyname(socket.gethostname())
-    except OSError:
-        ip = "-"
-    return g, "%s %d" % (ip, g.getsockname()[1])
+    return g, "+%d" % g.getsockname()[1]
 
 
 def accepted(listener):
@@ -366,8 +369,13 @@ class Listener:
 
     def hand(self, u):
         """Gives each relay that connects to the Unix socket u the next
-        connection, as a file descriptor."""
+        connection, as a file descriptor. An abstract socket's name is
+        anyone's to connect to: only a relay of the listener's own user
+        (the sidecar's) is given one."""
         for r in accepted(u):
+            if peer_uid(r) != os.getuid():
+                r.close()
+                continue
             c = self.next()
             try:
                 socket.send_fds(r, [READY], [c.fileno()])
@@ -381,6 +389,12 @@ class Listener:
         connection."""
         if admitted(x, self.secret):
             carry(Sock(self.next()), Sock(x))
+
+
+def peer_uid(s):
+    """The user of the process at the other end of the Unix socket s."""
+    creds = s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    return int.from_bytes(creds[4:8], sys.byteorder)  # struct ucred: pid, uid, gid
 
 
 def role_listen(stream, port, name, cap):
@@ -398,7 +412,7 @@ def role_listen(stream, port, name, cap):
     u.listen(128)
     listener = Listener(int(cap), secret, lambda: os.write(stream.wfd, b"c"))
     g, where = direct_listener()
-    os.write(stream.wfd, ("+" + where + "\n").encode())
+    os.write(stream.wfd, (where + "\n").encode())
     for l in ls:
         threading.Thread(target=listener.accept, args=(l,), daemon=True).start()
     threading.Thread(target=listener.hand, args=(u,), daemon=True).start()

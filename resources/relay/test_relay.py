@@ -278,6 +278,27 @@ class ListenerTest(Case):
         taken.sendall(b"through the passed socket")
         self.assertEqual(outside.recv(100), b"through the passed socket")
 
+    def test_a_relay_of_another_user_gets_nothing(self):
+        l = relay.Listener(4, b"s", lambda: None)
+        u = self.closing(socket.socket(socket.AF_UNIX))
+        name = "pilot-relay-test-" + uuid.uuid4().hex
+        u.bind("\0" + name)
+        u.listen()
+        outside, inside = self.pair()
+        l.offer(inside)
+        with mock.patch.object(relay, "peer_uid", lambda r: os.getuid() + 1):
+            in_thread(l.hand, u)
+            r = self.closing(socket.socket(socket.AF_UNIX))
+            r.connect("\0" + name)
+            r.settimeout(TIMEOUT)
+            msg, fds, _, _ = socket.recv_fds(r, 1, 1)
+        self.assertEqual((msg, fds), (b"", []), "it is closed without a connection")
+        self.assertIs(l.next(), inside, "the connection waits for a relay of the listener's user")
+
+    def test_peer_uid_is_the_other_ends_user(self):
+        a, b = self.pair()
+        self.assertEqual(relay.peer_uid(a), os.getuid())
+
     def test_a_direct_connection_with_the_secret_takes_the_next_connection(self):
         l = relay.Listener(4, b"s3cret", lambda: None)
         outside, inside = self.pair()
@@ -320,13 +341,13 @@ def echo_upper(c):
 
 
 class Process:
-    """The relay started as the sidecar starts it: python3 -S -c SOURCE."""
+    """The relay started as the sidecar starts it: python3 -I -S -c SOURCE."""
 
     def __init__(self, *args):
         with open(os.path.join(HERE, "pilot_relay.py")) as f:
             source = f.read()
         self.p = subprocess.Popen(
-            [sys.executable, "-S", "-c", source] + [str(a) for a in args],
+            [sys.executable, "-I", "-S", "-c", source] + [str(a) for a in args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
 
     def send(self, data):
@@ -393,7 +414,9 @@ class RolesTest(Case):
         port = serve_once(echo_upper)
         p = self.start("gateway", port)
         p.send(b"s3cret\n")
-        ip, gport = p.line().split()
+        line = p.line()
+        self.assertRegex(line, r"^\+\d+\n$", "only its port: the sidecar takes the address from the engine")
+        gport = line[1:]
         for sent, want in ((b"wrong!\n", b""), (b"s3cret\nhi", b"HI")):
             c = self.closing(socket.create_connection(("127.0.0.1", int(gport)), timeout=TIMEOUT))
             c.sendall(sent)
