@@ -125,7 +125,7 @@ func (c *Carrier) follow(events <-chan service.Event) {
 func (c *Carrier) stopped(project string) {
 	c.ex.closeProject(project)
 	c.fw.stopProject(project)
-	c.devtools.closeProject(project)
+	c.devtools.closeProject(project, "")
 	if c.desktops != nil {
 		c.desktops.ex.closeProject(project)
 	}

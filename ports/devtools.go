@@ -68,7 +68,7 @@ func (c *Carrier) Browser(ctx context.Context, project string) (string, error) {
 	// closes a project's relay as its stop comes, and one made after that
 	// would listen until the next sandbox/browser.
 	if now, err := c.sb.RelayTarget(ctx, project); err != nil || now.Run() != t.Run() {
-		c.devtools.closeRun(project, t.Run())
+		c.devtools.closeProject(t.Project, t.Run())
 		return "", fmt.Errorf("%w: it stopped while its browser was reached", service.ErrNotRunning)
 	}
 	return r.Endpoint(wsPath), nil
@@ -95,7 +95,7 @@ func (d *devtools) relayFor(t service.RelayTarget) (*cdprelay.Relay, error) {
 	// only when handed out, so it holds nothing of Chromium's and still
 	// works after Chromium was closed and started again.
 	pool := relay.NewPool(1, func(ctx context.Context) (relay.Session, error) {
-		return d.docker.ExecAttach(ctx, t.ContainerID, service.ExecSpec{Cmd: relay.Command(relay.RoleConnect, devtoolsPort), User: t.User})
+		return d.docker.ExecAttach(ctx, t.ContainerID, helper(t, relay.RoleConnect, devtoolsPort))
 	})
 	pool.Fill()
 	r, err := cdprelay.Start(secret, func(ctx context.Context) (net.Conn, error) {
@@ -113,23 +113,14 @@ func (d *devtools) relayFor(t service.RelayTarget) (*cdprelay.Relay, error) {
 	return r, nil
 }
 
-// closeRun ends the project's relay if it is run's.
-func (d *devtools) closeRun(project, run string) {
+// closeProject ends the project's relay, if it has one (of run only,
+// when run is set): its sandbox is no longer running, so the
+// wsEndpoint's port refuses at once rather than at the next
+// sandbox/browser.
+func (d *devtools) closeProject(project, run string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if r := d.byProject[project]; r != nil && r.run == run {
-		r.close()
-		delete(d.byProject, project)
-	}
-}
-
-// closeProject ends the project's relay, if it has one: its sandbox is no
-// longer running, so the wsEndpoint's port refuses at once rather than at
-// the next sandbox/browser.
-func (d *devtools) closeProject(project string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if r := d.byProject[project]; r != nil {
+	if r := d.byProject[project]; r != nil && (run == "" || r.run == run) {
 		r.close()
 		delete(d.byProject, project)
 	}

@@ -54,7 +54,6 @@ type exposer struct {
 type exposure struct {
 	Exposed
 	project string
-	target  service.RelayTarget
 	ln      net.Listener
 
 	pool *relay.Pool // exec relays started ahead of their connections
@@ -108,7 +107,7 @@ func (e *exposer) expose(ctx context.Context, t service.RelayTarget, port int) (
 	hostPort := ln.Addr().(*net.TCPAddr).Port
 	x := &exposure{
 		Exposed: Exposed{Port: port, HostPort: hostPort, URL: "http://127.0.0.1:" + strconv.Itoa(hostPort) + "/"},
-		project: project, target: t, ln: ln, conns: map[net.Conn]struct{}{},
+		project: project, ln: ln, conns: map[net.Conn]struct{}{},
 		gw: e.gateway(ctx, t, port),
 	}
 	x.pool = relay.NewPool(warmRelays, func(ctx context.Context) (relay.Session, error) {

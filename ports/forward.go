@@ -231,11 +231,11 @@ func (f *forwarder) drop(project string, l *listener) {
 func (f *forwarder) ended(l *listener) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	set := f.projects[l.project]
+	set := f.projects[l.target.Project]
 	if set == nil || set.live[l.Port] != l {
 		return // closed on purpose
 	}
 	delete(set.live, l.Port)
 	set.errs[l.Port] = "its listener in the sandbox ended; it is applied again at the next start"
-	f.log.Info().Str("project", l.project).Int("port", l.Port).Str("stderr", l.ctl.Stderr()).Msg("a forwarded port's listener ended")
+	f.log.Info().Str("project", l.target.Project).Int("port", l.Port).Str("stderr", l.ctl.Stderr()).Msg("a forwarded port's listener ended")
 }

@@ -51,12 +51,11 @@ const (
 // and the relays of its connections.
 type listener struct {
 	Forwarded
-	project string
-	target  service.RelayTarget // the run it listens in
-	name    string              // the abstract Unix socket its relays take connections from
-	ctl     service.ExecSession
-	f       *forwarder
-	moved   atomic.Bool // bytes went through since the last touch
+	target service.RelayTarget // the run it listens in
+	name   string              // the abstract Unix socket its relays take connections from
+	ctl    service.ExecSession
+	f      *forwarder
+	moved  atomic.Bool // bytes went through since the last touch
 
 	mu       sync.Mutex // guards the rest, and HostPort
 	direct   *gateway   // the direct route to the listener, if the host reaches it
@@ -79,7 +78,7 @@ var errInUse = errors.New("in use")
 // it listens.
 func (f *forwarder) startListener(ctx context.Context, t service.RelayTarget, fw Forwarded) (*listener, error) {
 	l := &listener{
-		Forwarded: fw, project: t.Project, target: t, f: f, name: "pilot-forward-" + strconv.Itoa(fw.Port) + "-" + rand.Text()[:12],
+		Forwarded: fw, target: t, f: f, name: "pilot-forward-" + strconv.Itoa(fw.Port) + "-" + rand.Text()[:12],
 		sessions: map[service.ExecSession]struct{}{}, conns: map[net.Conn]struct{}{}, done: make(chan struct{}),
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
@@ -184,7 +183,7 @@ func (l *listener) carryDirect() {
 		return
 	}
 	defer l.untrackConn(inside)
-	l.f.sb.Touch(l.project)
+	l.f.sb.Touch(l.target.Project)
 	host, err := dialHost(l.hostPort())
 	if err != nil {
 		l.f.log.Info().Err(err).Int("port", l.Port).Msg("forwarded port: the host's port does not answer")
@@ -230,7 +229,7 @@ func (l *listener) relay() {
 
 // carry connects a relay's connection to the host's port.
 func (l *listener) carry(s service.ExecSession) {
-	l.f.sb.Touch(l.project)
+	l.f.sb.Touch(l.target.Project)
 	conn, err := dialHost(l.hostPort())
 	if err != nil {
 		l.f.log.Info().Err(err).Int("port", l.Port).Msg("forwarded port: the host's port does not answer")
@@ -266,7 +265,7 @@ func (l *listener) touching() {
 			return
 		case <-t.C:
 			if l.moved.Swap(false) {
-				l.f.sb.Touch(l.project)
+				l.f.sb.Touch(l.target.Project)
 			}
 		}
 	}
