@@ -317,6 +317,23 @@ func (u used) Write(p []byte) (int, error) {
 func (u used) Close() error      { return u.c.Close() }
 func (u used) CloseWrite() error { return u.c.CloseWrite() }
 
+// ReadFrom lets the connection read in its own sizes (a relay.Conn puts
+// up to relay.Chunk in a frame, where io.Copy's buffer would make frames
+// of 32 KiB), marking each read.
+func (u used) ReadFrom(r io.Reader) (int64, error) {
+	return io.Copy(u.c, usedReader{r, u.moved})
+}
+
+type usedReader struct {
+	r     io.Reader
+	moved *atomic.Bool
+}
+
+func (u usedReader) Read(p []byte) (int, error) {
+	u.moved.Store(true)
+	return u.r.Read(p)
+}
+
 func (l *listener) untrack(s service.ExecSession) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
