@@ -1,8 +1,13 @@
 // Package ports carries TCP connections between the host's loopback and a
-// sandbox's: a port of the sandbox exposed on a host port (sandbox/ports/
-// expose), and what listens inside. The sidecar carries the bytes itself,
-// over an exec into the container, so the sandbox needs no published port
-// and the host no route into it.
+// sandbox's, all owned by one Carrier per process: a port of the sandbox
+// exposed on a host port (sandbox/ports/expose), a host port forwarded
+// into it (sandbox/ports/forward), the desktop of a sandbox without a
+// network (service.DesktopPorts), and its browser's DevTools
+// (sandbox/browser, behind cdprelay); and what listens inside. The
+// sidecar carries the bytes itself, over relays it runs in the container
+// (package relay), so the sandbox needs no published port and the host no
+// route into it; where the host reaches the container's own address, a
+// direct route carries them instead (direct.go).
 package ports
 
 import (
