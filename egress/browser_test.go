@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/pilot-sandbox/pilot-sandbox/ports"
+	"github.com/rs/zerolog"
 )
 
 // TestChromiumObeys: the sandbox's Chromium (the browser image) is held to
@@ -33,7 +35,9 @@ func TestChromiumObeys(t *testing.T) {
 		}
 	})
 	s.judge.Allow("allowed.test", s.server)
-	ws, err := s.m.Browser(context.Background(), s.project)
+	carrier := ports.NewCarrier(s.m, s.docker, ports.Options{Log: zerolog.Nop()})
+	defer carrier.Close()
+	ws, err := carrier.Browser(context.Background(), s.project)
 	if err != nil {
 		t.Fatal(err)
 	}

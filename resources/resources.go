@@ -21,6 +21,9 @@ var seccomp string
 //go:embed agent/agent.py
 var agent []byte
 
+//go:embed relay/pilot_relay.py
+var relayProgram string
+
 // SandboxImage is the Docker build context of the sandbox image: the
 // Dockerfile at its root, with the entrypoint and desktop configuration.
 func SandboxImage() fs.FS {
@@ -50,3 +53,9 @@ func ChromiumSeccomp() string { return seccomp }
 // sandbox at run time, not built into the image, so it always matches the
 // binary, whatever image an older container was made from.
 func DesktopAgent() []byte { return agent }
+
+// Relay is the source of the relay, the Python program that is the
+// sandbox's end of every connection the sidecar carries (package relay).
+// Like the agent, it is passed to the sandbox at run time, so it always
+// matches the binary, whatever image a container was made from.
+func Relay() string { return relayProgram }

@@ -215,9 +215,6 @@ func (m *Manager) commit(b *box, st *State) {
 		b.state = nil
 	}
 	b.mu.Unlock()
-	if st == nil || st.Status != StatusRunning {
-		m.closeRelay(b.project)
-	}
 	if sameState(prev, st) {
 		return
 	}

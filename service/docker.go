@@ -146,6 +146,10 @@ type Container struct {
 	// NoNetwork says the container has no network but its loopback
 	// (ContainerSpec.NoNetwork): the engine publishes none of its ports.
 	NoNetwork bool
+	// IP is the container's own address on its network, as the engine
+	// gives it ("" without one): what the sidecar's direct routes dial,
+	// never an address a program in the sandbox names.
+	IP string
 	// Limits are the container's resource limits.
 	Limits Limits
 }

@@ -162,8 +162,7 @@ func (c Config) withDefaults() Config {
 //     between tries. No one holds two boxes' tokens.
 //  2. images.Builder's mu: a start's image check or build, minutes long.
 //  3. policy.admitMu (an admission, over a list of the engine's
-//     containers), box.settingsMu (a write of .pilot/settings.json), the
-//     DevTools relays' mu (browser.go; then a spare dialer's mu).
+//     containers), box.settingsMu (a write of .pilot/settings.json).
 //  4. The leaves: box.mu (a box's fields and its run's), policy.mu (the
 //     policy file as read), Manager.mu (the boxes), the broker's mu (the
 //     subscribers) and run.agentMu (a run's agent). agentMu is never
@@ -178,7 +177,6 @@ type Manager struct {
 	cfg       Config
 	log       zerolog.Logger
 	images    *images.Builder
-	relays    relays // sandbox/browser's DevTools relays (browser.go)
 	registry  *projectfs.Registry
 	locks     projectfs.Locks
 	approvals projectfs.Approvals // the user's approvals (project.go)
@@ -206,7 +204,6 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 		docker:     docker,
 		cfg:        cfg,
 		log:        cfg.Logger,
-		relays:     relays{byProject: map[string]*relay{}},
 		boxes:      map[string]*box{},
 		unready:    make(chan string, 64),
 		policy:     newPolicy(cfg.Policy, cfg.StateDir),
@@ -243,10 +240,6 @@ func (m *Manager) Image() string { return m.images.Tag(m.cfg.DefaultVariant) }
 
 // StateDir is the sidecar's XDG state directory ("" for none).
 func (m *Manager) StateDir() string { return m.cfg.StateDir }
-
-// DesktopPorts is what carries the desktop of a sandbox without a network
-// (Config.DesktopPorts), nil if nothing does.
-func (m *Manager) DesktopPorts() DesktopPorts { return m.cfg.DesktopPorts }
 
 // Subscribe returns the manager's events and the function that ends the
 // subscription. The channel is closed when the subscription ends.

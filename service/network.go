@@ -24,9 +24,9 @@ const NetworkNone = "none"
 // container without a network.
 type DesktopPorts interface {
 	// HostPorts returns, for each of ports, the host port carrying it to
-	// the container; a call for another container of the project lets go
-	// of the former one's.
-	HostPorts(ctx context.Context, project, containerID string, ports []int) (map[int]int, error)
+	// the target's container; a call for another container of the project
+	// lets go of the former one's.
+	HostPorts(ctx context.Context, t RelayTarget, ports []int) (map[int]int, error)
 }
 
 // withDesktopPorts is c with its desktop ports on the host, when the engine
@@ -40,7 +40,7 @@ func (m *Manager) withDesktopPorts(ctx context.Context, project string, c Contai
 	if m.cfg.DesktopPorts == nil {
 		return c, errors.New("the sandbox has no network, and this process does not carry its desktop's ports")
 	}
-	hostPorts, err := m.cfg.DesktopPorts.HostPorts(ctx, project, c.ID, []int{desktop.VNCPort, desktop.NoVNCPort})
+	hostPorts, err := m.cfg.DesktopPorts.HostPorts(ctx, relayTargetOf(project, c), []int{desktop.VNCPort, desktop.NoVNCPort})
 	if err != nil {
 		m.log.Debug().Err(err).Str("project", project).Msg("the desktop of a sandbox without a network: no relay yet")
 		return c, fmt.Errorf("carry the desktop's ports of a sandbox without a network: %w", err)

@@ -53,14 +53,17 @@ func policyConfig() service.PolicyConfig {
 	return cfg
 }
 
-// app is what a command works with: its logger, and the manager on the
-// engine; close closes the log file.
+// app is what a command works with: its logger, the manager on the
+// engine, the relay that carries the desktops of the manager's sandboxes
+// without a network, and the network policy's questions and log; close
+// closes them and the log file.
 type app struct {
-	log    zerolog.Logger
-	m      *service.Manager
-	docker *engine.Client
-	net    *network
-	close  func()
+	log      zerolog.Logger
+	m        *service.Manager
+	docker   *engine.Client
+	desktops *ports.DesktopRelay
+	net      *network
+	close    func()
 }
 
 // openApp opens the log (at level on stderr) and builds the manager.
@@ -69,7 +72,12 @@ func openApp(stderr io.Writer, level zerolog.Level) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, docker, err := newManager(log)
+	docker := engine.New("")
+	// A sandbox without a network has its desktop carried by this process,
+	// for as long as it runs: its carrier closes it as the sandbox stops
+	// (sidecar.go).
+	desktops := ports.NewDesktopRelay(docker, log)
+	m, err := newManager(log, docker, desktops)
 	if err != nil {
 		closeLog()
 		return nil, err
@@ -78,12 +86,11 @@ func openApp(stderr io.Writer, level zerolog.Level) (*app, error) {
 	events, unsubscribe := m.Subscribe()
 	go net.followStops(events) // ends with unsubscribe
 	closeAll := func() { unsubscribe(); net.close(); closeLog() }
-	return &app{log: log, m: m, docker: docker, net: net, close: closeAll}, nil
+	return &app{log: log, m: m, docker: docker, desktops: desktops, net: net, close: closeAll}, nil
 }
 
 // newManager builds the manager the way every command uses it.
-func newManager(log zerolog.Logger) (*service.Manager, *engine.Client, error) {
-	docker := engine.New("")
+func newManager(log zerolog.Logger, docker *engine.Client, desktops service.DesktopPorts) (*service.Manager, error) {
 	cfg := service.Config{
 		Image:     os.Getenv(envImage),
 		Resources: resources.SandboxImage(),
@@ -96,21 +103,15 @@ func newManager(log zerolog.Logger) (*service.Manager, *engine.Client, error) {
 		Scope:            os.Getenv(envScope),
 		Policy:           policyConfig(),
 		Logger:           log,
-		// A sandbox without a network has its desktop carried by this
-		// process: serve and ui for as long as they run (sidecar.go).
-		DesktopPorts: ports.NewDesktopRelay(docker, log),
+		DesktopPorts:     desktops,
 	}
 	if base := os.Getenv(envBaseImage); base != "" {
 		cfg.BuildArgs = map[string]string{"BASE_IMAGE": base}
 	}
 	if v := cfg.DefaultVariant; v != "" && v != images.VariantBrowser && v != images.VariantDesktop {
-		return nil, nil, fmt.Errorf("%s must be %q or %q; it is %q", envDefaultImage, images.VariantBrowser, images.VariantDesktop, v)
+		return nil, fmt.Errorf("%s must be %q or %q; it is %q", envDefaultImage, images.VariantBrowser, images.VariantDesktop, v)
 	}
-	m, err := service.New(docker, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	return m, docker, nil
+	return service.New(docker, cfg)
 }
 
 // maxLogBytes is the size at which the log file is rotated, at start-up
