@@ -218,6 +218,9 @@ func (m *Manager) commit(b *box, st *State) {
 	if st == nil || st.Status != StatusRunning {
 		m.closeRelay(b.project)
 	}
+	if prev != nil && (st == nil || st.Status == StatusStopped) {
+		m.networkDown(prev.ContainerID) // a stopped sandbox has no network to carry
+	}
 	if sameState(prev, st) {
 		return
 	}

@@ -60,6 +60,7 @@ type app struct {
 	m      *service.Manager
 	docker *engine.Client
 	net    *network
+	egress *enforcement
 	close  func()
 }
 
@@ -69,21 +70,27 @@ func openApp(stderr io.Writer, level zerolog.Level) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, docker, err := newManager(log)
+	docker := engine.New("")
+	enf := newEnforcement(docker, log)
+	m, err := newManager(log, docker, enf)
 	if err != nil {
 		closeLog()
 		return nil, err
 	}
 	net := newNetwork(m, stateDir())
+	enf.judge.Store(net.judge)
+	enf.log.Store(net.netLog)
 	events, unsubscribe := m.Subscribe()
 	go net.followStops(events) // ends with unsubscribe
-	closeAll := func() { unsubscribe(); net.close(); closeLog() }
-	return &app{log: log, m: m, docker: docker, net: net, close: closeAll}, nil
+	// The process's proxies end with it: another process takes each
+	// sandbox over, or it has no way out (docs/network.md).
+	closeAll := func() { unsubscribe(); enf.Close(); net.close(); closeLog() }
+	return &app{log: log, m: m, docker: docker, net: net, egress: enf, close: closeAll}, nil
 }
 
-// newManager builds the manager the way every command uses it.
-func newManager(log zerolog.Logger) (*service.Manager, *engine.Client, error) {
-	docker := engine.New("")
+// newManager builds the manager the way every command uses it, its
+// sandboxes' network enforced by network.
+func newManager(log zerolog.Logger, docker *engine.Client, network service.Network) (*service.Manager, error) {
 	cfg := service.Config{
 		Image:     os.Getenv(envImage),
 		Resources: resources.SandboxImage(),
@@ -99,18 +106,15 @@ func newManager(log zerolog.Logger) (*service.Manager, *engine.Client, error) {
 		// A sandbox without a network has its desktop carried by this
 		// process: serve and ui for as long as they run (sidecar.go).
 		DesktopPorts: ports.NewDesktopRelay(docker, log),
+		Network:      network,
 	}
 	if base := os.Getenv(envBaseImage); base != "" {
 		cfg.BuildArgs = map[string]string{"BASE_IMAGE": base}
 	}
 	if v := cfg.DefaultVariant; v != "" && v != images.VariantBrowser && v != images.VariantDesktop {
-		return nil, nil, fmt.Errorf("%s must be %q or %q; it is %q", envDefaultImage, images.VariantBrowser, images.VariantDesktop, v)
+		return nil, fmt.Errorf("%s must be %q or %q; it is %q", envDefaultImage, images.VariantBrowser, images.VariantDesktop, v)
 	}
-	m, err := service.New(docker, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	return m, docker, nil
+	return service.New(docker, cfg)
 }
 
 // maxLogBytes is the size at which the log file is rotated, at start-up
