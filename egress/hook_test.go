@@ -23,7 +23,9 @@ func (n serviceNetwork) ExecEnv(c service.ExecCause) []string {
 	return n.Enforcer.ExecEnv(egress.Cause{Tool: c.Tool, RequestID: c.RequestID, Exec: c.Exec, Task: c.Task})
 }
 
-func (n serviceNetwork) Blocked(project string) string { return egress.BlockedLine(n.TakeBlocked(project)) }
+func (n serviceNetwork) Blocked(project string) string {
+	return egress.BlockedLine(n.TakeBlocked(project))
+}
 
 // TestTheStartPathEnforces: with the hook in the manager, a sandbox is
 // reported running only with its rules in (the first exec, at once, is
