@@ -215,6 +215,9 @@ func (m *Manager) commit(b *box, st *State) {
 		b.state = nil
 	}
 	b.mu.Unlock()
+	if prev != nil && (st == nil || st.Status == StatusStopped) {
+		m.networkDown(prev.ContainerID) // a stopped sandbox has no network to carry
+	}
 	if sameState(prev, st) {
 		return
 	}

@@ -171,6 +171,9 @@ type ExecSpec struct {
 	// Both are written from one goroutine, in the order the engine sent
 	// the output, and never after Exec returns.
 	Stdout, Stderr io.Writer
+	// Cause is what the command runs for, for the network's hints
+	// (Network.ExecEnv); the engine does not read it.
+	Cause ExecCause
 	// Finished, when closed, tells Exec the command is over though its
 	// output may still be open (a background child holds it): Exec stops
 	// reading and returns at once, with ExitCode -1 (the caller knows it;

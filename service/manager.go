@@ -89,6 +89,9 @@ type Config struct {
 	// network (sandbox.network "none"), for which the engine publishes
 	// none; nil refuses such a sandbox.
 	DesktopPorts DesktopPorts
+	// Network enforces the network policy of sandboxes with a network;
+	// nil leaves their network as Docker gives it.
+	Network Network
 	// Probe checks a started desktop; nil means the real check
 	// (desktop.Probe). Unit tests replace it.
 	// viewerPath is the container's LabelViewer.

@@ -63,6 +63,7 @@ type app struct {
 	docker   *engine.Client
 	desktops *ports.DesktopRelay
 	net      *network
+	egress   *enforcement
 	close    func()
 }
 
@@ -77,20 +78,26 @@ func openApp(stderr io.Writer, level zerolog.Level) (*app, error) {
 	// for as long as it runs: its carrier closes it as the sandbox stops
 	// (sidecar.go).
 	desktops := ports.NewDesktopRelay(docker, log)
-	m, err := newManager(log, docker, desktops)
+	enf := newEnforcement(docker, log)
+	m, err := newManager(log, docker, desktops, enf)
 	if err != nil {
 		closeLog()
 		return nil, err
 	}
 	net := newNetwork(m, stateDir())
+	enf.judge.Store(net.judge)
+	enf.log.Store(net.netLog)
 	events, unsubscribe := m.Subscribe()
 	go net.followStops(events) // ends with unsubscribe
-	closeAll := func() { unsubscribe(); net.close(); closeLog() }
-	return &app{log: log, m: m, docker: docker, desktops: desktops, net: net, close: closeAll}, nil
+	// The process's proxies end with it: another process takes each
+	// sandbox over, or it has no way out (docs/network.md).
+	closeAll := func() { unsubscribe(); enf.Close(); net.close(); closeLog() }
+	return &app{log: log, m: m, docker: docker, desktops: desktops, net: net, egress: enf, close: closeAll}, nil
 }
 
-// newManager builds the manager the way every command uses it.
-func newManager(log zerolog.Logger, docker *engine.Client, desktops service.DesktopPorts) (*service.Manager, error) {
+// newManager builds the manager the way every command uses it, its
+// sandboxes' network enforced by network.
+func newManager(log zerolog.Logger, docker *engine.Client, desktops service.DesktopPorts, network service.Network) (*service.Manager, error) {
 	cfg := service.Config{
 		Image:     os.Getenv(envImage),
 		Resources: resources.SandboxImage(),
@@ -104,6 +111,7 @@ func newManager(log zerolog.Logger, docker *engine.Client, desktops service.Desk
 		Policy:           policyConfig(),
 		Logger:           log,
 		DesktopPorts:     desktops,
+		Network:          network,
 	}
 	if base := os.Getenv(envBaseImage); base != "" {
 		cfg.BuildArgs = map[string]string{"BASE_IMAGE": base}

@@ -27,7 +27,7 @@ var allowed = map[string][]string{
 	"args":                nil,
 	"args/argstest":       {"args"},
 	"cdprelay":            nil,
-	"cmd/pilot-sandbox":   {"engine", "images", "mcpserver", "netpolicy", "permission", "ports", "projectfs", "resources", "rpc", "rpc/wire", "sandboxfs", "service", "tools", "ui"},
+	"cmd/pilot-sandbox":   {"egress", "engine", "images", "mcpserver", "netpolicy", "permission", "ports", "projectfs", "resources", "rpc", "rpc/wire", "sandboxfs", "service", "tools", "ui"},
 	"desktop":             {"resources"},
 	"egress":              {"service"},
 	"engine":              {"images", "sandboxfs", "service"},
