@@ -24,6 +24,9 @@ var agent []byte
 //go:embed relay/pilot_relay.py
 var relayProgram string
 
+//go:embed workspace/workspace.py
+var workspaceProgram []byte
+
 // SandboxImage is the Docker build context of the sandbox image: the
 // Dockerfile at its root, with the entrypoint and desktop configuration.
 func SandboxImage() fs.FS {
@@ -59,3 +62,8 @@ func DesktopAgent() []byte { return agent }
 // Like the agent, it is passed to the sandbox at run time, so it always
 // matches the binary, whatever image a container was made from.
 func Relay() string { return relayProgram }
+
+// WorkspaceProgram is the source of the program that keeps a sandbox's
+// /workspace (the project's copy a task works on; workspace/ in the
+// repository is its other half). Like the agent, it is passed at run time.
+func WorkspaceProgram() []byte { return workspaceProgram }

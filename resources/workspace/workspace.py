@@ -1,0 +1,466 @@
+"""pilot-workspace: the project's copy in /workspace, inside the sandbox.
+
+Runs as the sandbox user, started by the sidecar through `docker exec`
+(workspace/ in the repository is its other half; docs/tasks.md says what
+the user sees). /workspace is a git repository the sidecar keeps:
+
+- refs/pilot/base is the last snapshot of the host's project (each sync
+  that changes something commits one, its parent the one before);
+- refs/pilot/tasks/ID is the working tree as task ID left it, its parent
+  the base the task started from;
+- refs/pilot/saved/TIME keeps changes in the working tree that no task
+  saved, found by a sync before it puts the base back.
+
+Its own index, .git/pilot-index, is the base with the files' stat data, so
+finding what changed in the working tree reads only files whose stat
+changed; .git/index gets a copy after each command, so `git status` in the
+workspace says the same.
+
+Commands (PILOT_WORKSPACE_DIR or --dir name the workspace, /workspace by
+default); each prints one JSON object:
+
+  receive          a sync: a tar stream on stdin (below) -> {base, changed, saved}
+  save ID BASE     commit the working tree on refs/pilot/tasks/ID -> {commit, changed}
+  discard ID BASE  drop refs/pilot/tasks/ID, the working tree back to BASE -> {}
+  diff BASE COMMIT [MAXPATCH] -> {files: [{path, status, additions,
+                   deletions, binary}], patch, patchTruncated}
+
+The stream of receive is one JSON line, {"base": B, "full": F}, then a tar
+archive (nothing when no file changed). B is the base the sidecar's
+manifest was made against ("" for none); with F true the archive holds
+every file, and those it does not name are removed. A mismatched base
+fails with exit status 3 (STALE): the sidecar then sends everything.
+Entries are files and symbolic links to write, and entries whose PAX
+record PILOT.op is "remove" (a file or link that is gone) or "clear" (a
+directory that a file replaces). Names are relative, without "." or ".."
+components, never in a .git directory.
+
+Only Python's standard library and git.
+"""
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tarfile
+import time
+
+STALE = 3  # exit status: the workspace's base is not the one the stream was made for
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+PILOT_INDEX = "pilot-index"  # in .git: the base, with the files' stat data
+IN_PROGRESS = "pilot-sync"  # in .git while a receive writes files
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "pilot-sandbox", "GIT_AUTHOR_EMAIL": "pilot-sandbox@localhost",
+    "GIT_COMMITTER_NAME": "pilot-sandbox", "GIT_COMMITTER_EMAIL": "pilot-sandbox@localhost",
+}
+# Settings for the commands this program runs, whatever the workspace's own
+# configuration says (it is the agent's to change): no hooks, no file
+# system monitor, paths as they are.
+GIT_OPTIONS = [
+    "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
+    "-c", "core.quotePath=false", "-c", "core.safecrlf=false", "-c", "core.autocrlf=false",
+]
+
+
+class Fail(Exception):
+    """A refusal or failure, said on stderr; status is the exit status."""
+
+    def __init__(self, message, status=1):
+        super().__init__(message)
+        self.status = status
+
+
+class Workspace:
+    def __init__(self, root):
+        self.root = root
+        self.git_dir = os.path.join(root, ".git")
+
+    def path(self, *names):
+        return os.path.join(self.git_dir, *names)
+
+    def git(self, *args, index=PILOT_INDEX, stdin=None):
+        """Runs git in the workspace with the given index file (in .git) and
+        returns its stdout; a failure raises Fail with git's words."""
+        env = dict(os.environ, **IDENTITY)
+        env.pop("GIT_DIR", None)
+        env.pop("GIT_WORK_TREE", None)
+        if index:
+            env["GIT_INDEX_FILE"] = self.path(index)
+        run = subprocess.run(
+            ["git", *GIT_OPTIONS, *args], cwd=self.root, env=env, input=stdin,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if run.returncode != 0:
+            words = run.stderr.decode(errors="replace").strip().splitlines()
+            raise Fail(f"git {args[0]}: {words[-1] if words else 'exit status %d' % run.returncode}")
+        return run.stdout
+
+    def rev(self, name):
+        """The commit name names, or "" when there is none."""
+        try:
+            return self.git("rev-parse", "--verify", "-q", name + "^{commit}").decode().strip()
+        except Fail:
+            return ""
+
+    def tree_of(self, commit):
+        return self.git("rev-parse", commit + "^{tree}").decode().strip() if commit else EMPTY_TREE
+
+    def ensure(self):
+        """Makes the workspace a repository if it is not one."""
+        if not os.path.isdir(self.root):
+            raise Fail(f"{self.root} does not exist: this sandbox's image predates the workspace "
+                       "(remove the sandbox and start it again)")
+        if os.path.isdir(self.git_dir):
+            return
+        self.git("init", "-q", "-b", "main", index=None)
+        self.git("config", "user.name", IDENTITY["GIT_AUTHOR_NAME"], index=None)
+        self.git("config", "user.email", IDENTITY["GIT_AUTHOR_EMAIL"], index=None)
+        # Speed over size: a sync writes every file of the project as an
+        # object, and zlib's default level costs several times level 1.
+        self.git("config", "core.compression", "1", index=None)
+
+    def working_tree(self, base):
+        """The tree of the working tree as git sees it: the base's files as
+        they are now, and the files added since that .gitignore does not
+        ignore. Starts from a copy of the pilot index, so only files whose
+        stat changed are read."""
+        tmp = "pilot-index-" + str(os.getpid())
+        try:
+            if os.path.exists(self.path(PILOT_INDEX)):
+                shutil.copyfile(self.path(PILOT_INDEX), self.path(tmp))
+            else:
+                self.git("read-tree", base or EMPTY_TREE, index=tmp)
+            self.git("add", "-A", ".", index=tmp)
+            return self.git("write-tree", index=tmp).decode().strip()
+        finally:
+            with_missing_ok(os.remove, self.path(tmp))
+
+    def commit(self, tree, parent, message):
+        args = ["commit-tree", tree, "-m", message]
+        if parent:
+            args += ["-p", parent]
+        return self.git(*args).decode().strip()
+
+    def reset(self, base):
+        """Puts the working tree back to base: its files as they were, and
+        the files added since removed, but those .gitignore ignores (a
+        project's dependencies and build output stay)."""
+        self.git("symbolic-ref", "HEAD", "refs/heads/main", index=None)
+        self.git("reset", "-q", "--hard", base)
+        self.git("clean", "-q", "-f", "-d")
+
+    def share_index(self):
+        """Gives git's own index the pilot index's contents."""
+        if os.path.exists(self.path(PILOT_INDEX)):
+            shutil.copyfile(self.path(PILOT_INDEX), self.path("index"))
+
+
+def with_missing_ok(fn, *args):
+    try:
+        fn(*args)
+    except FileNotFoundError:
+        pass
+
+
+def check_name(name):
+    """A stream entry's name, checked: relative, clean, not in .git."""
+    name = name.rstrip("/")
+    parts = name.split("/")
+    if (not name or name.startswith("/") or "\0" in name
+            or any(p in ("", ".", "..") for p in parts)
+            or any(p.lower() == ".git" for p in parts)):
+        raise Fail(f"refused a stream entry named {name!r}", 2)
+    return name
+
+
+class Writer:
+    """Puts a stream's entries in the working tree, making each parent a
+    real directory (a file or a link in a parent's place is replaced: the
+    host has a directory there)."""
+
+    def __init__(self, root):
+        self.root = root
+        self.dirs = set()
+
+    def parent(self, name):
+        parts = name.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            rel = "/".join(parts[:i])
+            if rel in self.dirs:
+                continue
+            full = os.path.join(self.root, rel)
+            try:
+                st = os.lstat(full)
+                if not stat.S_ISDIR(st.st_mode):
+                    os.unlink(full)
+                    os.mkdir(full, 0o755)
+            except FileNotFoundError:
+                os.mkdir(full, 0o755)
+            self.dirs.add(rel)
+
+    def clear(self, name):
+        """Removes what is at name, a directory with all it holds too."""
+        full = os.path.join(self.root, name)
+        try:
+            st = os.lstat(full)
+        except FileNotFoundError:
+            return
+        if stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(full)
+            self.dirs = {d for d in self.dirs if d != name and not d.startswith(name + "/")}
+        else:
+            os.unlink(full)
+
+    def remove(self, name):
+        """Removes a file or link, and the directories it leaves empty."""
+        full = os.path.join(self.root, name)
+        try:
+            if stat.S_ISDIR(os.lstat(full).st_mode):
+                return  # a directory came in its place: its files have entries of their own
+            os.unlink(full)
+        except FileNotFoundError:
+            pass
+        parent = os.path.dirname(name)
+        while parent:
+            try:
+                os.rmdir(os.path.join(self.root, parent))
+            except OSError:
+                break
+            self.dirs.discard(parent)
+            parent = os.path.dirname(parent)
+
+    def file(self, name, member, data):
+        self.parent(name)
+        self.clear(name)
+        fd = os.open(os.path.join(self.root, name),
+                     os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            shutil.copyfileobj(data, out, 1 << 20)
+            os.fchmod(out.fileno(), member.mode & 0o777)
+
+    def link(self, name, target):
+        self.parent(name)
+        self.clear(name)
+        os.symlink(target, os.path.join(self.root, name))
+
+
+def receive(ws, stream, out):
+    try:
+        head = json.loads(stream.readline())
+        expected, full = str(head["base"]), head["full"] is True
+    except (ValueError, KeyError, TypeError):
+        raise Fail("the stream does not start with its JSON line", 2)
+    ws.ensure()
+    base = ws.rev("refs/pilot/base")
+    if not full and base != expected:
+        raise Fail(f"the workspace's base is {base or 'none'}, not {expected or 'none'}", STALE)
+    saved = save_unsaved(ws, base) if base else ""
+    before = set()
+    if base:
+        ws.reset(base)
+        if full:
+            before = set(ws.git("ls-files", "-z").decode("utf-8", "surrogateescape").split("\0")) - {""}
+    with open(ws.path(IN_PROGRESS), "w"):
+        pass
+    written, removed = extract(ws.root, stream)
+    if full:
+        gone = before - written
+        w = Writer(ws.root)
+        for name in gone:
+            w.remove(name)
+        removed |= gone
+    update_index(ws, written, removed - written)
+    new, changed = commit_base(ws, base)
+    os.remove(ws.path(IN_PROGRESS))
+    ws.share_index()
+    json.dump({"base": new, "changed": changed, "saved": saved}, out)
+
+
+def update_index(ws, written, removed):
+    """Records the stream's changes in the pilot index: removals first, as
+    a removed file may be where a written directory now is."""
+    for names, args in ((removed, ["--force-remove"]), (written, ["--add", "--replace"])):
+        if names:
+            ws.git("update-index", *args, "-z", "--stdin",
+                   stdin="\0".join(sorted(names)).encode("utf-8", "surrogateescape"))
+
+
+def extract(root, stream):
+    """Writes the tar archive's entries (none if the stream ends here);
+    returns the names written and the names removed."""
+    first = stream.read(tarfile.BLOCKSIZE)
+    if not first:
+        return set(), set()
+    tf = tarfile.open(fileobj=Prefixed(first, stream), mode="r|", bufsize=1 << 20,
+                      encoding="utf-8", errors="surrogateescape")
+    w = Writer(root)
+    written, removed = set(), set()
+    for m in tf:
+        name = check_name(m.name)
+        op = m.pax_headers.get("PILOT.op", "")
+        if op == "remove":
+            w.remove(name)
+            removed.add(name)
+            written.discard(name)
+        elif op == "clear":
+            w.clear(name)
+        elif op:
+            raise Fail(f"unknown stream operation {op!r} for {name!r}", 2)
+        elif m.isreg():
+            w.file(name, m, tf.extractfile(m))
+            written.add(name)
+        elif m.issym():
+            w.link(name, m.linkname)
+            written.add(name)
+        elif m.isdir():
+            w.parent(name + "/x")
+        else:
+            raise Fail(f"refused a stream entry of type {m.type!r}: {name!r}", 2)
+    return written, removed
+
+
+class Prefixed:
+    """A stream with bytes already read from it put back in front."""
+
+    def __init__(self, first, rest):
+        self.first, self.rest = first, rest
+
+    def read(self, size=-1):
+        if not self.first:
+            return self.rest.read(size)
+        data, self.first = self.first, b""
+        if size < 0:
+            return data + self.rest.read()
+        if len(data) > size:
+            data, self.first = data[:size], data[size:]
+        return data
+
+
+def save_unsaved(ws, base):
+    """Commits changes in the working tree that no task saved on
+    refs/pilot/saved/TIME, and returns that name ("" when there are none).
+    A sync that did not finish left the host's files, not changes."""
+    if os.path.exists(ws.path(IN_PROGRESS)):
+        return ""
+    tree = ws.working_tree(base)
+    if tree == ws.tree_of(base):
+        return ""
+    tasks = ws.git("for-each-ref", "--format=%(tree)", "refs/pilot/tasks/", index=None).decode().split()
+    if tree in tasks:
+        return ""
+    name = "refs/pilot/saved/" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    n = 1
+    while ws.rev(name):
+        n += 1
+        name = name.split("~")[0] + f"~{n}"
+    ws.git("update-ref", name, ws.commit(tree, base, "pilot-sandbox: changes no task saved"), index=None)
+    return name
+
+
+def commit_base(ws, base):
+    """Commits the pilot index as the new base if it differs from base."""
+    tree = ws.git("write-tree").decode().strip()
+    if base and tree == ws.tree_of(base):
+        return base, False
+    new = ws.commit(tree, base, "pilot-sandbox: the project's files")
+    ws.git("update-ref", "refs/pilot/base", new, index=None)
+    ws.git("update-ref", "refs/heads/main", new, index=None)
+    ws.git("symbolic-ref", "HEAD", "refs/heads/main", index=None)
+    return new, True
+
+
+def check_id(task_id):
+    if not task_id or not all(c.isalnum() or c in "-_" for c in task_id) or len(task_id) > 64:
+        raise Fail(f"refused a task id {task_id!r}", 2)
+    return task_id
+
+
+def save(ws, task_id, base, out):
+    tree = ws.working_tree(base)
+    commit = ws.commit(tree, base, f"pilot-sandbox: task {task_id}")
+    ws.git("update-ref", "refs/pilot/tasks/" + check_id(task_id), commit, index=None)
+    json.dump({"commit": commit, "changed": tree != ws.tree_of(base)}, out)
+
+
+def discard(ws, task_id, base, out):
+    ref = "refs/pilot/tasks/" + check_id(task_id)
+    if ws.rev(ref):
+        ws.git("update-ref", "-d", ref, index=None)
+    ws.reset(base)
+    ws.share_index()
+    json.dump({}, out)
+
+
+STATUS = {"A": "added", "M": "modified", "D": "deleted", "T": "typechange"}
+
+
+def diff(ws, base, commit, max_patch, out):
+    base = base or EMPTY_TREE
+    fields = ws.git("diff", "--no-renames", "--name-status", "-z", base, commit, index=None).split(b"\0")
+    counts = ws.git("diff", "--no-renames", "--numstat", "-z", base, commit, index=None).split(b"\0")
+    files = {}
+    for i in range(0, len(fields) - 1, 2):
+        path = fields[i + 1].decode(errors="replace")
+        files[path] = {"path": path, "status": STATUS.get(fields[i].decode(), "modified"),
+                       "additions": 0, "deletions": 0, "binary": False}
+    for entry in counts:
+        if not entry:
+            continue
+        added, deleted, path = entry.decode(errors="replace").split("\t", 2)
+        f = files.get(path)
+        if f is None:
+            continue
+        if added == "-":
+            f["binary"] = True
+        else:
+            f["additions"], f["deletions"] = int(added), int(deleted)
+    patch, truncated = bounded_patch(ws, base, commit, max_patch)
+    json.dump({"files": list(files.values()), "patch": patch, "patchTruncated": truncated},
+              out, ensure_ascii=False)
+
+
+def bounded_patch(ws, base, commit, max_patch):
+    """The unified diff, at most max_patch bytes of it."""
+    proc = subprocess.Popen(["git", *GIT_OPTIONS, "diff", "--no-renames", "--binary", base, commit],
+                            cwd=ws.root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    data = proc.stdout.read(max_patch + 1)
+    truncated = len(data) > max_patch
+    proc.kill()
+    proc.wait()
+    proc.stdout.close()
+    return data[:max_patch].decode(errors="replace"), truncated
+
+
+def main(argv, stdin, stdout):
+    root = os.environ.get("PILOT_WORKSPACE_DIR", "/workspace")
+    if argv[:1] == ["--dir"]:
+        root, argv = argv[1], argv[2:]
+    ws = Workspace(root)
+    cmd, args = (argv[0], argv[1:]) if argv else ("", [])
+    if cmd == "receive" and not args:
+        receive(ws, stdin, stdout)
+    elif cmd == "save" and len(args) == 2:
+        save(ws, args[0], args[1], stdout)
+    elif cmd == "discard" and len(args) == 2:
+        discard(ws, args[0], args[1], stdout)
+    elif cmd == "diff" and len(args) in (2, 3):
+        diff(ws, args[0], args[1], int(args[2]) if len(args) == 3 else 8 << 20, stdout)
+    else:
+        raise Fail("usage: workspace.py [--dir DIR] receive | save ID BASE | discard ID BASE | "
+                   "diff BASE COMMIT [MAXPATCH]", 2)
+    stdout.write("\n")
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1:], sys.stdin.buffer, sys.stdout)
+    except Fail as e:
+        print(f"pilot-workspace: {e}", file=sys.stderr)
+        sys.exit(e.status)
+    except tarfile.TarError as e:
+        print(f"pilot-workspace: the stream is not a whole tar archive: {e}", file=sys.stderr)
+        sys.exit(2)
+    except OSError as e:
+        print(f"pilot-workspace: {e}", file=sys.stderr)
+        sys.exit(1)
