@@ -63,12 +63,18 @@ func blobOf(file string, info fs.FileInfo) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	h := blobHash(info.Size())
-	n, err := io.Copy(h, io.LimitReader(f, info.Size()))
+	return readerBlob(f, info.Size())
+}
+
+// readerBlob is the blob id of the first size bytes of r, which must have
+// them.
+func readerBlob(r io.Reader, size int64) (string, error) {
+	h := blobHash(size)
+	n, err := io.Copy(h, io.LimitReader(r, size))
 	if err != nil {
 		return "", err
 	}
-	if n < info.Size() {
+	if n < size {
 		return "", errShrank
 	}
 	return hexSum(h), nil

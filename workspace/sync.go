@@ -54,7 +54,7 @@ func (w *Workspace) syncFrom(ctx context.Context, old *manifest, report func(Pro
 	if err != nil {
 		return Synced{}, nil, err
 	}
-	if !isCommitID(ans.Base) {
+	if !isObjectID(ans.Base) {
 		return Synced{}, nil, fmt.Errorf("the workspace answered a base that is not a commit id: %q", ans.Base)
 	}
 	return Synced{
@@ -72,8 +72,8 @@ func (w *Workspace) Base() (string, error) {
 	return m.base, nil
 }
 
-// isCommitID says s is a full hexadecimal object id (SHA-1).
-func isCommitID(s string) bool {
+// isObjectID says s is a full hexadecimal git object id (SHA-1).
+func isObjectID(s string) bool {
 	if len(s) != 40 {
 		return false
 	}

@@ -11,6 +11,7 @@ import os
 import subprocess
 import tarfile
 import tempfile
+import time
 import unittest
 
 import workspace
@@ -18,7 +19,7 @@ import workspace
 
 def stream(entries, base="", full=False):
     """A receive stream: entries are (name, data) for a file, (name, data,
-    mode), (name, "->target") for a link, or (name, "remove"|"clear")."""
+    mode), (name, "->target") for a link, or (name, "remove")."""
     buf = io.BytesIO()
     buf.write(json.dumps({"base": base, "full": full}).encode() + b"\n")
     if entries:
@@ -31,7 +32,7 @@ def stream(entries, base="", full=False):
 
 def add(tf, name, what, mode=0o644):
     info = tarfile.TarInfo(name)
-    if what in ("remove", "clear"):
+    if what == "remove":
         info.pax_headers = {"PILOT.op": what}
         tf.addfile(info)
     elif isinstance(what, str) and what.startswith("->"):
@@ -125,7 +126,8 @@ class WorkspaceTest(unittest.TestCase):
         self.receive([("a", b"file")])
         self.receive([("a", "remove"), ("a/b", b"inside")])
         self.assertEqual(self.read("a/b"), b"inside")
-        self.receive([("a/b", "remove"), ("a", "clear"), ("a", b"file again")])
+        self.write("a/ignored-by-the-host", b"x")
+        self.receive([("a/b", "remove"), ("a", b"file again")])
         self.assertEqual(self.read("a"), b"file again")
         self.assertEqual(self.git("ls-files").split(), ["a"])
 
@@ -206,6 +208,17 @@ class WorkspaceTest(unittest.TestCase):
         cut = self.run_cmd("diff", base, saved["commit"], "20")
         self.assertEqual(len(cut["patch"]), 20)
         self.assertTrue(cut["patchTruncated"])
+
+    def test_a_change_within_the_same_second_at_the_same_size_is_seen(self):
+        # The sync writes a file and the task rewrites it at the same size
+        # within that second; the save comes a second later.
+        time.sleep(1 - time.time() % 1)
+        base = self.receive([("a", b"base")])["base"]
+        self.write("a", b"task")
+        time.sleep(1.05 - time.time() % 1)
+        saved = self.run_cmd("save", "t1", base)
+        self.assertTrue(saved["changed"], "the task's change was missed")
+        self.assertEqual(self.git("show", saved["commit"] + ":a"), "task")
 
     def test_discard_drops_the_task_and_puts_the_base_back(self):
         base = self.receive([("a", b"host")])["base"]

@@ -24,15 +24,18 @@ default); each prints one JSON object:
   discard ID BASE  drop refs/pilot/tasks/ID, the working tree back to BASE -> {}
   diff BASE COMMIT [MAXPATCH] -> {files: [{path, status, additions,
                    deletions, binary}], patch, patchTruncated}
+  raw BASE COMMIT  git diff --raw -z of the two (what apply reads)
+  blobs            git cat-file --batch (apply's contents, by blob id)
 
 The stream of receive is one JSON line, {"base": B, "full": F}, then a tar
 archive (nothing when no file changed). B is the base the sidecar's
 manifest was made against ("" for none); with F true the archive holds
 every file, and those it does not name are removed. A mismatched base
 fails with exit status 3 (STALE): the sidecar then sends everything.
-Entries are files and symbolic links to write, and entries whose PAX
-record PILOT.op is "remove" (a file or link that is gone) or "clear" (a
-directory that a file replaces). Names are relative, without "." or ".."
+Entries are files and symbolic links to write (whatever is in their place
+goes, a directory too; a file or a link where a parent directory goes is
+replaced by one), and entries whose PAX record PILOT.op is "remove" (a
+file or link that is gone). Names are relative, without "." or ".."
 components, never in a .git directory.
 
 Only Python's standard library and git.
@@ -128,7 +131,7 @@ class Workspace:
         tmp = "pilot-index-" + str(os.getpid())
         try:
             if os.path.exists(self.path(PILOT_INDEX)):
-                shutil.copyfile(self.path(PILOT_INDEX), self.path(tmp))
+                copy_index(self.path(PILOT_INDEX), self.path(tmp))
             else:
                 self.git("read-tree", base or EMPTY_TREE, index=tmp)
             self.git("add", "-A", ".", index=tmp)
@@ -153,7 +156,15 @@ class Workspace:
     def share_index(self):
         """Gives git's own index the pilot index's contents."""
         if os.path.exists(self.path(PILOT_INDEX)):
-            shutil.copyfile(self.path(PILOT_INDEX), self.path("index"))
+            copy_index(self.path(PILOT_INDEX), self.path("index"))
+
+
+def copy_index(src, dst):
+    """Copies an index file with its modification time: git takes an entry
+    whose file is no older than the index for "racily clean" and reads its
+    content, since a file changed within the same second at the same size
+    looks unchanged by its stat. A copy made now would hide that."""
+    shutil.copy2(src, dst)
 
 
 def with_missing_ok(fn, *args):
@@ -303,8 +314,6 @@ def extract(root, stream):
             w.remove(name)
             removed.add(name)
             written.discard(name)
-        elif op == "clear":
-            w.clear(name)
         elif op:
             raise Fail(f"unknown stream operation {op!r} for {name!r}", 2)
         elif m.isreg():
@@ -432,6 +441,13 @@ def bounded_patch(ws, base, commit, max_patch):
     return data[:max_patch].decode(errors="replace"), truncated
 
 
+def exec_git(ws, *args):
+    """Becomes git, run in the workspace with this program's settings: its
+    output is the caller's to read."""
+    os.chdir(ws.root)
+    os.execvp("git", ["git", *GIT_OPTIONS, *args])
+
+
 def main(argv, stdin, stdout):
     root = os.environ.get("PILOT_WORKSPACE_DIR", "/workspace")
     if argv[:1] == ["--dir"]:
@@ -444,11 +460,15 @@ def main(argv, stdin, stdout):
         save(ws, args[0], args[1], stdout)
     elif cmd == "discard" and len(args) == 2:
         discard(ws, args[0], args[1], stdout)
+    elif cmd == "raw" and len(args) == 2:
+        exec_git(ws, "diff", "--raw", "-z", "--no-renames", "--no-abbrev", args[0] or EMPTY_TREE, args[1])
+    elif cmd == "blobs" and not args:
+        exec_git(ws, "cat-file", "--batch")
     elif cmd == "diff" and len(args) in (2, 3):
         diff(ws, args[0], args[1], int(args[2]) if len(args) == 3 else 8 << 20, stdout)
     else:
         raise Fail("usage: workspace.py [--dir DIR] receive | save ID BASE | discard ID BASE | "
-                   "diff BASE COMMIT [MAXPATCH]", 2)
+                   "diff BASE COMMIT [MAXPATCH] | raw BASE COMMIT | blobs", 2)
     stdout.write("\n")
 
 
