@@ -169,13 +169,13 @@ func TestApplyRefusesAHostileChange(t *testing.T) {
 		from, to string // replaced in the raw diff, or in the blobs
 		blobs    bool
 	}{
-		"../":               {from: "a.txt", to: "../a.txt"},
-		"absolute":          {from: "a.txt", to: "/tmp/a.txt"},
-		"into .git":         {from: "a.txt", to: ".git/hooks/a"},
-		"into .pilot":       {from: "a.txt", to: "x/.pilot/a"},
-		"not clean":         {from: "a.txt", to: "x/./a.txt"},
-		"a submodule":       {from: ":100644 100644", to: ":100644 160000"},
-		"content not blob":  {from: "task\n", to: "evil\n", blobs: true},
+		"../":              {from: "a.txt", to: "../a.txt"},
+		"absolute":         {from: "a.txt", to: "/tmp/a.txt"},
+		"into .git":        {from: "a.txt", to: ".git/hooks/a"},
+		"into .pilot":      {from: "a.txt", to: "x/.pilot/a"},
+		"not clean":        {from: "a.txt", to: "x/./a.txt"},
+		"a submodule":      {from: ":100644 100644", to: ":100644 160000"},
+		"content not blob": {from: "task\n", to: "evil\n", blobs: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			l := newLocal(t)
