@@ -1,9 +1,9 @@
 package workspace
 
 import (
-	"archive/tar"
 	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,11 +14,13 @@ import (
 	"time"
 )
 
-// The stream a sync sends to `workspace.py receive` (see there): a JSON
-// line, then a tar archive of the removals and the files, through the
-// exec's stdin. It streams: the files are read as the archive is written,
+// The stream a sync sends to `workspace.py receive` (see there for its
+// records): a JSON line, then the removals and the files, through the
+// exec's stdin. It streams: the files are read as the stream is written,
 // in pieces of streamBuffer (Go's transport flushes each write of a
-// request body as a chunk of its own), never held whole.
+// request body as a chunk of its own), never held whole. Not tar: parsing
+// tar headers in Python cost more than writing the files (10,000 files:
+// 1 s of tarfile's 1.6 s).
 
 const (
 	streamBuffer = 256 << 10
@@ -78,34 +80,34 @@ func (w *Workspace) writeStream(out io.Writer, p *plan, prog *progress) error {
 	if _, err := bw.Write(append(head, '\n')); err != nil {
 		return err
 	}
-	if len(p.send)+len(p.remove) > 0 {
-		if err := w.writeArchive(bw, p, prog); err != nil {
-			return err
-		}
+	if err := w.writeRecords(bw, p, prog); err != nil {
+		return err
+	}
+	if err := bw.WriteByte('E'); err != nil {
+		return err
 	}
 	return bw.Flush()
 }
 
-func (w *Workspace) writeArchive(out io.Writer, p *plan, prog *progress) error {
+func (w *Workspace) writeRecords(out *bufio.Writer, p *plan, prog *progress) error {
 	root, err := os.OpenRoot(w.project)
 	if err != nil {
 		return fmt.Errorf("open the project: %w", err)
 	}
 	defer root.Close()
-	tw := tar.NewWriter(out)
 	for _, rel := range p.remove {
-		if err := writeRemoval(tw, rel); err != nil {
+		if err := writeRemoval(out, rel); err != nil {
 			return err
 		}
 	}
 	buf := make([]byte, copyBuffer)
 	for _, l := range p.send {
-		blob, err := writeListed(tw, root, l, buf, prog)
+		blob, err := writeListed(out, root, l, buf, prog)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			// Gone since it was listed: the sandbox must not keep it.
 			delete(p.next, l.rel)
-			err = writeRemoval(tw, l.rel)
+			err = writeRemoval(out, l.rel)
 		case err == nil:
 			e := p.next[l.rel]
 			e.blob = blob
@@ -115,26 +117,38 @@ func (w *Workspace) writeArchive(out io.Writer, p *plan, prog *progress) error {
 			return err
 		}
 	}
-	return tw.Close()
+	return nil
 }
 
-func writeRemoval(tw *tar.Writer, rel string) error {
-	return tw.WriteHeader(&tar.Header{
-		Typeflag: tar.TypeReg, Name: rel, Mode: 0o644, Format: tar.FormatPAX,
-		PAXRecords: map[string]string{"PILOT.op": "remove"},
-	})
+// record writes a record's kind, its fixed fields and its name.
+func record(out *bufio.Writer, kind byte, name string, fields ...any) error {
+	out.WriteByte(kind)
+	for _, f := range fields {
+		if err := binary.Write(out, binary.BigEndian, f); err != nil {
+			return err
+		}
+	}
+	_, err := out.WriteString(name)
+	return err
+}
+
+func writeRemoval(out *bufio.Writer, rel string) error {
+	return record(out, 'R', rel, uint32(len(rel)))
 }
 
 // writeListed writes one file or link and returns its blob id.
-func writeListed(tw *tar.Writer, root *os.Root, l listed, buf []byte, prog *progress) (string, error) {
+func writeListed(out *bufio.Writer, root *os.Root, l listed, buf []byte, prog *progress) (string, error) {
 	if l.info.Mode()&fs.ModeSymlink != 0 {
 		target, err := root.Readlink(filepath.FromSlash(l.rel))
 		if err != nil {
 			return "", err
 		}
 		prog.add(1, 0)
-		hdr := &tar.Header{Typeflag: tar.TypeSymlink, Name: l.rel, Linkname: target, Mode: 0o777}
-		return linkBlob(target), tw.WriteHeader(hdr)
+		if err := record(out, 'L', l.rel, uint32(len(l.rel)), uint32(len(target))); err != nil {
+			return "", err
+		}
+		_, err = out.WriteString(target)
+		return linkBlob(target), err
 	}
 	f, err := root.Open(filepath.FromSlash(l.rel))
 	if err != nil {
@@ -142,13 +156,12 @@ func writeListed(tw *tar.Writer, root *os.Root, l listed, buf []byte, prog *prog
 	}
 	defer f.Close()
 	size := l.info.Size()
-	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: l.rel, Size: size, Mode: int64(l.info.Mode().Perm())}
-	if err := tw.WriteHeader(hdr); err != nil {
+	if err := record(out, 'F', l.rel, uint16(l.info.Mode().Perm()), uint32(len(l.rel)), uint64(size)); err != nil {
 		return "", err
 	}
 	h := blobHash(size)
 	src := &hostReader{r: io.TeeReader(io.LimitReader(f, size), h)}
-	n, err := io.CopyBuffer(tw, src, buf)
+	n, err := io.CopyBuffer(out, src, buf)
 	switch {
 	case src.err != nil:
 		return "", fmt.Errorf("read %s: %w", l.rel, src.err)

@@ -9,7 +9,6 @@ import io
 import json
 import os
 import subprocess
-import tarfile
 import tempfile
 import time
 import unittest
@@ -17,30 +16,27 @@ import unittest
 import workspace
 
 
-def stream(entries, base="", full=False):
+def stream(entries, base="", full=False, end=True):
     """A receive stream: entries are (name, data) for a file, (name, data,
     mode), (name, "->target") for a link, or (name, "remove")."""
     buf = io.BytesIO()
     buf.write(json.dumps({"base": base, "full": full}).encode() + b"\n")
-    if entries:
-        with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
-            for entry in entries:
-                add(tf, *entry)
+    for entry in entries:
+        buf.write(record(*entry))
+    if end:
+        buf.write(b"E")
     buf.seek(0)
     return buf
 
 
-def add(tf, name, what, mode=0o644):
-    info = tarfile.TarInfo(name)
+def record(name, what, mode=0o644):
+    name = name.encode()
     if what == "remove":
-        info.pax_headers = {"PILOT.op": what}
-        tf.addfile(info)
-    elif isinstance(what, str) and what.startswith("->"):
-        info.type, info.linkname = tarfile.SYMTYPE, what[2:]
-        tf.addfile(info)
-    else:
-        info.size, info.mode = len(what), mode
-        tf.addfile(info, io.BytesIO(what))
+        return b"R" + workspace.NAME_HEAD.pack(len(name)) + name
+    if isinstance(what, str) and what.startswith("->"):
+        target = what[2:].encode()
+        return b"L" + workspace.LINK_HEAD.pack(len(name), len(target)) + name + target
+    return b"F" + workspace.FILE_HEAD.pack(mode, len(name), len(what)) + name + what
 
 
 class WorkspaceTest(unittest.TestCase):
@@ -177,6 +173,19 @@ class WorkspaceTest(unittest.TestCase):
         self.receive([("a", b"host")], base=self.ws.rev("refs/pilot/base"))
         with open(other, "rb") as f:
             self.assertEqual(f.read(), b"mine")
+
+    def test_a_stream_cut_short_writes_no_base(self):
+        base = self.receive([("a", b"1")])["base"]
+        cut = stream([("a", b"2"), ("b", b"3")], base, end=False)
+        with self.assertRaises(workspace.Fail):
+            self.run_cmd("receive", stdin=io.BytesIO(cut.getvalue()[:-1]))
+        with self.assertRaises(workspace.Fail):
+            self.run_cmd("receive", stdin=cut)
+        self.assertEqual(self.ws.rev("refs/pilot/base"), base)
+        got = self.receive([("a", b"2")])
+        self.assertEqual(got["saved"], "", "a sync that did not finish leaves nothing to save")
+        self.assertEqual(self.git("ls-files").split(), ["a"])
+        self.assertFalse(os.path.exists(os.path.join(self.root, "b")))
 
     def test_names_that_leave_the_workspace_or_reach_git_are_refused(self):
         for name in ("../x", "a/../../x", "/etc/x", ".git/config", "a/.GIT/hooks/x", "./a"):

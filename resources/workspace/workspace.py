@@ -27,16 +27,14 @@ default); each prints one JSON object:
   raw BASE COMMIT  git diff --raw -z of the two (what apply reads)
   blobs            git cat-file --batch (apply's contents, by blob id)
 
-The stream of receive is one JSON line, {"base": B, "full": F}, then a tar
-archive (nothing when no file changed). B is the base the sidecar's
-manifest was made against ("" for none); with F true the archive holds
-every file, and those it does not name are removed. A mismatched base
-fails with exit status 3 (STALE): the sidecar then sends everything.
-Entries are files and symbolic links to write (whatever is in their place
-goes, a directory too; a file or a link where a parent directory goes is
-replaced by one), and entries whose PAX record PILOT.op is "remove" (a
-file or link that is gone). Names are relative, without "." or ".."
-components, never in a .git directory.
+The stream of receive is one JSON line, {"base": B, "full": F}, then
+records (FILE_HEAD below): files and links to write (whatever is in their
+place goes, a directory too; a file or a link where a parent directory goes
+is replaced by one) and removals. B is the base the sidecar's manifest was
+made against ("" for none); with F true the stream holds every file, and
+those it does not name are removed. A mismatched base fails with exit
+status 3 (STALE): the sidecar then sends everything. Names are relative,
+without "." or ".." components, never in a .git directory.
 
 Only Python's standard library and git.
 """
@@ -47,7 +45,7 @@ import shutil
 import stat
 import subprocess
 import sys
-import tarfile
+import struct
 import time
 
 STALE = 3  # exit status: the workspace's base is not the one the stream was made for
@@ -241,14 +239,22 @@ class Writer:
             self.dirs.discard(parent)
             parent = os.path.dirname(parent)
 
-    def file(self, name, member, data):
+    def file(self, name, mode, stream, size):
+        """Writes size bytes of stream as the file name."""
         self.parent(name)
         self.clear(name)
         fd = os.open(os.path.join(self.root, name),
                      os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "wb") as out:
-            shutil.copyfileobj(data, out, 1 << 20)
-            os.fchmod(out.fileno(), member.mode & 0o777)
+        try:
+            while size > 0:
+                data = stream.read(min(size, 1 << 20))
+                if not data:
+                    raise Fail(f"the stream ended in the middle of {name!r}", 2)
+                write_all(fd, data)
+                size -= len(data)
+            os.fchmod(fd, mode & 0o777)
+        finally:
+            os.close(fd)
 
     def link(self, name, target):
         self.parent(name)
@@ -297,53 +303,62 @@ def update_index(ws, written, removed):
                    stdin="\0".join(sorted(names)).encode("utf-8", "surrogateescape"))
 
 
+# The records of receive's stream (after its JSON line): a kind byte, then
+# for F (a file) ">HIQ" mode, name length, size, the name, the content;
+# for L (a link) ">II" name length, target length, the name, the target;
+# for R (a removal) ">I" name length, the name; E ends the stream. Names and
+# targets are bytes, as the host's file system has them.
+FILE_HEAD = struct.Struct(">HIQ")
+LINK_HEAD = struct.Struct(">II")
+NAME_HEAD = struct.Struct(">I")
+MAX_NAME = 4096
+
+
 def extract(root, stream):
-    """Writes the tar archive's entries (none if the stream ends here);
-    returns the names written and the names removed."""
-    first = stream.read(tarfile.BLOCKSIZE)
-    if not first:
-        return set(), set()
-    tf = tarfile.open(fileobj=Prefixed(first, stream), mode="r|", bufsize=1 << 20,
-                      encoding="utf-8", errors="surrogateescape")
+    """Writes the stream's records; returns the names written and the names
+    removed."""
     w = Writer(root)
     written, removed = set(), set()
-    for m in tf:
-        name = check_name(m.name)
-        op = m.pax_headers.get("PILOT.op", "")
-        if op == "remove":
+    while True:
+        kind = stream.read(1)
+        if kind == b"E":
+            return written, removed
+        if kind == b"F":
+            mode, name_len, size = FILE_HEAD.unpack(read_exactly(stream, FILE_HEAD.size))
+            name = read_name(stream, name_len)
+            w.file(name, mode, stream, size)
+            written.add(name)
+        elif kind == b"L":
+            name_len, target_len = LINK_HEAD.unpack(read_exactly(stream, LINK_HEAD.size))
+            name = read_name(stream, name_len)
+            w.link(name, os.fsdecode(read_exactly(stream, min(target_len, MAX_NAME + 1))))
+            written.add(name)
+        elif kind == b"R":
+            name = read_name(stream, NAME_HEAD.unpack(read_exactly(stream, NAME_HEAD.size))[0])
             w.remove(name)
             removed.add(name)
             written.discard(name)
-        elif op:
-            raise Fail(f"unknown stream operation {op!r} for {name!r}", 2)
-        elif m.isreg():
-            w.file(name, m, tf.extractfile(m))
-            written.add(name)
-        elif m.issym():
-            w.link(name, m.linkname)
-            written.add(name)
-        elif m.isdir():
-            w.parent(name + "/x")
         else:
-            raise Fail(f"refused a stream entry of type {m.type!r}: {name!r}", 2)
-    return written, removed
+            raise Fail(f"the stream ended or is garbled (a record of kind {kind!r})", 2)
 
 
-class Prefixed:
-    """A stream with bytes already read from it put back in front."""
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
-    def __init__(self, first, rest):
-        self.first, self.rest = first, rest
 
-    def read(self, size=-1):
-        if not self.first:
-            return self.rest.read(size)
-        data, self.first = self.first, b""
-        if size < 0:
-            return data + self.rest.read()
-        if len(data) > size:
-            data, self.first = data[:size], data[size:]
-        return data
+def read_exactly(stream, n):
+    data = stream.read(n)
+    if len(data) != n:
+        raise Fail("the stream ended in the middle of a record", 2)
+    return data
+
+
+def read_name(stream, n):
+    if n > MAX_NAME:
+        raise Fail(f"refused a name of {n} bytes", 2)
+    return check_name(os.fsdecode(read_exactly(stream, n)))
 
 
 def save_unsaved(ws, base):
@@ -478,9 +493,6 @@ if __name__ == "__main__":
     except Fail as e:
         print(f"pilot-workspace: {e}", file=sys.stderr)
         sys.exit(e.status)
-    except tarfile.TarError as e:
-        print(f"pilot-workspace: the stream is not a whole tar archive: {e}", file=sys.stderr)
-        sys.exit(2)
     except OSError as e:
         print(f"pilot-workspace: {e}", file=sys.stderr)
         sys.exit(1)
