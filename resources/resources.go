@@ -27,6 +27,9 @@ var relayProgram string
 //go:embed workspace/workspace.py
 var workspaceProgram []byte
 
+//go:embed tasks/runner.py
+var taskRunner []byte
+
 // SandboxImage is the Docker build context of the sandbox image: the
 // Dockerfile at its root, with the entrypoint and desktop configuration.
 func SandboxImage() fs.FS {
@@ -67,3 +70,8 @@ func Relay() string { return relayProgram }
 // /workspace (the project's copy a task works on; workspace/ in the
 // repository is its other half). Like the agent, it is passed at run time.
 func WorkspaceProgram() []byte { return workspaceProgram }
+
+// TaskRunner is the source of the program that runs a task's agent in a
+// sandbox and writes what it prints to records the sidecar follows
+// (tasks/ in the repository is its other half).
+func TaskRunner() []byte { return taskRunner }
