@@ -39,7 +39,7 @@ func manyFiles(tb testing.TB, dir string, n int) {
 // 8 s right after an rm -rf).
 func BenchmarkSyncFirst10000(b *testing.B) {
 	s := newSandbox(b)
-	manyFiles(b, s.project, 10000)
+	manyFiles(b, s.Project, 10000)
 	ctx := context.Background()
 	for b.Loop() {
 		b.StopTimer()
@@ -57,7 +57,7 @@ func BenchmarkSyncFirst10000(b *testing.B) {
 // changed.
 func BenchmarkSyncUnchanged10000(b *testing.B) {
 	s := newSandbox(b)
-	manyFiles(b, s.project, 10000)
+	manyFiles(b, s.Project, 10000)
 	ctx := context.Background()
 	ws := s.workspace()
 	if _, err := ws.Sync(ctx, nil); err != nil {

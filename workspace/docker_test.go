@@ -17,11 +17,9 @@ import (
 
 // sandbox is a real sandbox, as a workspace.Sandbox.
 type sandbox struct {
-	t         testing.TB
-	m         *service.Manager
-	project   string
-	container string
-	stateDir  string
+	dockertest.Sandbox
+	t        testing.TB
+	stateDir string
 }
 
 func newSandbox(t testing.TB) *sandbox {
@@ -34,28 +32,18 @@ func newSandbox(t testing.TB) *sandbox {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &sandbox{t: t, m: m, project: project, container: st.ContainerID, stateDir: t.TempDir()}
-}
-
-func (s *sandbox) ContainerID() string { return s.container }
-
-func (s *sandbox) Exec(ctx context.Context, cmd workspace.Command) (workspace.Result, error) {
-	res, err := s.m.ExecArgv(ctx, s.project, service.ExecSpec{
-		Cmd: cmd.Argv, Env: cmd.Env, Stdin: cmd.Stdin, Stdout: cmd.Stdout,
-		MaxOutput: cmd.MaxOutput, Timeout: cmd.Timeout,
-	})
-	return workspace.Result{ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, Truncated: res.Truncated, TimedOut: res.TimedOut}, err
+	return &sandbox{Sandbox: dockertest.Sandbox{M: m, Project: project, Container: st.ContainerID}, t: t, stateDir: t.TempDir()}
 }
 
 func (s *sandbox) workspace() *workspace.Workspace {
-	return workspace.New(s, s.project, workspace.Options{Program: resources.WorkspaceProgram(), StateDir: s.stateDir})
+	return workspace.New(s, s.Project, workspace.Options{Program: resources.WorkspaceProgram(), StateDir: s.stateDir})
 }
 
 // sh runs a shell command in the sandbox and returns its stdout, failing
 // the test unless it exits 0.
 func (s *sandbox) sh(command string) string {
 	s.t.Helper()
-	out, err := s.m.Exec(context.Background(), s.project, service.ExecRequest{Command: command, Timeout: 2 * time.Minute})
+	out, err := s.M.Exec(context.Background(), s.Project, service.ExecRequest{Command: command, Timeout: 2 * time.Minute})
 	if err != nil || out.ExitCode != 0 {
 		s.t.Fatalf("%s: %v %+v", command, err, out)
 	}
@@ -107,7 +95,7 @@ func gitProject(t testing.TB, dir string) {
 
 func TestSyncAGitProject(t *testing.T) {
 	s := newSandbox(t)
-	gitProject(t, s.project)
+	gitProject(t, s.Project)
 	ctx := context.Background()
 	ws := s.workspace()
 
@@ -132,9 +120,9 @@ func TestSyncAGitProject(t *testing.T) {
 		t.Errorf("a sync with nothing changed: %+v", again)
 	}
 
-	write(t, s.project, "src/main.go", "package main\n\nfunc main() {}\n")
-	write(t, s.project, "src/new.go", "package main\n")
-	os.Remove(filepath.Join(s.project, "notes.txt"))
+	write(t, s.Project, "src/main.go", "package main\n\nfunc main() {}\n")
+	write(t, s.Project, "src/new.go", "package main\n")
+	os.Remove(filepath.Join(s.Project, "notes.txt"))
 	third, err := ws.Sync(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +142,7 @@ func TestSyncAGitProject(t *testing.T) {
 // says what the sandbox holds.
 func TestSyncSavesWhatNoTaskSaved(t *testing.T) {
 	s := newSandbox(t)
-	write(t, s.project, "a.txt", "host\n")
+	write(t, s.Project, "a.txt", "host\n")
 	ctx := context.Background()
 	ws := s.workspace()
 	first, err := ws.Sync(ctx, nil)
@@ -178,13 +166,13 @@ func TestSyncSavesWhatNoTaskSaved(t *testing.T) {
 // workspace.
 func TestSyncAfterTheManifestIsLost(t *testing.T) {
 	s := newSandbox(t)
-	write(t, s.project, "a", "1")
-	write(t, s.project, "b", "2")
+	write(t, s.Project, "a", "1")
+	write(t, s.Project, "b", "2")
 	ctx := context.Background()
 	if _, err := s.workspace().Sync(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(filepath.Join(s.project, "b"))
+	os.Remove(filepath.Join(s.Project, "b"))
 	s.stateDir = t.TempDir()
 	res, err := s.workspace().Sync(ctx, nil)
 	if err != nil {

@@ -13,6 +13,8 @@ user sees). Commands:
                                supervisor is gone without a last record is
                                reported lost
   cancel ID                    asks the supervisor to end the task
+  running                      prints the ids of the tasks whose supervisor
+                               runs, as a JSON list
 
 The supervisor makes itself a child subreaper (PR_SET_CHILD_SUBREAPER), so
 every process the task starts stays its descendant, even one that forks
@@ -44,6 +46,7 @@ import ctypes
 import json
 import os
 import selectors
+import shutil
 import signal
 import sys
 import time
@@ -57,6 +60,7 @@ MAX_OUTPUT = 1 << 30  # bytes of the output file
 GRACE = 5.0  # seconds between SIGTERM and SIGKILL
 DRAIN = 0.2  # seconds to read what is left once ARGV ended
 KEEPALIVE = 5.0  # seconds between a follower's empty lines while nothing happens
+KEEP_TASKS = 50  # task directories kept in the sandbox (the newest)
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -355,7 +359,9 @@ def daemonize():
 
 def start(task_id, timeout, argv, out):
     d = task_dir(task_id)
-    os.makedirs(d, mode=0o700)
+    os.makedirs(TASKS, mode=0o700, exist_ok=True)
+    prune(KEEP_TASKS - 1)
+    os.mkdir(d, 0o700)
     supervisor = daemonize()
     if supervisor == 0:
         try:
@@ -440,6 +446,29 @@ def read_from(path, pos):
         return b""
 
 
+def running(out):
+    try:
+        names = os.listdir(TASKS)
+    except FileNotFoundError:
+        names = []
+    ids = sorted(n for n in names if supervisor_alive(os.path.join(TASKS, n)))
+    out.write(json.dumps(ids).encode() + b"\n")
+
+
+def prune(keep):
+    """Removes the directories of ended tasks but the keep newest: each
+    holds up to MAX_OUTPUT bytes of output."""
+    try:
+        names = os.listdir(TASKS)
+    except FileNotFoundError:
+        return
+    dirs = [os.path.join(TASKS, n) for n in names]
+    dirs.sort(key=lambda d: os.stat(d).st_mtime if os.path.exists(d) else 0, reverse=True)
+    for d in dirs[keep:]:
+        if not supervisor_alive(d):
+            shutil.rmtree(d, ignore_errors=True)
+
+
 def cancel(task_id):
     d = task_dir(task_id)
     if not supervisor_alive(d):
@@ -456,8 +485,10 @@ def main(argv, out):
         follow(args[0], int(args[1]), out)
     elif cmd == "cancel" and len(args) == 1:
         cancel(args[0])
+    elif cmd == "running" and not args:
+        running(out)
     else:
-        raise Fail("usage: runner.py start ID TIMEOUT -- ARGV... | follow ID FROM | cancel ID", 2)
+        raise Fail("usage: runner.py start ID TIMEOUT -- ARGV... | follow ID FROM | cancel ID | running", 2)
 
 
 if __name__ == "__main__":

@@ -174,6 +174,24 @@ class RunnerTest(unittest.TestCase):
         self.assertIn("lost", self.records(res.stdout)[-1])
         os.kill(sleeper, signal.SIGKILL)
 
+    def test_running_lists_the_tasks_whose_supervisor_runs(self):
+        self.task("true")
+        proc = self.start("t5", "sleep", "300")
+        self.wait_for_started("t5")
+        res = self.run_cmd("running")
+        self.assertEqual(json.loads(res.stdout), ["t5"])
+        self.run_cmd("cancel", "t5")
+        proc.communicate(timeout=30)
+        self.assertEqual(json.loads(self.run_cmd("running").stdout), [])
+
+    def test_old_task_directories_are_pruned(self):
+        for i in range(runner.KEEP_TASKS + 3):
+            os.makedirs(os.path.join(self.home, ".pilot-tasks", f"old{i}"))
+        self.task("true", task_id="new")
+        left = os.listdir(os.path.join(self.home, ".pilot-tasks"))
+        self.assertEqual(len(left), runner.KEEP_TASKS)
+        self.assertIn("new", left)
+
     def test_bad_ids_are_refused(self):
         for task_id in ("../x", "", "a/b"):
             res = self.run_cmd("follow", task_id, "0")
