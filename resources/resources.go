@@ -7,7 +7,7 @@ import (
 	"io/fs"
 )
 
-//go:embed docker/sandbox docker/browser
+//go:embed docker/sandbox docker/browser docker/dev
 var files embed.FS
 
 // seccomp is the seccomp profile of browser sandboxes: Docker's default
@@ -45,6 +45,17 @@ func SandboxImage() fs.FS {
 // sandbox image (build argument DESKTOP names it).
 func BrowserImage() fs.FS {
 	sub, err := fs.Sub(files, "docker/browser")
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}
+
+// DevImage is the build context of the dev image, a layer on the browser
+// image (build argument BROWSER names it): tools to build and run a
+// project inside its sandbox.
+func DevImage() fs.FS {
+	sub, err := fs.Sub(files, "docker/dev")
 	if err != nil {
 		panic(err)
 	}

@@ -33,7 +33,7 @@ var allowed = map[string][]string{
 	"engine":              {"images", "sandboxfs", "service"},
 	"images":              {"projectfs"},
 	"internal/archtest":   nil,
-	"internal/dockertest": {"engine", "images", "resources", "service"},
+	"internal/dockertest": {"engine", "images", "resources", "service", "workspace"},
 	"internal/jsonsize":   nil,
 	"internal/rfbtest":    nil,
 	"internal/tcptest":    nil,
@@ -49,8 +49,10 @@ var allowed = map[string][]string{
 	"sandboxfs":           nil,
 	"service":             {"desktop", "images", "internal/jsonsize", "netpolicy", "projectfs", "sandboxfs", "shell"},
 	"shell":               nil,
+	"tasks":               {"projectfs", "workspace"},
 	"tools":               {"args", "desktop", "projectfs", "service"},
 	"ui":                  nil,
+	"workspace":           {"projectfs"},
 }
 
 // libraries are the third-party libraries docs/architecture.md names, and
