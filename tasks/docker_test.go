@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 	"github.com/pilot-sandbox/pilot-sandbox/resources"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
@@ -368,4 +370,22 @@ func TestAFloodIsBounded(t *testing.T) {
 	if !strings.Contains(string(raw), `"finished"`) {
 		t.Errorf("the last event kept is %s", raw)
 	}
+}
+
+// TestATaskServesAPageInTheBrowser: a task starts a server in /workspace
+// and opens its page with pilot-open in the sandbox's Chromium (browser
+// image); the page loads there, and the server outlives the task.
+func TestATaskServesAPageInTheBrowser(t *testing.T) {
+	e := newEnv(t, func(cfg *service.Config) { cfg.DefaultVariant = images.VariantBrowser })
+	write(t, e.project, "site/index.html", "<html><head><title>Built by the task</title></head><body>hello</body></html>\n")
+	id := e.run(tasks.StartRequest{Command: []string{"sh", "-c",
+		"cd site && python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 & " +
+			"for i in $(seq 50); do python3 -c 'import urllib.request; urllib.request.urlopen(\"http://127.0.0.1:8765/\")' 2>/dev/null && break; sleep 0.1; done; " +
+			"pilot-open http://127.0.0.1:8765/index.html && echo opened"}})
+	fin, events := e.finished(id, 2*time.Minute)
+	if fin.Status != tasks.StatusSucceeded || !slices.Contains(lines(events), "opened") {
+		t.Fatalf("finished %+v, lines %q", fin, lines(events))
+	}
+	dockertest.PollExec(t, e.m, e.project, "the page is open in Chromium",
+		`python3 -c 'import urllib.request, sys; sys.exit("Built by the task" not in urllib.request.urlopen("http://127.0.0.1:9222/json/list").read().decode())'`)
 }

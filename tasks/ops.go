@@ -113,7 +113,7 @@ func (m *Manager) Get(ctx context.Context, id string) (Got, error) {
 // readAgain reads an ended task's records from its sandbox into t.
 func (m *Manager) readAgain(ctx context.Context, t *task, sb workspace.Sandbox) {
 	rec := t.record()
-	if _, fin, _ := m.stream(ctx, t, sb, m.runnerArgv("follow", rec.ID, "0"), nil, nil); fin != nil && rec.Finished != nil {
+	if _, fin, _ := m.stream(ctx, t, sb, m.runnerArgv("follow", rec.ID, "0"), taskEnv(rec.ID), nil); fin != nil && rec.Finished != nil {
 		m.emit(t, Event{Type: TypeFinished, TimeMs: rec.Finished.DurationMs, Body: rec.Finished})
 	}
 }
@@ -129,7 +129,7 @@ func (m *Manager) Cancel(ctx context.Context, id string) (Record, error) {
 	if sb == nil {
 		return rec, fmt.Errorf("task %s: its sandbox no longer runs its container", id)
 	}
-	res, err := sb.Exec(ctx, workspace.Command{Argv: m.runnerArgv("cancel", id), MaxOutput: maxStderr, Timeout: runnerTimeout})
+	res, err := sb.Exec(ctx, workspace.Command{Argv: m.runnerArgv("cancel", id), Env: taskEnv(id), MaxOutput: maxStderr, Timeout: runnerTimeout})
 	switch {
 	case err != nil:
 		return rec, err

@@ -117,5 +117,10 @@ func (r StartRequest) env(id string) ([]string, error) {
 		}
 		out = append(out, name+"="+r.Env[name])
 	}
-	return append(out, "PILOT_TASK="+id), nil
+	return append(out, taskEnv(id)...), nil
 }
+
+// taskEnv marks an exec as the task's: every exec a task starts carries
+// its id (and the PILOT_CAUSE the sidecar's exec sets, which a network
+// policy reads to name the task that made a connection).
+func taskEnv(id string) []string { return []string{"PILOT_TASK=" + id} }

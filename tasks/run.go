@@ -143,7 +143,7 @@ func (m *Manager) follow(t *task, sb workspace.Sandbox, fin *Finished) {
 		}
 		sb = cur
 		before := t.lastSeen()
-		_, fin, _ = m.stream(m.ctx, t, sb, m.runnerArgv("follow", rec.ID, strconv.Itoa(before)), nil, nil)
+		_, fin, _ = m.stream(m.ctx, t, sb, m.runnerArgv("follow", rec.ID, strconv.Itoa(before)), taskEnv(rec.ID), nil)
 		if t.lastSeen() > before {
 			tries = 0
 		}
