@@ -161,7 +161,7 @@ func writeListed(out *bufio.Writer, root *os.Root, l listed, buf []byte, prog *p
 	}
 	h := blobHash(size)
 	src := &hostReader{r: io.TeeReader(io.LimitReader(f, size), h)}
-	n, err := io.CopyBuffer(out, src, buf)
+	n, err := io.CopyBuffer(progressWriter{out, prog}, src, buf)
 	switch {
 	case src.err != nil:
 		return "", fmt.Errorf("read %s: %w", l.rel, src.err)
@@ -170,8 +170,21 @@ func writeListed(out *bufio.Writer, root *os.Root, l listed, buf []byte, prog *p
 	case n < size:
 		return "", fmt.Errorf("%s: %w (sync again)", l.rel, errShrank)
 	}
-	prog.add(1, n)
+	prog.add(1, 0)
 	return hexSum(h), nil
+}
+
+// progressWriter counts the bytes of a file as they go, so that a large
+// one moves the progress too.
+type progressWriter struct {
+	w    io.Writer
+	prog *progress
+}
+
+func (p progressWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	p.prog.add(0, int64(n))
+	return n, err
 }
 
 // hostReader keeps the error of reading a host file apart from that of
