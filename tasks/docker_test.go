@@ -25,7 +25,7 @@ import (
 
 // env is a real sandbox with a task manager, which hears every event.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	m        *service.Manager
 	project  string
 	stateDir string
@@ -36,7 +36,7 @@ type env struct {
 	change chan struct{} // a notification came
 }
 
-func newEnv(t *testing.T, change func(*service.Config)) *env {
+func newEnv(t testing.TB, change func(*service.Config)) *env {
 	t.Helper()
 	m, docker := dockertest.Manager(t, change)
 	project := dockertest.Project(t, docker)
@@ -128,7 +128,7 @@ func (e *env) sh(command string) string {
 	return out.Stdout
 }
 
-func write(t *testing.T, dir, rel, content string) {
+func write(t testing.TB, dir, rel, content string) {
 	t.Helper()
 	file := filepath.Join(dir, rel)
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {

@@ -34,8 +34,14 @@ func (m *Manager) Sync(ctx context.Context, projectPath string, report func(work
 	return m.workspace(sb, project).Sync(ctx, report)
 }
 
-// idle fails with ErrBusy while a task runs in the sandbox.
+// idle fails with ErrBusy while a task runs in the sandbox. The records
+// say first: tasks are recorded before they start, so a container no
+// record says runs a task runs none, and the sandbox is asked only when
+// one does (it may have ended without a sidecar to record it).
 func (m *Manager) idle(ctx context.Context, sb workspace.Sandbox, why string) error {
+	if !m.recordedRunning(sb.ContainerID()) {
+		return nil
+	}
 	running, err := m.runningIn(ctx, sb)
 	if err != nil {
 		return err
@@ -44,6 +50,16 @@ func (m *Manager) idle(ctx context.Context, sb workspace.Sandbox, why string) er
 		return fmt.Errorf("%w: task %s runs there, and %s", ErrBusy, running[0], why)
 	}
 	return nil
+}
+
+// recordedRunning says a record says a task runs in the container.
+func (m *Manager) recordedRunning(container string) bool {
+	for _, rec := range m.records.all() {
+		if rec.Container == container && m.current(rec).Status == StatusRunning {
+			return true
+		}
+	}
+	return false
 }
 
 // List is the project's tasks, newest first.

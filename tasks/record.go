@@ -98,6 +98,12 @@ func (r records) all() []Record {
 	return out
 }
 
+func (r records) remove(id string) {
+	if validID(id) {
+		os.Remove(filepath.Join(r.dir, id+".json"))
+	}
+}
+
 // prune removes the oldest finished records past maxRecords.
 func (r records) prune() {
 	all := r.all()

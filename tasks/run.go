@@ -65,7 +65,8 @@ func (m *Manager) Start(ctx context.Context, req StartRequest, report func(works
 	}
 	started := make(chan error, 1)
 	m.wg.Add(1)
-	go m.run(t, sb, m.runnerArgv("start", id, strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64), "--"), env, started)
+	limit := strconv.Itoa(m.maxTasks(project))
+	go m.run(t, sb, m.runnerArgv("start", id, strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64), limit, "--"), env, started)
 	select {
 	case err = <-started:
 	case <-time.After(startWait):
@@ -74,35 +75,33 @@ func (m *Manager) Start(ctx context.Context, req StartRequest, report func(works
 	return t.record(), err
 }
 
-// prepare checks the sandbox may take one more task, syncs (if asked),
-// and records the task, under the workspace's lock.
+// prepare syncs (if asked) and records the task, under the workspace's
+// lock. A sync is refused while a task runs (its files would change under
+// it); how many tasks may run at once the runner decides as it starts
+// one, whichever sidecar started the others.
 func (m *Manager) prepare(ctx context.Context, sb workspace.Sandbox, rec Record, sync bool, report func(workspace.Progress)) (*task, error) {
 	unlock := m.lock(sb.ContainerID())
 	defer unlock()
-	running, err := m.runningIn(ctx, sb)
-	if err != nil {
-		return nil, err
-	}
-	if n := m.maxTasks(rec.ProjectPath); len(running) >= n {
-		return nil, fmt.Errorf("%w: it runs %d task(s), at most %d at once (config.json maxTasks)", ErrBusy, len(running), n)
-	}
 	ws := m.workspace(sb, rec.ProjectPath)
-	if sync && len(running) > 0 {
-		return nil, fmt.Errorf("%w: a sync would change the files under the running task; start with sync false", ErrBusy)
-	}
 	if sync {
+		if err := m.idle(ctx, sb, "a sync would change the files under it: start with sync false"); err != nil {
+			return nil, err
+		}
 		res, err := ws.Sync(ctx, report)
 		if err != nil {
 			return nil, err
 		}
 		rec.Base = res.Base
-	} else if rec.Base, err = ws.Base(); err != nil {
-		return nil, fmt.Errorf("%w: sync first, or start with sync true", err)
+	} else {
+		base, err := ws.Base()
+		if err != nil {
+			return nil, fmt.Errorf("%w: sync first, or start with sync true", err)
+		}
+		rec.Base = base
 	}
 	if err := m.records.save(rec); err != nil {
 		return nil, fmt.Errorf("record the task: %w", err)
 	}
-	m.records.prune()
 	t := newTask(rec)
 	m.mu.Lock()
 	m.tasks[rec.ID] = t
@@ -110,11 +109,17 @@ func (m *Manager) prepare(ctx context.Context, sb workspace.Sandbox, rec Record,
 	return t, nil
 }
 
-// run starts the task's runner and follows it to its end.
+// run starts the task's runner and follows it to its end. A start the
+// runner refused (as many tasks as allowed run) leaves no record.
 func (m *Manager) run(t *task, sb workspace.Sandbox, argv, env []string, started chan<- error) {
 	defer m.wg.Done()
 	rec := t.record()
 	res, fin, err := m.stream(m.ctx, t, sb, append(argv, rec.Argv...), env, started)
+	if fin == nil && err == nil && res.ExitCode == exitBusy {
+		m.forget(rec.ID)
+		started <- fmt.Errorf("%w: %s", ErrBusy, stderrText(res))
+		return
+	}
 	if fin == nil && err == nil && res.ExitCode != 0 {
 		err = fmt.Errorf("the task runner failed: %s", stderrText(res))
 	}
@@ -124,7 +129,16 @@ func (m *Manager) run(t *task, sb workspace.Sandbox, argv, env []string, started
 		m.finish(t, Finished{Status: StatusFailed, ExitCode: -1, Error: err.Error()})
 		return
 	}
+	m.records.prune()
 	m.follow(t, sb, fin)
+}
+
+// forget drops a task that never was: its start was refused.
+func (m *Manager) forget(id string) {
+	m.mu.Lock()
+	delete(m.tasks, id)
+	m.mu.Unlock()
+	m.records.remove(id)
 }
 
 // follow follows the task again until its last record, while the sandbox

@@ -19,15 +19,18 @@ const (
 	maxStderr     = 4 << 10
 	runnerTimeout = 30 * time.Second
 	// exitNotRunning is the runner's exit status for a cancel of a task
-	// that is not running.
+	// that is not running; exitBusy for a start refused because as many
+	// tasks as allowed run.
 	exitNotRunning = 3
+	exitBusy       = 4
 )
 
 // runnerArgv runs one of the runner's commands (resources/tasks/runner.py):
-// -I ignores the environment's Python settings, -u leaves its output
-// unbuffered.
+// -I ignores the environment's Python settings, -S the site packages (the
+// runner uses the standard library only, and starts sooner), -u leaves its
+// output unbuffered.
 func (m *Manager) runnerArgv(args ...string) []string {
-	return append([]string{"python3", "-I", "-u", "-c", string(m.opts.Runner)}, args...)
+	return append([]string{"python3", "-I", "-S", "-u", "-c", string(m.opts.Runner)}, args...)
 }
 
 // runningIn asks the sandbox which tasks run in it, whichever sidecar

@@ -30,9 +30,11 @@ const exitStale = 3
 // errStale: the workspace's base is not the manifest's; a full sync mends it.
 var errStale = errors.New("the workspace's base is not the manifest's")
 
-// command is the program's argv for one of its commands.
+// command is the program's argv for one of its commands: -I ignores the
+// environment's Python settings, -S the site packages (it uses the
+// standard library only, and starts sooner).
 func (w *Workspace) command(args ...string) []string {
-	return append([]string{"python3", "-I", "-c", string(w.opts.Program), "--dir", Dir}, args...)
+	return append([]string{"python3", "-I", "-S", "-c", string(w.opts.Program), "--dir", Dir}, args...)
 }
 
 // call runs one of the program's commands, bounded by programTimeout, and

@@ -5,9 +5,11 @@ Runs as the sandbox user, started by the sidecar through `docker exec`
 (tasks/ in the repository is its other half; docs/tasks.md says what the
 user sees). Commands:
 
-  start ID TIMEOUT -- ARGV...  starts the task's supervisor, detached from
-                               the exec, then follows its records from the
-                               first (as follow does)
+  start ID TIMEOUT MAX -- ARGV...
+                               starts the task's supervisor, detached from
+                               the exec, unless MAX tasks run already (exit
+                               status 4), then follows its records from
+                               the first (as follow does)
   follow ID FROM               prints the task's records after number FROM
                                as they come, until its last; a task whose
                                supervisor is gone without a last record is
@@ -43,6 +45,7 @@ Only Python's standard library.
 """
 
 import ctypes
+import fcntl
 import json
 import os
 import selectors
@@ -62,6 +65,7 @@ DRAIN = 0.2  # seconds to read what is left once ARGV ended
 KEEPALIVE = 5.0  # seconds between a follower's empty lines while nothing happens
 KEEP_TASKS = 50  # task directories kept in the sandbox (the newest)
 PR_SET_CHILD_SUBREAPER = 36
+BUSY = 4  # exit status of a start refused: as many tasks as allowed run
 
 
 class Fail(Exception):
@@ -357,13 +361,22 @@ def daemonize():
     return 0
 
 
-def start(task_id, timeout, argv, out):
+def start(task_id, timeout, limit, argv, out):
+    """Starts the task unless limit tasks run already (exit status BUSY),
+    deciding under a lock, so two sidecars cannot both take the last
+    place."""
     d = task_dir(task_id)
     os.makedirs(TASKS, mode=0o700, exist_ok=True)
+    lock = os.open(os.path.join(TASKS, ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    live = live_tasks()
+    if len(live) >= limit:
+        raise Fail(f"the sandbox runs {len(live)} task(s) ({', '.join(live)}), at most {limit} at once", BUSY)
     prune(KEEP_TASKS - 1)
     os.mkdir(d, 0o700)
     supervisor = daemonize()
     if supervisor == 0:
+        os.close(lock)  # the lock would last as long as the task
         try:
             code = Supervisor(task_id, timeout, argv).run()
         except BaseException:
@@ -373,6 +386,7 @@ def start(task_id, timeout, argv, out):
         raise Fail("the supervisor did not start")
     with open(os.path.join(d, "pid"), "w") as f:
         f.write(str(supervisor))
+    os.close(lock)
     follow(task_id, 0, out)
 
 
@@ -446,13 +460,17 @@ def read_from(path, pos):
         return b""
 
 
-def running(out):
+def live_tasks():
+    """The ids of the tasks whose supervisor runs."""
     try:
         names = os.listdir(TASKS)
     except FileNotFoundError:
-        names = []
-    ids = sorted(n for n in names if supervisor_alive(os.path.join(TASKS, n)))
-    out.write(json.dumps(ids).encode() + b"\n")
+        return []
+    return sorted(n for n in names if not n.startswith(".") and supervisor_alive(os.path.join(TASKS, n)))
+
+
+def running(out):
+    out.write(json.dumps(live_tasks()).encode() + b"\n")
 
 
 def prune(keep):
@@ -462,7 +480,7 @@ def prune(keep):
         names = os.listdir(TASKS)
     except FileNotFoundError:
         return
-    dirs = [os.path.join(TASKS, n) for n in names]
+    dirs = [os.path.join(TASKS, n) for n in names if not n.startswith(".")]
     dirs.sort(key=lambda d: os.stat(d).st_mtime if os.path.exists(d) else 0, reverse=True)
     for d in dirs[keep:]:
         if not supervisor_alive(d):
@@ -479,8 +497,8 @@ def cancel(task_id):
 
 def main(argv, out):
     cmd, args = (argv[0], argv[1:]) if argv else ("", [])
-    if cmd == "start" and len(args) >= 4 and args[2] == "--":
-        start(args[0], float(args[1]), args[3:], out)
+    if cmd == "start" and len(args) >= 5 and args[3] == "--":
+        start(args[0], float(args[1]), int(args[2]), args[4:], out)
     elif cmd == "follow" and len(args) == 2:
         follow(args[0], int(args[1]), out)
     elif cmd == "cancel" and len(args) == 1:
@@ -488,7 +506,7 @@ def main(argv, out):
     elif cmd == "running" and not args:
         running(out)
     else:
-        raise Fail("usage: runner.py start ID TIMEOUT -- ARGV... | follow ID FROM | cancel ID | running", 2)
+        raise Fail("usage: runner.py start ID TIMEOUT MAX -- ARGV... | follow ID FROM | cancel ID | running", 2)
 
 
 if __name__ == "__main__":

@@ -46,14 +46,14 @@ class RunnerTest(unittest.TestCase):
 
     def start(self, task_id, *argv, timeout=60.0):
         """Starts a task without following it: the records come from follow."""
-        return subprocess.Popen([sys.executable, "-I", "-u", PROGRAM, "start", task_id, str(timeout), "--", *argv],
+        return subprocess.Popen([sys.executable, "-I", "-u", PROGRAM, "start", task_id, str(timeout), "5", "--", *argv],
                                 env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
     def records(self, out):
         return [json.loads(line) for line in out.decode().splitlines() if line]
 
     def task(self, *argv, timeout=60.0, task_id="t1"):
-        res = self.run_cmd("start", task_id, str(timeout), "--", *argv)
+        res = self.run_cmd("start", task_id, str(timeout), "5", "--", *argv)
         self.assertEqual(res.returncode, 0, res.stderr)
         return self.records(res.stdout)
 
@@ -87,7 +87,7 @@ class RunnerTest(unittest.TestCase):
     def test_a_failure_and_a_missing_program(self):
         end = self.task("sh", "-c", "exit 3")[-1]["end"]
         self.assertEqual((end["status"], end["exitCode"]), ("failed", 3))
-        recs = self.run_cmd("start", "t2", "60", "--", "no-such-program-here")
+        recs = self.run_cmd("start", "t2", "60", "1", "--", "no-such-program-here")
         recs = self.records(recs.stdout)
         self.assertEqual(recs[-1]["end"]["exitCode"], 127)
         self.assertTrue(any("cannot run" in r.get("line", "") for r in recs))
@@ -184,11 +184,21 @@ class RunnerTest(unittest.TestCase):
         proc.communicate(timeout=30)
         self.assertEqual(json.loads(self.run_cmd("running").stdout), [])
 
+    def test_a_start_past_the_limit_is_refused(self):
+        proc = self.start("t6", "sleep", "300")
+        self.wait_for_started("t6")
+        res = self.run_cmd("start", "t7", "60", "1", "--", "true")
+        self.assertEqual(res.returncode, runner.BUSY)
+        self.assertIn(b"t6", res.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.home, ".pilot-tasks", "t7")))
+        self.run_cmd("cancel", "t6")
+        proc.communicate(timeout=30)
+
     def test_old_task_directories_are_pruned(self):
         for i in range(runner.KEEP_TASKS + 3):
             os.makedirs(os.path.join(self.home, ".pilot-tasks", f"old{i}"))
         self.task("true", task_id="new")
-        left = os.listdir(os.path.join(self.home, ".pilot-tasks"))
+        left = [n for n in os.listdir(os.path.join(self.home, ".pilot-tasks")) if not n.startswith(".")]
         self.assertEqual(len(left), runner.KEEP_TASKS)
         self.assertIn("new", left)
 
