@@ -70,3 +70,32 @@ func BenchmarkSyncUnchanged10000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkApply1000 is the apply of a task's change to 1,000 files of
+// 1 KiB (each modified in the sandbox): read the change, compare each host
+// file with its base, fetch the 1,000 contents, write and rename them. The
+// host's files are put back between rounds.
+func BenchmarkApply1000(b *testing.B) {
+	s := newSandbox(b)
+	manyFiles(b, s.Project, 1000)
+	ctx := context.Background()
+	ws := s.workspace()
+	res, err := ws.Sync(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.sh("cd /workspace && for f in d*/f*.txt; do echo changed >> $f; done")
+	commit, err := ws.SaveTask(ctx, "bench", res.Base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		b.StopTimer()
+		manyFiles(b, s.Project, 1000)
+		b.StartTimer()
+		applied, err := ws.Apply(ctx, res.Base, commit, nil)
+		if err != nil || len(applied) != 1000 {
+			b.Fatal(len(applied), err)
+		}
+	}
+}
