@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -261,4 +262,22 @@ func (m *Manager) finish(t *task, fin Finished) {
 		m.opts.Logger.Warn().Err(err).Str("task", rec.ID).Msg("record the task's end")
 	}
 	close(t.done)
+	m.letGo()
+}
+
+// letGo forgets the oldest ended tasks past maxEnded: their events are read
+// again from their sandbox when asked for.
+func (m *Manager) letGo() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var ended []*task
+	for _, t := range m.tasks {
+		if t.record().Status != StatusRunning {
+			ended = append(ended, t)
+		}
+	}
+	slices.SortFunc(ended, func(a, b *task) int { return b.record().StartedAt.Compare(a.record().StartedAt) })
+	for _, t := range ended[min(len(ended), maxEnded):] {
+		delete(m.tasks, t.record().ID)
+	}
 }

@@ -13,6 +13,9 @@ import (
 const (
 	maxKeptEvents = 5000
 	maxKeptBytes  = 16 << 20
+	// maxEnded bounds the ended tasks kept in memory; the others' events
+	// are read again from their sandbox when asked for.
+	maxEnded = 16
 )
 
 // task is a task this process follows.

@@ -70,7 +70,9 @@ type Manager struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the goroutines that follow tasks
 
-	mu    sync.Mutex       // guards tasks and locks
+	// mu guards tasks and locks. Lock order: mu before a task's own mu,
+	// never after; a workspace's lock (locks) is never taken under mu.
+	mu    sync.Mutex
 	tasks map[string]*task // the tasks this process follows or followed
 	// locks serialize, per container, what changes its workspace: a
 	// sync, a task's start and its end's save, a discard.

@@ -63,6 +63,22 @@ func loadManifest(stateDir, container string) *manifest {
 	return m
 }
 
+// loadBase reads only the manifest's base (its first line): "" when there
+// is none.
+func loadBase(stateDir, container string) string {
+	f, err := projectfs.OpenStateFile(manifestDir(stateDir), manifestName(container))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	line, err := bufio.NewReaderSize(io.LimitReader(f, 256), 256).ReadString('\n')
+	base, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), manifestMagic+" ")
+	if err != nil || !ok {
+		return ""
+	}
+	return base
+}
+
 func readManifest(r io.Reader) (*manifest, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxManifestLine)

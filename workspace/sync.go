@@ -65,11 +65,11 @@ func (w *Workspace) syncFrom(ctx context.Context, old *manifest, report func(Pro
 
 // Base is the base of the last sync into this sandbox, or ErrNotSynced.
 func (w *Workspace) Base() (string, error) {
-	m := loadManifest(w.opts.StateDir, w.sandbox.ContainerID())
-	if m.base == "" {
+	base := loadBase(w.opts.StateDir, w.sandbox.ContainerID())
+	if !isObjectID(base) {
 		return "", ErrNotSynced
 	}
-	return m.base, nil
+	return base, nil
 }
 
 // isObjectID says s is a full hexadecimal git object id (SHA-1).
