@@ -389,3 +389,82 @@ func TestATaskServesAPageInTheBrowser(t *testing.T) {
 	dockertest.PollExec(t, e.m, e.project, "the page is open in Chromium",
 		`python3 -c 'import urllib.request, sys; sys.exit("Built by the task" not in urllib.request.urlopen("http://127.0.0.1:9222/json/list").read().decode())'`)
 }
+
+// TestApplyRefusesOnTheEngine: the refusals of apply with a real sandbox
+// and its git: a link the task made that leads out of the project, a
+// host link on the way to a changed file, a read-only project and one that
+// moved; each a clear error, nothing written.
+func TestApplyRefusesOnTheEngine(t *testing.T) {
+	e := newEnv(t, nil)
+	write(t, e.project, "src/main.go", "package main\n")
+	ctx := context.Background()
+	run := func(script string) string {
+		t.Helper()
+		id := e.run(tasks.StartRequest{Command: []string{"sh", "-c", script}})
+		if fin, _ := e.finished(id, time.Minute); fin.Status != tasks.StatusSucceeded {
+			t.Fatalf("task: %+v", fin)
+		}
+		return id
+	}
+	refused := func(what, id string, want error) {
+		t.Helper()
+		if _, err := e.tasks.Apply(ctx, id, nil); !errors.Is(err, want) {
+			t.Errorf("%s: %v; want %v", what, err, want)
+		}
+	}
+	out := run("ln -s /etc/passwd passwd && ln -s ../../../home src/up")
+	refused("links out of the project", out, workspace.ErrUnsafe)
+	if _, err := os.Lstat(filepath.Join(e.project, "passwd")); err == nil {
+		t.Error("a refused apply made a link")
+	}
+
+	edit := run("echo 'package main // task' > src/main.go && echo new > src/new.go")
+	outside := t.TempDir()
+	write(t, outside, "main.go", "package main\n")
+	os.Rename(filepath.Join(e.project, "src"), filepath.Join(e.project, "src.moved"))
+	os.Symlink(outside, filepath.Join(e.project, "src"))
+	refused("a host link on the way", edit, workspace.ErrUnsafe)
+	if read(t, outside, "main.go") != "package main\n" {
+		t.Error("apply wrote through the host's link")
+	}
+	os.Remove(filepath.Join(e.project, "src"))
+	os.Rename(filepath.Join(e.project, "src.moved"), filepath.Join(e.project, "src"))
+
+	lockDir(t, filepath.Join(e.project, "src"))
+	if _, err := e.tasks.Apply(ctx, edit, nil); err == nil || !strings.Contains(err.Error(), "nothing was written") {
+		t.Errorf("a read-only project: %v", err)
+	}
+	unlockDir(filepath.Join(e.project, "src"))
+	if read(t, e.project, "src/main.go") != "package main\n" {
+		t.Error("a refused apply wrote src/main.go")
+	}
+	moved := e.project + "-moved"
+	if err := os.Rename(e.project, moved); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Rename(moved, e.project)
+	if _, err := e.tasks.Apply(ctx, edit, nil); err == nil || !strings.Contains(err.Error(), "moved or removed") {
+		t.Errorf("a moved project: %v", err)
+	}
+}
+
+// lockDir makes dir unwritable, for root too (the immutable attribute).
+func lockDir(t *testing.T, dir string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		os.Chmod(dir, 0o555)
+		return
+	}
+	if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
+		t.Skipf("as root, a read-only directory needs chattr +i: %v %s", err, out)
+	}
+	t.Cleanup(func() { unlockDir(dir) })
+}
+
+func unlockDir(dir string) {
+	if os.Geteuid() == 0 {
+		exec.Command("chattr", "-i", dir).Run()
+	} else {
+		os.Chmod(dir, 0o755)
+	}
+}

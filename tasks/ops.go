@@ -203,6 +203,9 @@ func (m *Manager) Diff(ctx context.Context, id string) (workspace.Diff, error) {
 // Apply writes an ended task's change into the host project (all of it,
 // or the paths named): workspace.Apply.
 func (m *Manager) Apply(ctx context.Context, id string, paths []string) ([]string, error) {
+	if rec, err := m.record(id); err == nil && projectfs.Gone(rec.ProjectPath) {
+		return nil, fmt.Errorf("the project %s is gone (moved or removed?); nothing was written", rec.ProjectPath)
+	}
 	sb, rec, commit, err := m.change(ctx, id)
 	if err != nil {
 		return nil, err
