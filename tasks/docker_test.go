@@ -54,12 +54,13 @@ func newEnv(t testing.TB, change func(*service.Config)) *env {
 // manager is a task manager of this sidecar's state (a new one stands for
 // a sidecar that restarted).
 func (e *env) manager() *tasks.Manager {
-	return tasks.New(dockertest.Sandboxes{M: e.m}, tasks.Options{
+	m := tasks.New(dockertest.Sandboxes{M: e.m}, tasks.Options{
 		Runner:    resources.TaskRunner(),
 		Workspace: workspace.Options{Program: resources.WorkspaceProgram(), StateDir: e.stateDir},
-		Notify:    e.hear,
 		Logger:    zerolog.New(zerolog.NewTestWriter(e.t)),
 	})
+	m.Listen(e.hear)
+	return m
 }
 
 func (e *env) hear(n tasks.Notification) {

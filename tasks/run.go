@@ -230,9 +230,9 @@ func (m *Manager) consume(t *task, r io.Reader, started chan<- error) *Finished 
 // emit keeps an event and sends it.
 func (m *Manager) emit(t *task, ev Event) {
 	seq, send := t.add(ev)
-	if send && m.opts.Notify != nil {
+	if send {
 		rec := t.record()
-		m.opts.Notify(Notification{TaskID: rec.ID, ProjectPath: rec.ProjectPath, Seq: seq, Event: ev})
+		m.notify(Notification{TaskID: rec.ID, ProjectPath: rec.ProjectPath, Seq: seq, Event: ev})
 	}
 }
 

@@ -53,10 +53,7 @@ type Options struct {
 	// MaxTasks is how many tasks may run at once in a project's sandbox
 	// (config.json maxTasks); nil or a value below 1 means one.
 	MaxTasks func(project string) int
-	// Notify hears every event of every task, in order for each task,
-	// from one goroutine per task. May be nil.
-	Notify func(Notification)
-	Logger zerolog.Logger
+	Logger   zerolog.Logger
 }
 
 // Manager runs and follows tasks.
@@ -70,13 +67,16 @@ type Manager struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the goroutines that follow tasks
 
-	// mu guards tasks and locks. Lock order: mu before a task's own mu,
-	// never after; a workspace's lock (locks) is never taken under mu.
+	// mu guards tasks, locks and listeners. Lock order: mu before a
+	// task's own mu, never after; a workspace's lock (locks) is never
+	// taken under mu, nor is a listener called.
 	mu    sync.Mutex
 	tasks map[string]*task // the tasks this process follows or followed
 	// locks serialize, per container, what changes its workspace: a
 	// sync, a task's start and its end's save, a discard.
-	locks map[string]*sync.Mutex
+	locks     map[string]*sync.Mutex
+	listeners map[int]func(Notification)
+	nextID    int
 }
 
 // Errors the caller tells apart (rpc maps them to codes).
@@ -96,6 +96,36 @@ func New(sandboxes Sandboxes, opts Options) *Manager {
 	return &Manager{
 		sandboxes: sandboxes, opts: opts, records: records{dir: recordsDir(opts.Workspace.StateDir)},
 		ctx: ctx, cancel: cancel, tasks: map[string]*task{}, locks: map[string]*sync.Mutex{},
+		listeners: map[int]func(Notification){},
+	}
+}
+
+// Listen calls fn with every event of every task this process follows, in
+// order for each task (from one goroutine per task), until stop. Fn must
+// not block: it holds up the task's following.
+func (m *Manager) Listen(fn func(Notification)) (stop func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	id := m.nextID
+	m.nextID++
+	m.listeners[id] = fn
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		delete(m.listeners, id)
+	}
+}
+
+// notify sends n to every listener.
+func (m *Manager) notify(n Notification) {
+	m.mu.Lock()
+	fns := make([]func(Notification), 0, len(m.listeners))
+	for _, fn := range m.listeners {
+		fns = append(fns, fn)
+	}
+	m.mu.Unlock()
+	for _, fn := range fns {
+		fn(n)
 	}
 }
 
