@@ -38,9 +38,18 @@ type env struct {
 
 func newEnv(t testing.TB, change func(*service.Config)) *env {
 	t.Helper()
+	return newEnvWith(t, change, "")
+}
+
+// newEnvWith is newEnv with the project's .pilot/settings.json (if any).
+func newEnvWith(t testing.TB, change func(*service.Config), settings string) *env {
+	t.Helper()
 	m, docker := dockertest.Manager(t, change)
 	project := dockertest.Project(t, docker)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	if settings != "" {
+		write(t, project, ".pilot/settings.json", settings)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	if _, err := m.Start(ctx, project); err != nil {
 		t.Fatal(err)
@@ -467,5 +476,24 @@ func unlockDir(dir string) {
 		exec.Command("chattr", "-i", dir).Run()
 	} else {
 		os.Chmod(dir, 0o755)
+	}
+}
+
+// TestADevSandboxBuildsInside: in the dev image a task has Node.js with
+// npm, Python with venv and pip, make and a C compiler, and git.
+func TestADevSandboxBuildsInside(t *testing.T) {
+	e := newEnvWith(t, nil, `{"sandbox": {"image": "dev"}}`)
+	write(t, e.project, "hello.c", "#include <stdio.h>\nint main(void) { puts(\"hello from C\"); return 0; }\n")
+	write(t, e.project, "Makefile", "hello: hello.c\n\tcc -o hello hello.c\n")
+	id := e.run(tasks.StartRequest{Command: []string{"sh", "-c",
+		"make -s hello && ./hello && node -e 'console.log(\"node \" + process.version)' && npm --version >/dev/null && " +
+			"python3 -m venv /tmp/venv && /tmp/venv/bin/pip --version >/dev/null && echo venv ok && git --version >/dev/null && curl --version >/dev/null && echo tools ok"}})
+	fin, events := e.finished(id, 2*time.Minute)
+	got := strings.Join(lines(events), "\n")
+	if fin.Status != tasks.StatusSucceeded || !strings.Contains(got, "hello from C") || !strings.Contains(got, "node v") || !strings.Contains(got, "tools ok") {
+		t.Fatalf("finished %+v:\n%s", fin, got)
+	}
+	if st, _ := e.m.Status(context.Background(), e.project); st.ImageVariant != images.VariantDev {
+		t.Errorf("the sandbox runs %q", st.ImageVariant)
 	}
 }

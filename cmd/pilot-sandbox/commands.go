@@ -126,6 +126,7 @@ func imageLine(st *service.State) string {
 	kind := map[string]string{
 		images.VariantDesktop: "desktop",
 		images.VariantBrowser: "browser (the desktop with Chromium)",
+		images.VariantDev:     "dev (the browser image with git, Node.js, Python and a C toolchain)",
 		images.VariantProject: "the project's own Dockerfile",
 	}[st.ImageVariant]
 	if kind == "" {

@@ -104,6 +104,7 @@ func newManager(log zerolog.Logger, docker *engine.Client, desktops service.Desk
 		Agent:     resources.DesktopAgent(),
 		// The browser image's tag follows PILOT_IMAGE (BrowserTag).
 		BrowserResources: resources.BrowserImage(),
+		DevResources:     resources.DevImage(),
 		Seccomp:          resources.ChromiumSeccomp(),
 		DefaultVariant:   os.Getenv(envDefaultImage),
 		StateDir:         stateDir(),
