@@ -2,7 +2,6 @@ package tasks
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -143,7 +142,7 @@ func (m *Manager) Cancel(ctx context.Context, id string) (Record, error) {
 	}
 	sb := m.liveSandbox(ctx, rec)
 	if sb == nil {
-		return rec, fmt.Errorf("task %s: its sandbox no longer runs its container", id)
+		return rec, fmt.Errorf("task %s: %w", id, ErrSandboxGone)
 	}
 	res, err := sb.Exec(ctx, workspace.Command{Argv: m.runnerArgv("cancel", id), Env: taskEnv(id), MaxOutput: maxStderr, Timeout: runnerTimeout})
 	switch {
@@ -172,7 +171,10 @@ func (m *Manager) record(id string) (Record, error) {
 	return m.records.load(id)
 }
 
-// change is the sandbox and the commit of an ended task's change.
+// change is the sandbox and the commit of an ended task's change. A task
+// that ended without its change saved (its container stopped first, then
+// started again) has it saved now: the working tree is as it left it
+// unless a sync or another task came since.
 func (m *Manager) change(ctx context.Context, id string) (workspace.Sandbox, Record, string, error) {
 	rec, err := m.record(id)
 	if err != nil {
@@ -183,12 +185,20 @@ func (m *Manager) change(ctx context.Context, id string) (workspace.Sandbox, Rec
 	}
 	sb := m.liveSandbox(ctx, rec)
 	if sb == nil {
-		return nil, rec, "", fmt.Errorf("task %s: its sandbox is not running the container the task ran in", id)
+		return nil, rec, "", fmt.Errorf("task %s: %w", id, ErrSandboxGone)
 	}
-	if rec.Finished == nil || rec.Finished.Commit == "" {
-		return nil, rec, "", errors.New("the task's change was not saved when it ended (its container stopped first)")
+	if rec.Finished != nil && rec.Finished.Commit != "" {
+		return sb, rec, rec.Finished.Commit, nil
 	}
-	return sb, rec, rec.Finished.Commit, nil
+	commit, err := m.saveChange(sb, rec)
+	if err != nil {
+		return nil, rec, "", fmt.Errorf("save task %s's change: %w", id, err)
+	}
+	if rec.Finished != nil {
+		rec.Finished.Commit = commit
+		m.records.save(rec)
+	}
+	return sb, rec, commit, nil
 }
 
 // Diff is an ended task's change against the base it started from.
@@ -204,7 +214,7 @@ func (m *Manager) Diff(ctx context.Context, id string) (workspace.Diff, error) {
 // or the paths named): workspace.Apply.
 func (m *Manager) Apply(ctx context.Context, id string, paths []string) ([]string, error) {
 	if rec, err := m.record(id); err == nil && projectfs.Gone(rec.ProjectPath) {
-		return nil, fmt.Errorf("the project %s is gone (moved or removed?); nothing was written", rec.ProjectPath)
+		return nil, fmt.Errorf("%s: %w", rec.ProjectPath, ErrProjectGone)
 	}
 	sb, rec, commit, err := m.change(ctx, id)
 	if err != nil {
@@ -225,7 +235,7 @@ func (m *Manager) Discard(ctx context.Context, id string) error {
 	}
 	sb := m.liveSandbox(ctx, rec)
 	if sb == nil {
-		return fmt.Errorf("task %s: its sandbox is not running the container the task ran in", id)
+		return fmt.Errorf("task %s: %w", id, ErrSandboxGone)
 	}
 	unlock := m.lock(sb.ContainerID())
 	defer unlock()

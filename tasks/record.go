@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
@@ -18,22 +18,24 @@ import (
 // enough to list it, to reattach to it after a restart, and to read its
 // change.
 type Record struct {
-	ID          string    `json:"taskId"`
-	ProjectPath string    `json:"projectPath"`
-	Agent       string    `json:"agent"`
-	Prompt      string    `json:"prompt,omitempty"`
-	Argv        []string  `json:"argv"`
-	Timeout     string    `json:"timeout"`
-	Container   string    `json:"container"`
-	Base        string    `json:"base"`
-	Status      string    `json:"status"`
-	StartedAt   time.Time `json:"startedAt"`
+	ID          string   `json:"taskId"`
+	ProjectPath string   `json:"projectPath"`
+	Agent       string   `json:"agent"`
+	Prompt      string   `json:"prompt,omitempty"`
+	Argv        []string `json:"argv"`
+	Timeout     string   `json:"timeout"`
+	Container   string   `json:"container"`
+	Base        string   `json:"base"`
+	Status      string   `json:"status"`
+	// StartedAt and FinishedAt are Unix milliseconds, as the protocol's
+	// times are.
+	StartedAt int64 `json:"startedAt"`
 	// Events counts the task's events so far (the last one sent, for a
 	// sidecar that reattaches).
 	Events int `json:"events"`
 	// Set once the task ended.
-	FinishedAt *time.Time `json:"finishedAt,omitempty"`
-	Finished   *Finished  `json:"finished,omitempty"`
+	FinishedAt int64     `json:"finishedAt,omitempty"`
+	Finished   *Finished `json:"finished,omitempty"`
 }
 
 // recordsDir is where the records are kept.
@@ -94,7 +96,7 @@ func (r records) all() []Record {
 			out = append(out, rec)
 		}
 	}
-	slices.SortFunc(out, func(a, b Record) int { return b.StartedAt.Compare(a.StartedAt) })
+	slices.SortFunc(out, func(a, b Record) int { return cmp.Compare(b.StartedAt, a.StartedAt) })
 	return out
 }
 

@@ -47,6 +47,19 @@ type ArgumentError struct {
 
 func (e *ArgumentError) Error() string { return e.Name + " " + e.Reason }
 
+// Check says what is wrong with the request, if anything, before a
+// sandbox is asked for.
+func (r StartRequest) Check() error {
+	if _, err := r.argv(); err != nil {
+		return err
+	}
+	if _, err := r.timeout(); err != nil {
+		return err
+	}
+	_, err := r.env("")
+	return err
+}
+
 // argv is what the task runs, as the issue and docs/protocol.md say for
 // each agent.
 func (r StartRequest) argv() ([]string, error) {

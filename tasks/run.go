@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,7 +60,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest, report func(works
 	}
 	t, err := m.prepare(ctx, sb, Record{
 		ID: id, ProjectPath: project, Agent: req.Agent, Prompt: req.Prompt, Argv: argv,
-		Timeout: timeout.String(), Container: sb.ContainerID(), Status: StatusRunning, StartedAt: time.Now().UTC(),
+		Timeout: timeout.String(), Container: sb.ContainerID(), Status: StatusRunning, StartedAt: time.Now().UnixMilli(),
 	}, !req.NoSync, report)
 	if err != nil {
 		return Record{}, err
@@ -252,9 +253,8 @@ func (m *Manager) finish(t *task, fin Finished) {
 	if fin.Error == "" {
 		fin.Error = sum.err
 	}
-	now := time.Now().UTC()
 	t.mu.Lock()
-	t.rec.Status, t.rec.Finished, t.rec.FinishedAt = fin.Status, &fin, &now
+	t.rec.Status, t.rec.Finished, t.rec.FinishedAt = fin.Status, &fin, time.Now().UnixMilli()
 	t.ended = true
 	t.mu.Unlock()
 	m.emit(t, Event{Type: TypeFinished, TimeMs: fin.DurationMs, Body: &fin})
@@ -276,7 +276,7 @@ func (m *Manager) letGo() {
 			ended = append(ended, t)
 		}
 	}
-	slices.SortFunc(ended, func(a, b *task) int { return b.record().StartedAt.Compare(a.record().StartedAt) })
+	slices.SortFunc(ended, func(a, b *task) int { return cmp.Compare(b.record().StartedAt, a.record().StartedAt) })
 	for _, t := range ended[min(len(ended), maxEnded):] {
 		delete(m.tasks, t.record().ID)
 	}

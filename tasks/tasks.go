@@ -88,6 +88,12 @@ var (
 	ErrBusy = errors.New("the sandbox is busy with a task")
 	// ErrNotFinished: the task's change is read once it ended.
 	ErrNotFinished = errors.New("the task has not finished")
+	// ErrSandboxGone: the task's sandbox no longer runs the container the
+	// task ran in (stopped, or made anew): its change cannot be read.
+	ErrSandboxGone = errors.New("the task's sandbox is not running the container the task ran in")
+	// ErrProjectGone: the task's project directory is gone (moved or
+	// removed); nothing was written.
+	ErrProjectGone = errors.New("the project's directory is gone (moved or removed?); nothing was written")
 )
 
 // New returns a manager; Reattach follows the tasks of an earlier sidecar.

@@ -50,7 +50,7 @@ func (w *Workspace) Apply(ctx context.Context, base, commit string, paths []stri
 	}
 	root, err := os.OpenRoot(w.project)
 	if err != nil {
-		return nil, fmt.Errorf("the project %s cannot be opened (moved or removed?); nothing was written: %w", w.project, err)
+		return nil, &WriteError{Path: w.project, Err: fmt.Errorf("the project %s cannot be opened (moved or removed?); nothing was written: %w", w.project, err)}
 	}
 	defer root.Close()
 	todo, err := compare(root, changes)

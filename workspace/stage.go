@@ -125,7 +125,7 @@ func writeStaged(root *os.Root, c change, content io.Reader, size int64) (string
 	}
 	f, err := root.OpenFile(filepath.FromSlash(tmp), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return "", fmt.Errorf("write into the project: %w", err)
+		return "", &WriteError{Path: tmp, Err: fmt.Errorf("write into the project: %w", err)}
 	}
 	h := blobHash(size)
 	n, err := io.Copy(io.MultiWriter(f, h), content)
@@ -214,12 +214,12 @@ func removeStaged(root *os.Root, out map[string]staged) {
 // content into place, making missing directories. A failure here leaves
 // the change half made (Apply's step 4).
 func commitStaged(root *os.Root, todo []change, out map[string]staged) error {
-	halfMade := func(i int, what string, err error) error {
+	halfMade := func(i int, verb, p string, err error) error {
 		removeStaged(root, out)
 		if i == 0 {
-			return fmt.Errorf("%s: nothing was written: %w", what, err)
+			return &WriteError{Path: p, Err: fmt.Errorf("%s %s: nothing was written: %w", verb, quote(p), err)}
 		}
-		return fmt.Errorf("%s after %d of %d changes: the change is half made; apply it again to finish: %w", what, i, len(todo), err)
+		return &WriteError{Path: p, HalfMade: true, Err: fmt.Errorf("%s %s after %d of %d changes: the change is half made; apply it again to finish: %w", verb, quote(p), i, len(todo), err)}
 	}
 	done := 0
 	for _, c := range todo {
@@ -227,7 +227,7 @@ func commitStaged(root *os.Root, todo []change, out map[string]staged) error {
 			continue
 		}
 		if err := root.Remove(filepath.FromSlash(c.path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return halfMade(done, "remove "+quote(c.path), err)
+			return halfMade(done, "remove", c.path, err)
 		}
 		pruneEmptyDirs(root, path.Dir(c.path))
 		done++
@@ -242,7 +242,7 @@ func commitStaged(root *os.Root, todo []change, out map[string]staged) error {
 			err = root.Rename(filepath.FromSlash(s.tmp), filepath.FromSlash(c.path))
 		}
 		if err != nil {
-			return halfMade(done, "move "+quote(c.path)+" into place", err)
+			return halfMade(done, "move into place", c.path, err)
 		}
 		delete(out, c.path)
 		done++

@@ -97,6 +97,18 @@ var (
 	ErrBadPath = errors.New("not a path the task changed")
 )
 
+// WriteError is apply failing to write the project (read-only, full, moved
+// away): Path names where, and nothing was written unless HalfMade.
+type WriteError struct {
+	Path     string
+	HalfMade bool
+	Err      error
+}
+
+func (e *WriteError) Error() string { return e.Err.Error() }
+
+func (e *WriteError) Unwrap() error { return e.Err }
+
 // ConflictError names every path whose host content differs from the
 // task's base.
 type ConflictError struct {
