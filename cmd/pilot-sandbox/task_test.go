@@ -116,3 +116,39 @@ func jsonString(v any) string {
 	raw, _ := json.Marshal(v)
 	return string(raw)
 }
+
+// TestServeReattachesATaskAfterARestart: the sidecar that started a task
+// is killed; the next one finds the task in the user's state, follows it
+// to its end and sends the events the first had not sent.
+func TestServeReattachesATaskAfterARestart(t *testing.T) {
+	project := taskProject(t)
+	state := "XDG_STATE_HOME=" + t.TempDir()
+	first := startSidecar(t, "ndjson", ownScope(t), state)
+	result(t, first.call("initialize", map[string]any{}, 20*time.Second))
+	result(t, first.call("sandbox/start", map[string]any{"projectPath": project}, 5*time.Minute))
+	started := result(t, first.call("sandbox/tasks/start", map[string]any{
+		"projectPath": project, "agent": "command", "command": []string{"sh", "-c", "echo before; sleep 4; echo after"},
+	}, time.Minute))
+	id := started["taskId"].(string)
+	first.waitNotification("sandbox/task", func(p map[string]any) bool {
+		return p["taskId"] == id && p["event"].(map[string]any)["text"] == "before"
+	}, time.Minute)
+	first.cmd.Process.Kill()
+	first.cmd.Wait()
+
+	next := startSidecar(t, "ndjson", ownScope(t), state)
+	result(t, next.call("initialize", map[string]any{}, 20*time.Second))
+	after := next.waitNotification("sandbox/task", func(p map[string]any) bool {
+		return p["taskId"] == id && p["event"].(map[string]any)["text"] == "after"
+	}, time.Minute)
+	fin := next.waitNotification("sandbox/task", func(p map[string]any) bool {
+		return p["taskId"] == id && p["event"].(map[string]any)["type"] == "finished"
+	}, time.Minute)
+	if fin["event"].(map[string]any)["status"] != "succeeded" || after["seq"].(float64) >= fin["seq"].(float64) {
+		t.Errorf("after the restart: %v then %v", after, fin)
+	}
+	got := result(t, next.call("sandbox/tasks/get", map[string]any{"taskId": id}, time.Minute))
+	if events := got["events"].([]any); len(events) != 4 {
+		t.Errorf("the task's events after the restart: %v", events)
+	}
+}
