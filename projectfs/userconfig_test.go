@@ -138,11 +138,11 @@ func TestReadUserConfigUnreadable(t *testing.T) {
 }
 
 func TestUserConfigString(t *testing.T) {
-	if got, want := DefaultUserConfig().String(), "idleStop 30m, maxRunning 4, disk 10GiB, caps: memory 4GiB, cpus 2, processes 4096, shmSize 2GiB, network preset dev, rebuildAfter 168h"; got != want {
+	if got, want := DefaultUserConfig().String(), "idleStop 30m, maxRunning 4, maxTasks 1, disk 10GiB, caps: memory 4GiB, cpus 2, processes 4096, shmSize 2GiB, network preset dev, rebuildAfter 168h"; got != want {
 		t.Errorf("defaults = %q, want %q", got, want)
 	}
-	off := UserConfig{Caps: DefaultUserConfig().Caps}
-	if got := off.String(); !strings.HasPrefix(got, "idleStop 0 (never), maxRunning 0 (no cap), disk 0 (no limit)") {
+	off := UserConfig{MaxTasks: 1, Caps: DefaultUserConfig().Caps}
+	if got := off.String(); !strings.HasPrefix(got, "idleStop 0 (never), maxRunning 0 (no cap), maxTasks 1, disk 0 (no limit)") {
 		t.Errorf("off = %q", got)
 	}
 	for d, want := range map[time.Duration]string{90 * time.Minute: "1h30m", 2 * time.Hour: "2h", 45 * time.Second: "45s", time.Minute: "1m"} {
