@@ -19,7 +19,7 @@ workspace says the same.
 Commands (PILOT_WORKSPACE_DIR or --dir name the workspace, /workspace by
 default); each prints one JSON object:
 
-  receive          a sync: a tar stream on stdin (below) -> {base, changed, saved}
+  receive          a sync: its stream on stdin (below) -> {base, changed, saved}
   save ID BASE     commit the working tree on refs/pilot/tasks/ID -> {commit, changed}
   discard ID BASE  drop refs/pilot/tasks/ID, the working tree back to BASE -> {}
   diff BASE COMMIT [MAXPATCH] -> {files: [{path, status, additions,
