@@ -12,7 +12,7 @@
 // whatever its status, before its finished event goes out.
 //
 // It knows nothing of JSON-RPC, Docker or service: its caller gives it the
-// running sandbox of a project (Sandboxes) and hears its events (Notify).
+// running sandbox of a project (Sandboxes) and hears its events (Listen).
 package tasks
 
 import (
