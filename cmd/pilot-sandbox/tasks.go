@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/rs/zerolog"
 
@@ -59,7 +60,19 @@ func (s sandboxExec) ContainerID() string { return s.container }
 func (s sandboxExec) Exec(ctx context.Context, cmd workspace.Command) (workspace.Result, error) {
 	res, err := s.m.ExecArgv(ctx, s.project, service.ExecSpec{
 		Cmd: cmd.Argv, Env: cmd.Env, Stdin: cmd.Stdin, Stdout: cmd.Stdout,
-		MaxOutput: cmd.MaxOutput, Timeout: cmd.Timeout,
+		MaxOutput: cmd.MaxOutput, Timeout: cmd.Timeout, Cause: service.ExecCause{Task: taskOf(cmd.Env)},
 	})
 	return workspace.Result{ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, Truncated: res.Truncated, TimedOut: res.TimedOut}, err
+}
+
+// taskOf is the task an exec is for, as its environment says
+// (PILOT_TASK, which the tasks set on every exec of a task): the cause its
+// connections are logged with.
+func taskOf(env []string) string {
+	for _, kv := range env {
+		if id, ok := strings.CutPrefix(kv, "PILOT_TASK="); ok {
+			return id
+		}
+	}
+	return ""
 }

@@ -43,6 +43,6 @@ func (s Sandbox) Exec(ctx context.Context, cmd workspace.Command) (workspace.Res
 	res, err := s.M.ExecArgv(ctx, s.Project, service.ExecSpec{
 		Cmd: cmd.Argv, Env: cmd.Env, Stdin: cmd.Stdin, Stdout: cmd.Stdout,
 		MaxOutput: cmd.MaxOutput, Timeout: cmd.Timeout,
-	})
+	}) // as cmd/pilot-sandbox's sandboxExec does, less the cause of its connections
 	return workspace.Result{ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, Truncated: res.Truncated, TimedOut: res.TimedOut}, err
 }
