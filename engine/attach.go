@@ -31,16 +31,19 @@ func (e *Client) ExecAttach(ctx context.Context, id string, spec service.ExecSpe
 	if err != nil {
 		return nil, e.classify(err)
 	}
-	go func() {
-		// The stream ends when the command exits or the session is closed.
-		err := s.stream.Wait()
-		if err == nil {
-			err = io.EOF
-		}
-		outW.CloseWithError(err)
-		inR.Close()
-	}()
+	go s.pipe(inR, outW)
 	return s, nil
+}
+
+// pipe ends the session's pipes when its stream ends: when the command
+// exits or the session is closed.
+func (s *session) pipe(inR *io.PipeReader, outW *io.PipeWriter) {
+	err := s.stream.Wait()
+	if err == nil {
+		err = io.EOF
+	}
+	outW.CloseWithError(err)
+	inR.Close()
 }
 
 // session is an attached exec.

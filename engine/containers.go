@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -332,6 +334,7 @@ func containerOf(c *docker.Container) service.Container {
 		out.Env = c.Config.Env
 	}
 	if c.NetworkSettings != nil {
+		out.IP = containerIP(c.NetworkSettings)
 		for port, bindings := range c.NetworkSettings.Ports {
 			if port.Proto() != "tcp" || len(bindings) == 0 {
 				continue
@@ -345,6 +348,22 @@ func containerOf(c *docker.Container) service.Container {
 		}
 	}
 	return out
+}
+
+// containerIP is the container's address on its network: on the default
+// bridge the engine reports it at the top; on a network of its own
+// (engine/network.go) under that network, the first by name should there
+// be several.
+func containerIP(n *docker.NetworkSettings) string {
+	if n.IPAddress != "" {
+		return n.IPAddress
+	}
+	for _, name := range slices.Sorted(maps.Keys(n.Networks)) {
+		if ip := n.Networks[name].IPAddress; ip != "" {
+			return ip
+		}
+	}
+	return ""
 }
 
 // Logs returns the last lines of the container's stdout and stderr.

@@ -81,6 +81,12 @@ func TestSandboxesCannotReachEachOther(t *testing.T) {
 			t.Errorf("sandbox A reached sandbox B's server at %s: %q", addr, got)
 		}
 	}
+	t.Run("the client reports the container's address", func(t *testing.T) {
+		// The direct routes dial it (ports/direct.go).
+		if c, err := docker.InspectContainer(ctx, b.ContainerID); err != nil || c.IP != ipB {
+			t.Errorf("IP %q, %v; want %s", c.IP, err, ipB)
+		}
+	})
 	t.Run("published ports answer on 127.0.0.1", func(t *testing.T) {
 		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", b.VNCPort), 3*time.Second)
 		if err != nil {

@@ -6,8 +6,9 @@
 // JSON-RPC server gives, and the same answer bound. This package adds what
 // an MCP server needs around them: the project's agent-tools switch, which
 // adds or removes them (the SDK then sends notifications/tools/list_changed
-// to the client), instructions that say how to turn the switch on, and bad
-// arguments answered in the tools' own words.
+// to the client), instructions that say how to turn the switch on, bad
+// arguments answered in the tools' own words, and the sandbox's permission
+// questions put to the client (ask.go).
 package mcpserver
 
 import (
@@ -37,6 +38,9 @@ type Options struct {
 	// Poll is how often the settings file is looked at for a flip of the
 	// switch (DefaultPoll unless set).
 	Poll time.Duration
+	// Questions, when set, are the sandbox's permission questions, put to
+	// the client (ask.go).
+	Questions Questions
 }
 
 // DefaultPoll: a flip reaches the client within a quarter of a second, for
@@ -50,6 +54,11 @@ type Server struct {
 	sw    Switch
 	opts  Options
 
+	notes notes // the questions a tool result names, for a client without elicitation
+
+	sessionsMu sync.Mutex                  // guards sessions
+	sessions   map[*mcp.ServerSession]bool // those listening for questions (ask.go)
+
 	mu sync.Mutex // guards on; held while the tools are added or removed, so flips apply in order
 	on bool       // whether the tools are registered
 }
@@ -59,7 +68,7 @@ func New(set *tools.Set, sw Switch, opts Options) *Server {
 	if opts.Poll == 0 {
 		opts.Poll = DefaultPoll
 	}
-	s := &Server{tools: set, sw: sw, opts: opts}
+	s := &Server{tools: set, sw: sw, opts: opts, sessions: map[*mcp.ServerSession]bool{}}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "pilot-sandbox", Version: opts.Version}, &mcp.ServerOptions{
 		// Tools, listChanged even while there are none: the client must
 		// know to follow the list from the start. No logging capability:
@@ -68,7 +77,8 @@ func New(set *tools.Set, sw Switch, opts Options) *Server {
 		Logger:       sdkLogger(opts.Log),
 		// The tools are added anew at every flip on: resolve their
 		// schemas once.
-		SchemaCache: mcp.NewSchemaCache(),
+		SchemaCache:        mcp.NewSchemaCache(),
+		InitializedHandler: s.initialized,
 	})
 	s.mcp.AddReceivingMiddleware(s.middleware)
 	s.sync()
@@ -117,6 +127,9 @@ func (s *Server) sync() bool {
 // arguments the tool refuses, in the tool's own words.
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && method != "initialize" {
+			s.attach(ss)
+		}
 		switch method {
 		case "initialize", "server/discover":
 			res, err := next(ctx, method, req)
@@ -128,8 +141,24 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if res, err := s.refuse(req.(*mcp.CallToolRequest)); res != nil || err != nil {
 				return res, err
 			}
+			start := time.Now()
+			res, err := next(ctx, method, req)
+			s.addNotes(res, start)
+			return res, err
 		}
 		return next(ctx, method, req)
+	}
+}
+
+// addNotes adds to a tool's result the questions asked while it ran, or
+// still waiting, for a client that cannot be asked.
+func (s *Server) addNotes(res mcp.Result, start time.Time) {
+	r, ok := res.(*mcp.CallToolResult)
+	if !ok || r == nil {
+		return
+	}
+	if text := s.notes.since(start); text != "" {
+		r.Content = append(r.Content, &mcp.TextContent{Text: text})
 	}
 }
 

@@ -9,11 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/pilot-sandbox/pilot-sandbox/internal/tcptest"
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
-	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
 // blobBytes is what the throughput benchmarks send per connection.
@@ -63,8 +61,7 @@ func BenchmarkPorts(b *testing.B) {
 		b.Fatal(err)
 	}
 	// The same ports carried by exec relays alone (no direct route).
-	xe := ports.NewExposer(sb.m, zerolog.Nop())
-	ports.ExecOnly(xe)
+	xe := carry(b, sb.m, true)
 	blobExec, err := xe.ExposePort(context.Background(), sb.project, 8802)
 	if err != nil {
 		b.Fatal(err)
@@ -193,14 +190,13 @@ func BenchmarkForward(b *testing.B) {
 	hostBlob, _ := hostServers(b)
 	_, port, _ := net.SplitHostPort(hostBlob)
 	hostPort, _ := strconv.Atoi(port)
-	f := ports.NewForwarder(sb.m, projectfs.NewForwards(sb.m.StateDir()), zerolog.Nop())
+	f := sb.x
 	if _, err := f.ForwardPort(context.Background(), sb.project, 8810, hostPort); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { f.CloseForward(sb.project, 8810) })
 	// The same server over exec relays alone (no direct route).
-	fe := ports.NewForwarder(sb.m, projectfs.NewForwards(b.TempDir()), zerolog.Nop())
-	ports.ForwardExecOnly(fe)
+	fe := carry(b, sb.m, true)
 	if _, err := fe.ForwardPort(context.Background(), sb.project, 8811, hostPort); err != nil {
 		b.Fatal(err)
 	}
@@ -242,7 +238,7 @@ print((time.perf_counter() - t) / 1000)
 // an echo server on the host through a forwarded port (f's direct route,
 // fe's exec relays), against the same to the in-sandbox echo server
 // (8803), in µs.
-func benchForwardRoundTrip(b *testing.B, sb *sandbox, f, fe *ports.Forwarder) {
+func benchForwardRoundTrip(b *testing.B, sb *sandbox, f, fe *ports.Carrier) {
 	_, hostEcho := hostServers(b)
 	_, port, _ := net.SplitHostPort(hostEcho)
 	hostPort, _ := strconv.Atoi(port)
@@ -266,6 +262,35 @@ func benchForwardRoundTrip(b *testing.B, sb *sandbox, f, fe *ports.Forwarder) {
 				seconds += s
 			}
 			b.ReportMetric(seconds/float64(b.N)*1e6, "µs/roundtrip")
+		})
+	}
+}
+
+// BenchmarkRelayStart times the start of an exposed connection's relay in
+// the sandbox, from the exec's creation to its ready byte: what a
+// connection waits for when no relay is warm. python is the floor: the
+// same exec running a one-line Python program that writes the byte.
+func BenchmarkRelayStart(b *testing.B) {
+	sb := startSandbox(b)
+	for _, target := range []struct {
+		name string
+		cmd  []string
+	}{
+		{"relay", ports.RelayCommand(8800)},
+		{"python", []string{"python3", "-S", "-c", `import os; os.write(1, b"+")`}},
+	} {
+		b.Run(target.name, func(b *testing.B) {
+			for b.Loop() {
+				s, err := sb.m.ExecAttachArgv(context.Background(), sb.project, service.ExecSpec{Cmd: target.cmd})
+				if err != nil {
+					b.Fatal(err)
+				}
+				buf := make([]byte, 1)
+				if _, err := io.ReadFull(s, buf); err != nil || buf[0] != '+' {
+					b.Fatalf("read %q: %v %s", buf, err, s.Stderr())
+				}
+				s.Close()
+			}
 		})
 	}
 }

@@ -46,8 +46,8 @@ func BenchmarkCarriedDesktop(b *testing.B) {
 		benchDesktop(b, sb.m, sb.project, *st)
 	})
 	b.Run("relayed", func(b *testing.B) {
-		sv, project, st := startNoNetwork(b)
-		benchDesktop(b, sv.Manager, project, st)
+		m, _, project, st := startNoNetwork(b)
+		benchDesktop(b, m, project, st)
 	})
 }
 

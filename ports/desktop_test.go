@@ -89,6 +89,20 @@ func (s *hostSession) Close() error {
 	return nil
 }
 
+// followed is the sandboxes of a carrier that follows the events a test
+// sends it, and is asked nothing else.
+type followed struct {
+	ports.Sandboxes // nil: not called
+	events          chan service.Event
+	dir             string
+}
+
+func (f followed) Subscribe() (<-chan service.Event, func()) {
+	return f.events, func() { close(f.events) }
+}
+
+func (f followed) StateDir() string { return f.dir }
+
 // bannerServer writes a line to each connection, then closes it; it
 // returns its port on the host's loopback.
 func bannerServer(t *testing.T, banner string) int {
@@ -109,7 +123,7 @@ func readFrom(hostPort int) (string, error) {
 
 // The relay carries a port of the project's current container, lets go
 // of a former container's when asked for a new one, and of all of them
-// when the sandbox stops.
+// when the sandbox stops (its carrier sees it).
 func TestDesktopRelayFollowsTheContainer(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("no python3 to run the relay on this machine")
@@ -118,27 +132,26 @@ func TestDesktopRelayFollowsTheContainer(t *testing.T) {
 	hc := &hostContainers{}
 	r := ports.NewDesktopRelay(hc, zerolog.Nop())
 	events := make(chan service.Event)
-	watched := make(chan struct{})
-	go func() { r.Watch(events); close(watched) }()
-	defer func() { close(events); <-watched }()
+	c := ports.NewCarrier(followed{events: events, dir: t.TempDir()}, hc, ports.Options{Desktops: r, Log: zerolog.Nop()})
+	defer c.Close()
 	port := bannerServer(t, "RFB 003.008\n")
 	project := t.TempDir()
 
-	first, err := r.HostPorts(ctx, project, "c1", []int{port})
+	first, err := r.HostPorts(ctx, service.RelayTarget{Project: project, ContainerID: "c1"}, []int{port})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, err := readFrom(first[port]); got != "RFB 003.008\n" {
 		t.Fatalf("through the relay: %q, %v", got, err)
 	}
-	if again, err := r.HostPorts(ctx, project, "c1", []int{port}); err != nil || again[port] != first[port] {
+	if again, err := r.HostPorts(ctx, service.RelayTarget{Project: project, ContainerID: "c1"}, []int{port}); err != nil || again[port] != first[port] {
 		t.Errorf("asked again: %v, %v; want the same host port %d", again, err, first[port])
 	}
 	if used := hc.usedIDs(); !used["c1"] || len(used) != 1 {
 		t.Errorf("commands ran in %v, want c1 only", used)
 	}
 
-	second, err := r.HostPorts(ctx, project, "c2", []int{port})
+	second, err := r.HostPorts(ctx, service.RelayTarget{Project: project, ContainerID: "c2"}, []int{port})
 	if err != nil {
 		t.Fatal(err)
 	}

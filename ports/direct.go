@@ -4,14 +4,16 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/pilot-sandbox/pilot-sandbox/relay"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -20,94 +22,13 @@ import (
 // with BenchmarkPorts under load), while the sidecar itself is idle. So
 // where the host can reach the container's own address (a local Linux
 // engine), an exposed port's connections go straight there: to a
-// gateway process in the sandbox that listens on the container's address,
+// gateway process in the sandbox (the relay program's gateway role,
+// resources/relay/pilot_relay.py) that listens on the container's address,
 // lets in only connections that start with the exposure's secret, and
 // connects each to 127.0.0.1:PORT inside (so the program may still bind
 // to the sandbox's loopback). Where it cannot (Docker Desktop's virtual
 // machine, a remote engine, a sandbox without a network), the probe
 // fails and the exec relays carry them as before.
-
-// gatewayScript reads the secret from stdin, listens on a free port of
-// every address of the container, writes "IP PORT" (its own address as
-// Docker's /etc/hosts gives it), and carries each connection that sends
-// the secret and a newline to 127.0.0.1:PORT, with each side's end passed
-// on as a half-close. It ends with its stdin.
-const gatewayScript = `import hmac, os, socket, sys, threading
-` + tcpJoin + `
-secret = os.read(0, 64).strip()
-port = int(sys.argv[1])
-l, where = direct_listener()
-os.write(1, (where + "\n").encode())
-def serve(c):
-    if not admitted(c):
-        return
-    try:
-        s = socket.create_connection(("127.0.0.1", port))
-    except OSError:
-        c.close()
-        return
-    join(c, s)
-def accept():
-    while True:
-        c, _ = l.accept()
-        threading.Thread(target=serve, args=(c,), daemon=True).start()
-threading.Thread(target=accept, daemon=True).start()
-while os.read(0, 4096):
-    pass
-`
-
-// tcpJoin is Python for the direct route: direct_listener() listens on a
-// free port of every address of the container and says where ("IP PORT",
-// its own address as Docker's /etc/hosts gives it); admitted(c) reads the secret
-// and a newline from a new connection within 10 s and closes it if they
-// are not there; join(a, b) carries bytes both ways between two sockets,
-// each side's end passed on as a half-close, and closes both at the end.
-const tcpJoin = `def direct_listener():
-    l = socket.socket()
-    l.bind(("0.0.0.0", 0))
-    l.listen(128)
-    try:
-        ip = socket.gethostbyname(socket.gethostname())
-    except OSError:
-        ip = "-"
-    return l, "%s %d" % (ip, l.getsockname()[1])
-def admitted(c):
-    c.settimeout(10)
-    got = b""
-    try:
-        while len(got) < len(secret) + 1:
-            d = c.recv(len(secret) + 1 - len(got))
-            if not d:
-                break
-            got += d
-    except OSError:
-        pass
-    if not hmac.compare_digest(got, secret + b"\n"):
-        c.close()
-        return False
-    c.settimeout(None)
-    return True
-def pipe(a, b):
-    try:
-        while True:
-            d = a.recv(262144)
-            if not d:
-                break
-            b.sendall(d)
-        b.shutdown(socket.SHUT_WR)
-    except OSError:
-        a.close()
-        b.close()
-def join(a, b):
-    for x in (a, b):
-        x.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    t = threading.Thread(target=pipe, args=(a, b))
-    t.start()
-    pipe(b, a)
-    t.join()
-    a.close()
-    b.close()
-`
 
 // probeTimeout bounds the probe of the container's address: on a local
 // engine it answers in well under a millisecond.
@@ -120,12 +41,12 @@ type gateway struct {
 	secret  string
 }
 
-// startGateway starts a gateway to port in the project's sandbox and
-// returns it if the host can reach it; nil (and the reason) if not.
-func (e *Exposer) startGateway(ctx context.Context, project string, port int) (*gateway, error) {
+// startGateway starts a gateway to port in t's container and returns it
+// if the host can reach it; nil (and the reason) if not.
+func (e *exposer) startGateway(ctx context.Context, t service.RelayTarget, port int) (*gateway, error) {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	s, err := e.sb.ExecAttachArgv(ctx, project, service.ExecSpec{Cmd: []string{"python3", "-S", "-c", gatewayScript, strconv.Itoa(port)}})
+	s, err := e.docker.ExecAttach(ctx, t.ContainerID, helper(t, relay.RoleGateway, strconv.Itoa(port)))
 	if err != nil {
 		return nil, err
 	}
@@ -134,19 +55,29 @@ func (e *Exposer) startGateway(ctx context.Context, project string, port int) (*
 		s.Close()
 		return nil, err
 	}
-	line, err := readLine(ctx, s, bufio.NewReader(s))
+	line, err := readLine(ctx, s, lineReader(s))
 	if err == nil {
-		g.addr = address(line)
+		g.addr, err = directAddress(t, line)
 	}
-	if err := probe(g.addr); err != nil {
+	if err == nil {
+		err = probe(g.addr)
+	}
+	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("the container's address does not answer from here: %w %s", err, s.Stderr())
 	}
 	return g, nil
 }
 
-// readLine reads a line from r, s's reader, within ctx; s is closed if
-// ctx ends first.
+// lineReader reads what a relay of the listen or gateway role says: a
+// line no longer than maxLine, then the listener's notices.
+func lineReader(s service.ExecSession) *bufio.Reader { return bufio.NewReaderSize(s, maxLine) }
+
+// maxLine bounds the line a relay writes: "+PORT" and a newline.
+const maxLine = 64
+
+// readLine reads a line from r, s's reader from lineReader, within ctx;
+// s is closed if ctx ends first.
 func readLine(ctx context.Context, s service.ExecSession, r *bufio.Reader) (string, error) {
 	type read struct {
 		line string
@@ -154,8 +85,8 @@ func readLine(ctx context.Context, s service.ExecSession, r *bufio.Reader) (stri
 	}
 	got := make(chan read, 1)
 	go func() {
-		l, err := r.ReadString('\n')
-		got <- read{l, err}
+		l, err := r.ReadSlice('\n') // at most the reader's buffer
+		got <- read{string(l), err}
 	}()
 	select {
 	case g := <-got:
@@ -167,18 +98,25 @@ func readLine(ctx context.Context, s service.ExecSession, r *bufio.Reader) (stri
 	}
 }
 
-// address reads "IP PORT" as a gateway writes it.
-func address(line string) string {
-	ip, port, _ := strings.Cut(line, " ")
-	return net.JoinHostPort(ip, port)
+// directAddress is where the direct route of a relay in t's container
+// listens: the container's own address, as the engine gives it, and the
+// port of the relay's line ("+PORT"). Nothing else of what the sandbox
+// writes is taken: a program in it must not choose what the sidecar dials
+// (issue 28, N1).
+func directAddress(t service.RelayTarget, line string) (string, error) {
+	if !t.Address.IsValid() {
+		return "", errors.New("the engine gives the container no address")
+	}
+	port, err := strconv.Atoi(strings.TrimPrefix(line, "+"))
+	if err != nil || port < 1 || port > 65535 {
+		return "", fmt.Errorf("the relay said %q, not a port", line)
+	}
+	return netip.AddrPortFrom(t.Address, uint16(port)).String(), nil
 }
 
 // probe connects to the gateway and leaves at once (the gateway drops a
 // connection without the secret).
 func probe(addr string) error {
-	if strings.HasPrefix(addr, "-") || strings.HasPrefix(addr, ":") {
-		return fmt.Errorf("no address: %q", addr)
-	}
 	c, err := net.DialTimeout("tcp", addr, probeTimeout)
 	if err != nil {
 		return err
@@ -198,29 +136,4 @@ func (g *gateway) dial() (*net.TCPConn, error) {
 		return nil, err
 	}
 	return c.(*net.TCPConn), nil
-}
-
-// halfConn is a connection whose writing side can be closed alone.
-type halfConn interface {
-	io.ReadWriteCloser
-	CloseWrite() error
-}
-
-// pumpTCP carries bytes both ways between two connections, passing each
-// side's end on as a half-close, and closes both once both are done.
-func pumpTCP(a, b halfConn) {
-	var wg sync.WaitGroup
-	half := func(dst, src halfConn) {
-		if _, err := io.Copy(dst, src); err != nil {
-			dst.Close()
-			src.Close()
-			return
-		}
-		dst.CloseWrite()
-	}
-	wg.Go(func() { half(b, a) })
-	half(a, b)
-	wg.Wait()
-	a.Close()
-	b.Close()
 }

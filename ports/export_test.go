@@ -1,34 +1,39 @@
 package ports
 
+import (
+	"strconv"
+
+	"github.com/pilot-sandbox/pilot-sandbox/relay"
+)
+
 // WarmRelays is how many relays wait in the pool of a project's exposed
 // port (-1 if it is not exposed), for the benchmarks.
-func WarmRelays(e *Exposer, project string, port int) int {
-	x := e.find(project, port)
+func WarmRelays(c *Carrier, project string, port int) int {
+	x := c.ex.find(project, port)
 	if x == nil {
 		return -1
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return len(x.pool)
+	return x.pool.Waiting()
 }
 
-// ExecOnly makes e carry every connection over exec relays, never the
-// direct route, so that tests cover both.
-func ExecOnly(e *Exposer) { e.execOnly = true }
+// ExecOnly makes c carry every connection of its exposed and forwarded
+// ports over exec relays, never the direct route, so that tests cover
+// both.
+func ExecOnly(c *Carrier) {
+	c.ex.execOnly = true
+	c.fw.execOnly = true
+}
 
 // Direct says whether a project's exposed port takes the direct route.
-func Direct(e *Exposer, project string, port int) bool {
-	x := e.find(project, port)
+func Direct(c *Carrier, project string, port int) bool {
+	x := c.ex.find(project, port)
 	return x != nil && x.gw != nil
 }
 
-// ForwardExecOnly makes f carry every connection over exec relays.
-func ForwardExecOnly(f *Forwarder) { f.execOnly = true }
-
 // ForwardDirect says whether a project's forwarded port takes the direct
 // route.
-func ForwardDirect(f *Forwarder, project string, port int) bool {
-	l := f.liveListener(project, port)
+func ForwardDirect(c *Carrier, project string, port int) bool {
+	l := c.fw.liveListener(project, port)
 	if l == nil {
 		return false
 	}
@@ -39,8 +44,8 @@ func ForwardDirect(f *Forwarder, project string, port int) bool {
 
 // ForwardAddress is the container's address a forwarded port's listener
 // takes direct connections on ("" when it has no direct route).
-func ForwardAddress(f *Forwarder, project string, port int) string {
-	l := f.liveListener(project, port)
+func ForwardAddress(c *Carrier, project string, port int) string {
+	l := c.fw.liveListener(project, port)
 	if l == nil {
 		return ""
 	}
@@ -50,4 +55,15 @@ func ForwardAddress(f *Forwarder, project string, port int) string {
 		return ""
 	}
 	return l.direct.addr
+}
+
+// RelayCommand is the argv of an exposed connection's relay to port, for
+// the benchmark of its start.
+func RelayCommand(port int) []string { return relay.Command(relay.RoleConnect, strconv.Itoa(port)) }
+
+// DevToolsRelays is how many DevTools relays c keeps.
+func DevToolsRelays(c *Carrier) int {
+	c.devtools.mu.Lock()
+	defer c.devtools.mu.Unlock()
+	return len(c.devtools.byProject)
 }

@@ -1,15 +1,20 @@
 // Package ports carries TCP connections between the host's loopback and a
-// sandbox's: a port of the sandbox exposed on a host port (sandbox/ports/
-// expose), and what listens inside. The sidecar carries the bytes itself,
-// over an exec into the container, so the sandbox needs no published port
-// and the host no route into it.
+// sandbox's, all owned by one Carrier per process: a port of the sandbox
+// exposed on a host port (sandbox/ports/expose), a host port forwarded
+// into it (sandbox/ports/forward), the desktop of a sandbox without a
+// network (service.DesktopPorts), and its browser's DevTools
+// (sandbox/browser, behind cdprelay); and what listens inside. The
+// sidecar carries the bytes itself, over relays it runs in the container
+// (package relay), so the sandbox needs no published port and the host no
+// route into it; where the host reaches the container's own address, a
+// direct route carries them instead (direct.go).
 package ports
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -19,55 +24,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/relay"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
-
-// Sandboxes runs commands in a project's sandbox; *service.Manager is one.
-type Sandboxes interface {
-	ExecArgv(ctx context.Context, project string, spec service.ExecSpec) (service.ExecResult, error)
-	ExecAttachArgv(ctx context.Context, project string, spec service.ExecSpec) (service.ExecSession, error)
-}
-
-// Serving is a manager with its exposed and forwarded ports: what the
-// protocol serves.
-type Serving struct {
-	*service.Manager
-	*Exposer
-	*Forwarder
-	desktop *DesktopRelay // the manager's, if it carries desktops
-}
-
-// Serve returns m with a new exposer and forwarder for it; the forwarded
-// ports are kept under m's state directory.
-func Serve(m *service.Manager, log zerolog.Logger) Serving {
-	relay, _ := m.DesktopPorts().(*DesktopRelay)
-	return Serving{m, NewExposer(m, log), NewForwarder(m, projectfs.NewForwards(m.StateDir()), log), relay}
-}
-
-// Watch follows the sandboxes' events for the exposer, the forwarder and
-// the desktop relay until events closes, and returns once all have closed
-// their ports.
-func (s Serving) Watch(events <-chan service.Event) {
-	watchers := []func(<-chan service.Event){s.Exposer.Watch, s.Forwarder.Watch}
-	if s.desktop != nil {
-		watchers = append(watchers, s.desktop.Watch)
-	}
-	var wg sync.WaitGroup
-	chans := make([]chan service.Event, len(watchers))
-	for i, watch := range watchers {
-		chans[i] = make(chan service.Event, 64)
-		wg.Go(func() { watch(chans[i]) })
-	}
-	for ev := range events {
-		for _, ch := range chans {
-			ch <- ev
-		}
-	}
-	for _, ch := range chans {
-		close(ch)
-	}
-	wg.Wait()
-}
 
 // Exposed is a sandbox port answering on the host.
 type Exposed struct {
@@ -79,9 +38,15 @@ type Exposed struct {
 // checkTimeout bounds the check that the sandbox can carry a port.
 const checkTimeout = 30 * time.Second
 
-// Exposer keeps the exposed ports of every project this sidecar serves.
-type Exposer struct {
-	sb       Sandboxes
+// warmRelays is how many exec relays an exposure keeps started and
+// waiting: a new connection takes one and waits for a round trip instead
+// of an exec's start (120 to 190 ms under load, measured).
+const warmRelays = 2
+
+// exposer keeps the exposed ports of every project this process serves.
+type exposer struct {
+	sb       Sandboxes // nil for the desktop relay's, which is given its targets
+	docker   Containers
 	log      zerolog.Logger
 	execOnly bool // never the direct route (direct.go): for tests
 
@@ -96,23 +61,23 @@ type exposure struct {
 	project string
 	ln      net.Listener
 
-	pool chan service.ExecSession // relays started, waiting to connect
-	gw   *gateway                 // the direct route, if the host can reach the container
+	pool *relay.Pool // exec relays started ahead of their connections
+	gw   *gateway    // the direct route, if the host can reach the container
 
-	mu      sync.Mutex // guards conns and warming, and sends to pool
-	conns   map[net.Conn]struct{}
-	warming int // relays starting for the pool
+	mu    sync.Mutex // guards conns
+	conns map[net.Conn]struct{}
 }
 
-// NewExposer returns an exposer running its relays through sb.
-func NewExposer(sb Sandboxes, log zerolog.Logger) *Exposer {
-	return &Exposer{sb: sb, log: log, exposed: map[string][]*exposure{}}
+// newExposer returns an exposer of sb's sandboxes running its relays
+// through docker.
+func newExposer(sb Sandboxes, docker Containers, log zerolog.Logger) *exposer {
+	return &exposer{sb: sb, docker: docker, log: log, exposed: map[string][]*exposure{}}
 }
 
 // ExposePort makes the sandbox's port answer on a free port of the host's
 // 127.0.0.1, until Close, the sandbox stops or the sidecar ends. Exposing
 // a port again returns the same host port.
-func (e *Exposer) ExposePort(ctx context.Context, project string, port int) (Exposed, error) {
+func (e *exposer) ExposePort(ctx context.Context, project string, port int) (Exposed, error) {
 	project, err := projectfs.Canonical(project)
 	if err != nil {
 		return Exposed{}, err
@@ -123,7 +88,21 @@ func (e *Exposer) ExposePort(ctx context.Context, project string, port int) (Exp
 	if x := e.find(project, port); x != nil {
 		return x.Exposed, nil
 	}
-	if err := e.check(ctx, project); err != nil {
+	t, err := e.sb.RelayTarget(ctx, project)
+	if err != nil {
+		return Exposed{}, err
+	}
+	return e.expose(ctx, t, port)
+}
+
+// expose makes port of t's container answer on a free port of the host's
+// 127.0.0.1, or returns the one that does.
+func (e *exposer) expose(ctx context.Context, t service.RelayTarget, port int) (Exposed, error) {
+	project := t.Project
+	if x := e.find(project, port); x != nil {
+		return x.Exposed, nil
+	}
+	if err := e.check(ctx, t); err != nil {
 		return Exposed{}, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -133,9 +112,12 @@ func (e *Exposer) ExposePort(ctx context.Context, project string, port int) (Exp
 	hostPort := ln.Addr().(*net.TCPAddr).Port
 	x := &exposure{
 		Exposed: Exposed{Port: port, HostPort: hostPort, URL: "http://127.0.0.1:" + strconv.Itoa(hostPort) + "/"},
-		project: project, ln: ln, conns: map[net.Conn]struct{}{}, pool: make(chan service.ExecSession, warmRelays),
-		gw: e.gateway(ctx, project, port),
+		project: project, ln: ln, conns: map[net.Conn]struct{}{},
+		gw: e.gateway(ctx, t, port),
 	}
+	x.pool = relay.NewPool(warmRelays, func(ctx context.Context) (relay.Session, error) {
+		return e.docker.ExecAttach(ctx, t.ContainerID, helper(t, relay.RoleConnect, strconv.Itoa(port)))
+	})
 	e.mu.Lock()
 	if prev := e.findLocked(project, port); prev != nil { // exposed meanwhile
 		e.mu.Unlock()
@@ -145,9 +127,7 @@ func (e *Exposer) ExposePort(ctx context.Context, project string, port int) (Exp
 	e.exposed[project] = append(e.exposed[project], x)
 	e.mu.Unlock()
 	if x.gw == nil {
-		for range warmRelays {
-			e.warm(x)
-		}
+		x.pool.Fill()
 	}
 	go e.serve(x)
 	e.log.Info().Str("project", project).Int("port", port).Int("hostPort", hostPort).Bool("direct", x.gw != nil).Msg("exposed a sandbox port")
@@ -155,11 +135,11 @@ func (e *Exposer) ExposePort(ctx context.Context, project string, port int) (Exp
 }
 
 // gateway starts the direct route to the port, where there is one.
-func (e *Exposer) gateway(ctx context.Context, project string, port int) *gateway {
+func (e *exposer) gateway(ctx context.Context, t service.RelayTarget, port int) *gateway {
 	if e.execOnly {
 		return nil
 	}
-	g, err := e.startGateway(ctx, project, port)
+	g, err := e.startGateway(ctx, t, port)
 	if err != nil {
 		e.log.Debug().Err(err).Int("port", port).Msg("exposed port: no direct route, exec relays carry it")
 	}
@@ -167,20 +147,22 @@ func (e *Exposer) gateway(ctx context.Context, project string, port int) *gatewa
 }
 
 // check makes sure the sandbox runs and has what the relay needs.
-func (e *Exposer) check(ctx context.Context, project string) error {
-	res, err := e.sb.ExecArgv(ctx, project, service.ExecSpec{Cmd: []string{"python3", "-S", "-c", "import socket"}, Timeout: checkTimeout, MaxOutput: 4096})
+func (e *exposer) check(ctx context.Context, t service.RelayTarget) error {
+	res, err := e.docker.Exec(ctx, t.ContainerID, service.ExecSpec{
+		Cmd: []string{"python3", "-I", "-S", "-c", "import socket"}, User: t.User, WorkDir: "/", Timeout: checkTimeout, MaxOutput: 4096,
+	})
 	switch {
 	case err != nil:
 		return err
 	case res.ExitCode != 0:
-		return fmt.Errorf("the sandbox cannot carry a port: python3 -S -c 'import socket' exited %d: %s", res.ExitCode, res.Stderr)
+		return fmt.Errorf("the sandbox cannot carry a port: python3 -I -S -c 'import socket' exited %d: %s", res.ExitCode, res.Stderr)
 	}
 	return nil
 }
 
 // serve accepts the host's connections to x until its listener closes,
 // and carries each over a relay of its own.
-func (e *Exposer) serve(x *exposure) {
+func (e *exposer) serve(x *exposure) {
 	for {
 		conn, err := x.ln.Accept()
 		if err != nil {
@@ -202,9 +184,9 @@ func (e *Exposer) serve(x *exposure) {
 
 // carry relays one connection: over the direct route if there is one,
 // else (or if it fails) over an exec relay.
-func (e *Exposer) carry(x *exposure, conn net.Conn) {
-	if t, ok := e.sb.(interface{ Touch(string) }); ok {
-		t.Touch(x.project) // a connection is a use, for the idle policy
+func (e *exposer) carry(x *exposure, conn net.Conn) {
+	if e.sb != nil {
+		e.sb.Touch(x.project) // a connection is a use, for the idle policy
 	}
 	x.mu.Lock()
 	gw := x.gw
@@ -212,19 +194,19 @@ func (e *Exposer) carry(x *exposure, conn net.Conn) {
 	if gw != nil {
 		direct, err := gw.dial()
 		if err == nil {
-			pumpTCP(conn.(*net.TCPConn), direct)
+			relay.Join(conn.(*net.TCPConn), direct)
 			return
 		}
 		e.log.Info().Err(err).Int("port", x.Port).Msg("exposed port: the direct route failed, an exec relay carries it")
 	}
-	session, err := e.relay(x)
+	inside, err := x.pool.Get(context.Background())
 	if err != nil {
 		e.log.Info().Err(err).Int("port", x.Port).Msg("exposed port: no relay into the sandbox")
 		conn.Close()
 		return
 	}
-	pumpFramed(conn.(*net.TCPConn), session, bufio.NewReaderSize(session, 64<<10))
-	if stderr := session.Stderr(); stderr != "" {
+	relay.Join(conn.(*net.TCPConn), inside)
+	if stderr := inside.Stderr(); stderr != "" {
 		e.log.Info().Int("port", x.Port).Str("relay", stderr).Msg("exposed port: the relay said")
 	}
 }
@@ -258,16 +240,16 @@ func (x *exposure) close() {
 		c.Close()
 	}
 	x.conns = nil
-	x.drainPool()
+	x.pool.Close()
 }
 
-func (e *Exposer) find(project string, port int) *exposure {
+func (e *exposer) find(project string, port int) *exposure {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.findLocked(project, port)
 }
 
-func (e *Exposer) findLocked(project string, port int) *exposure {
+func (e *exposer) findLocked(project string, port int) *exposure {
 	i := slices.IndexFunc(e.exposed[project], func(x *exposure) bool { return x.Port == port })
 	if i < 0 {
 		return nil
@@ -276,7 +258,7 @@ func (e *Exposer) findLocked(project string, port int) *exposure {
 }
 
 // ExposedPorts lists a project's exposed ports, by port.
-func (e *Exposer) ExposedPorts(project string) []Exposed {
+func (e *exposer) ExposedPorts(project string) []Exposed {
 	if canonical, err := projectfs.Canonical(project); err == nil {
 		project = canonical
 	}
@@ -292,7 +274,7 @@ func (e *Exposer) ExposedPorts(project string) []Exposed {
 
 // ClosePort ends the exposure of a project's port and its connections; false
 // if it was not exposed.
-func (e *Exposer) ClosePort(project string, port int) (bool, error) {
+func (e *exposer) ClosePort(project string, port int) (bool, error) {
 	project, err := projectfs.Canonical(project)
 	if err != nil {
 		return false, err
@@ -311,13 +293,8 @@ func (e *Exposer) ClosePort(project string, port int) (bool, error) {
 	return true, nil
 }
 
-// ListeningPorts lists what listens on TCP in the project's sandbox.
-func (e *Exposer) ListeningPorts(ctx context.Context, project string) ([]Listening, error) {
-	return Listen(ctx, e.sb, project)
-}
-
 // closeProject ends every exposure of a project.
-func (e *Exposer) closeProject(project string) {
+func (e *exposer) closeProject(project string) {
 	e.mu.Lock()
 	list := e.exposed[project]
 	delete(e.exposed, project)
@@ -330,19 +307,10 @@ func (e *Exposer) closeProject(project string) {
 	}
 }
 
-// Watch closes a project's exposed ports when its sandbox is no longer
-// running, until events closes; on return, every exposure is closed.
-func (e *Exposer) Watch(events <-chan service.Event) {
-	for ev := range events {
-		if ev.Kind == service.EventState && (ev.State == nil || ev.State.Status != service.StatusRunning) {
-			e.closeProject(ev.Project)
-		}
-	}
+// closeAll ends every exposure.
+func (e *exposer) closeAll() {
 	e.mu.Lock()
-	projects := make([]string, 0, len(e.exposed))
-	for p := range e.exposed {
-		projects = append(projects, p)
-	}
+	projects := slices.Collect(maps.Keys(e.exposed))
 	e.mu.Unlock()
 	for _, p := range projects {
 		e.closeProject(p)

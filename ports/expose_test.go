@@ -23,15 +23,21 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
-// sandbox is a running sandbox with an exposer for it.
+// sandbox is a running sandbox and the carrier of its relays, as a
+// sidecar's.
 type sandbox struct {
 	m       *service.Manager
 	project string
-	x       *ports.Exposer
-	events  func() // ends the exposer's watch
+	x       *ports.Carrier
 }
 
 func startSandbox(t testing.TB) *sandbox {
+	return startSandboxOf(t, func(m *service.Manager) ports.Sandboxes { return m })
+}
+
+// startSandboxOf starts a sandbox whose carrier runs on sandboxes(m): a
+// test's wrapper that counts what the relays report.
+func startSandboxOf(t testing.TB, sandboxes func(*service.Manager) ports.Sandboxes) *sandbox {
 	t.Helper()
 	m, docker := dockertest.Manager(t, func(c *service.Config) { c.Logger = zerolog.Nop() })
 	dockertest.Run(t, m)
@@ -39,13 +45,18 @@ func startSandbox(t testing.TB) *sandbox {
 	if _, err := m.Start(context.Background(), project); err != nil {
 		t.Fatal(err)
 	}
-	x := ports.NewExposer(m, zerolog.Nop())
-	events, unsubscribe := m.Subscribe()
-	done := make(chan struct{})
-	go func() { x.Watch(events); close(done) }()
-	sb := &sandbox{m: m, project: project, x: x, events: func() { unsubscribe(); <-done }}
-	t.Cleanup(sb.events)
-	return sb
+	return &sandbox{m: m, project: project, x: carry(t, sandboxes(m), false)}
+}
+
+// carry starts a carrier of sb's sandboxes, closed at the test's end;
+// execOnly: over exec relays alone, never the direct route.
+func carry(t testing.TB, sb ports.Sandboxes, execOnly bool) *ports.Carrier {
+	c := ports.NewCarrier(sb, dockertest.Engine(t), ports.Options{Log: zerolog.Nop()})
+	if execOnly {
+		ports.ExecOnly(c)
+	}
+	t.Cleanup(c.Close)
+	return c
 }
 
 // sh runs a command in the sandbox and returns its stdout, failing the
@@ -259,15 +270,14 @@ func (c *touchRecorder) Touch(project string) {
 }
 
 func TestExposedConnectionIsAUse(t *testing.T) {
-	sb := startSandbox(t)
+	counter := &touchRecorder{}
+	sb := startSandboxOf(t, func(m *service.Manager) ports.Sandboxes { counter.Manager = m; return counter })
 	sb.background(t, "mkdir -p /tmp/site && cd /tmp/site && exec python3 -m http.server 8800 --bind 127.0.0.1", 8800)
-	counter := &touchRecorder{Manager: sb.m}
-	x := ports.NewExposer(counter, zerolog.Nop())
-	exposed, err := x.ExposePort(context.Background(), sb.project, 8800)
+	exposed, err := sb.x.ExposePort(context.Background(), sb.project, 8800)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { x.ClosePort(sb.project, 8800) })
+	t.Cleanup(func() { sb.x.ClosePort(sb.project, 8800) })
 	before := counter.touches.Load()
 	download(t, exposed.URL)
 	if counter.touches.Load() == before {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -25,15 +24,6 @@ type Forwarded struct {
 	Error string `json:"error,omitempty"`
 }
 
-// ForwardSandboxes is what forwarding needs of the sandboxes;
-// *service.Manager is one.
-type ForwardSandboxes interface {
-	Sandboxes
-	Status(ctx context.Context, project string) (*service.State, error)
-	// Touch records a use of the sandbox, for the idle policy.
-	Touch(project string)
-}
-
 // maxForwards bounds the ports forwarded into one sandbox: each is a
 // listener process in it, and a relay waiting.
 const maxForwards = 16
@@ -45,11 +35,12 @@ func forwards(list []projectfs.Forward, port int) bool {
 	return slices.ContainsFunc(list, func(p projectfs.Forward) bool { return p.Port == port })
 }
 
-// Forwarder keeps the forwarded ports of every project: the list in the
+// forwarder keeps the forwarded ports of every project: the list in the
 // user's state (projectfs.Forwards), applied in each running sandbox
-// this sidecar serves, at every start.
-type Forwarder struct {
-	sb       ForwardSandboxes
+// this process serves, at every start.
+type forwarder struct {
+	sb       Sandboxes
+	docker   Containers
 	store    projectfs.Forwards
 	log      zerolog.Logger
 	execOnly bool // never the direct route (direct.go): for tests
@@ -64,19 +55,25 @@ type Forwarder struct {
 
 // forwardSet is a project's listeners in its sandbox's current run.
 type forwardSet struct {
-	run  string // the run they belong to (runKey)
+	run  string // the run they belong to (service.RelayTarget.Run)
 	live map[int]*listener
 	errs map[int]string // why a forward is not live in this run
 }
 
-// NewForwarder returns a forwarder that keeps its lists in store.
-func NewForwarder(sb ForwardSandboxes, store projectfs.Forwards, log zerolog.Logger) *Forwarder {
-	return &Forwarder{sb: sb, store: store, log: log, projects: map[string]*forwardSet{}}
+// newForwarder returns a forwarder of sb's sandboxes that keeps its
+// lists in store and runs its relays through docker.
+func newForwarder(sb Sandboxes, docker Containers, store projectfs.Forwards, log zerolog.Logger) *forwarder {
+	return &forwarder{sb: sb, docker: docker, store: store, log: log, projects: map[string]*forwardSet{}}
 }
 
-// runKey names one run of a sandbox: its listeners die with it.
-func runKey(st *service.State) string {
-	return st.ContainerID + "@" + strconv.FormatInt(st.StartedAt, 10)
+// target is where the project's listeners run; ok false when its sandbox
+// does not run (the next start applies its forwards).
+func (f *forwarder) target(ctx context.Context, project string) (t service.RelayTarget, ok bool, err error) {
+	t, err = f.sb.RelayTarget(ctx, project)
+	if errors.Is(err, service.ErrNotRunning) || errors.Is(err, service.ErrNoSandbox) {
+		return t, false, nil
+	}
+	return t, err == nil, err
 }
 
 func checkPort(name string, port int) error {
@@ -89,7 +86,7 @@ func checkPort(name string, port int) error {
 // ForwardPort makes localhost:port in the project's sandbox reach the
 // host's 127.0.0.1:hostPort (0: the same number), now if it runs, and at
 // every start. Forwarding a port again with another hostPort changes it.
-func (f *Forwarder) ForwardPort(ctx context.Context, project string, port, hostPort int) (Forwarded, error) {
+func (f *forwarder) ForwardPort(ctx context.Context, project string, port, hostPort int) (Forwarded, error) {
 	project, err := projectfs.Canonical(project)
 	if err != nil {
 		return Forwarded{}, err
@@ -133,12 +130,12 @@ func (f *Forwarder) ForwardPort(ctx context.Context, project string, port, hostP
 // applyOne puts fw in effect in the project's sandbox if it runs, and
 // returns the listener it started for it (nil if none: the sandbox is
 // not running, or a listener was there already).
-func (f *Forwarder) applyOne(ctx context.Context, project string, fw Forwarded) (*listener, error) {
-	st, err := f.sb.Status(ctx, project)
-	if err != nil || st == nil || st.Status != service.StatusRunning {
+func (f *forwarder) applyOne(ctx context.Context, project string, fw Forwarded) (*listener, error) {
+	t, ok, err := f.target(ctx, project)
+	if !ok {
 		return nil, err
 	}
-	set := f.prepare(project, runKey(st))
+	set := f.prepare(project, t.Run())
 	if set == nil {
 		return nil, nil // the sidecar is ending
 	}
@@ -146,7 +143,7 @@ func (f *Forwarder) applyOne(ctx context.Context, project string, fw Forwarded) 
 		l.setHostPort(fw.HostPort)
 		return nil, nil
 	}
-	l, err := f.startListener(ctx, project, fw)
+	l, err := f.startListener(ctx, t, fw)
 	if errors.Is(err, errInUse) {
 		return nil, f.inUse(ctx, project, fw.Port)
 	}
@@ -161,9 +158,9 @@ func (f *Forwarder) applyOne(ctx context.Context, project string, fw Forwarded) 
 }
 
 // inUse is the error for a port something in the sandbox listens on.
-func (f *Forwarder) inUse(ctx context.Context, project string, port int) error {
+func (f *forwarder) inUse(ctx context.Context, project string, port int) error {
 	who := "something"
-	if ls, err := Listen(ctx, f.sb, project); err == nil {
+	if ls, err := listen(ctx, f.sb, project); err == nil {
 		if i := slices.IndexFunc(ls, func(l Listening) bool { return l.Port == port }); i >= 0 && ls[i].Process != "" {
 			who = ls[i].Process
 		}
@@ -173,7 +170,7 @@ func (f *Forwarder) inUse(ctx context.Context, project string, port int) error {
 
 // prepare returns the project's set for run, emptied of another run's
 // listeners; nil once the forwarder has stopped.
-func (f *Forwarder) prepare(project, run string) *forwardSet {
+func (f *forwarder) prepare(project, run string) *forwardSet {
 	f.mu.Lock()
 	if f.stopped {
 		f.mu.Unlock()
@@ -195,7 +192,7 @@ func (f *Forwarder) prepare(project, run string) *forwardSet {
 	return set
 }
 
-func (f *Forwarder) liveListener(project string, port int) *listener {
+func (f *forwarder) liveListener(project string, port int) *listener {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if set := f.projects[project]; set != nil {
@@ -206,7 +203,7 @@ func (f *Forwarder) liveListener(project string, port int) *listener {
 
 // setLive records l in set, unless the set was replaced meanwhile (a new
 // run): then l belongs to no run and is closed.
-func (f *Forwarder) setLive(project string, set *forwardSet, l *listener) {
+func (f *forwarder) setLive(project string, set *forwardSet, l *listener) {
 	f.mu.Lock()
 	current := f.projects[project] == set && !f.stopped
 	if current {
@@ -220,7 +217,7 @@ func (f *Forwarder) setLive(project string, set *forwardSet, l *listener) {
 }
 
 // drop closes l and forgets it.
-func (f *Forwarder) drop(project string, l *listener) {
+func (f *forwarder) drop(project string, l *listener) {
 	f.mu.Lock()
 	if set := f.projects[project]; set != nil && set.live[l.Port] == l {
 		delete(set.live, l.Port)
@@ -231,14 +228,14 @@ func (f *Forwarder) drop(project string, l *listener) {
 
 // ended forgets a listener whose process ended on its own (killed in
 // the sandbox, or the sandbox stopping), saying why.
-func (f *Forwarder) ended(l *listener) {
+func (f *forwarder) ended(l *listener) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	set := f.projects[l.project]
+	set := f.projects[l.target.Project]
 	if set == nil || set.live[l.Port] != l {
 		return // closed on purpose
 	}
 	delete(set.live, l.Port)
 	set.errs[l.Port] = "its listener in the sandbox ended; it is applied again at the next start"
-	f.log.Info().Str("project", l.project).Int("port", l.Port).Str("stderr", l.ctl.Stderr()).Msg("a forwarded port's listener ended")
+	f.log.Info().Str("project", l.target.Project).Int("port", l.Port).Str("stderr", l.ctl.Stderr()).Msg("a forwarded port's listener ended")
 }

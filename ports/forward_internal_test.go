@@ -11,7 +11,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
-	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -31,7 +30,9 @@ func TestForwardFallsBackToExecRelays(t *testing.T) {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "still here") })}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	f := NewForwarder(m, projectfs.NewForwards(t.TempDir()), zerolog.Nop())
+	c := NewCarrier(m, docker, Options{Log: zerolog.Nop()})
+	t.Cleanup(c.Close)
+	f := c.fw
 	if _, err := f.ForwardPort(context.Background(), project, 8500, ln.Addr().(*net.TCPAddr).Port); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,9 @@ func TestExposeFallsBackToExecRelays(t *testing.T) {
 		t.Fatal(err)
 	}
 	dockertest.PollExec(t, m, project, "the server listens", "exec 3<>/dev/tcp/127.0.0.1/8800")
-	e := NewExposer(m, zerolog.Nop())
+	c := NewCarrier(m, docker, Options{Log: zerolog.Nop()})
+	t.Cleanup(c.Close)
+	e := c.ex
 	exposed, err := e.ExposePort(context.Background(), project, 8800)
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,6 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/tcptest"
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
-	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -69,20 +68,6 @@ while True:
     back += d
 print(len(back), bytes(back) == data, end="")
 ' `
-
-// watch starts a forwarder of m's sandboxes, keeping its list in m's state.
-func watch(t *testing.T, m *service.Manager, execOnly bool) (*ports.Forwarder, func()) {
-	f := ports.NewForwarder(m, projectfs.NewForwards(m.StateDir()), zerolog.Nop())
-	if execOnly {
-		ports.ForwardExecOnly(f)
-	}
-	events, unsubscribe := m.Subscribe()
-	done := make(chan struct{})
-	go func() { f.Watch(events); close(done) }()
-	stop := func() { unsubscribe(); <-done }
-	t.Cleanup(stop)
-	return f, stop
-}
 
 // hostServer serves, on the host's 127.0.0.1 only, "hello from the host"
 // at / and a WebSocket echo at /ws; it returns its port.
@@ -141,7 +126,10 @@ func testForward(t *testing.T, execOnly bool) {
 	sb := startSandbox(t)
 	ctx := context.Background()
 	web, echo := hostServer(t), hostEcho(t)
-	f, stopWatch := watch(t, sb.m, execOnly)
+	f := sb.x // it keeps its list in the manager's state
+	if execOnly {
+		ports.ExecOnly(f)
+	}
 	url := "http://localhost:8500/"
 	if out, ok := run(t, sb.m, sb.project, fetchScript+url); ok {
 		t.Fatalf("the host's server answers in the sandbox before the forward: %s", out)
@@ -183,10 +171,10 @@ func testForward(t *testing.T, execOnly bool) {
 		dockertest.PollExec(t, sb.m, sb.project, "the forward is back", fetchScript+url)
 	})
 	t.Run("a new sidecar that finds the sandbox running restores it", func(t *testing.T) {
-		stopWatch() // the first sidecar ends: its listeners end with it
+		f.Close() // the first sidecar ends: its listeners end with it
 		dockertest.PollExec(t, sb.m, sb.project, "the forward ends with its sidecar", "! "+fetchScript+url)
 		m2, _ := dockertest.Manager(t, func(c *service.Config) { c.StateDir = sb.m.StateDir(); c.Logger = zerolog.Nop() })
-		f2, _ := watch(t, m2, execOnly)
+		f2 := carry(t, m2, execOnly)
 		dockertest.Run(t, m2)
 		dockertest.PollExec(t, sb.m, sb.project, "the new sidecar forwards it again", fetchScript+url)
 		f = f2
@@ -219,11 +207,11 @@ func (c *touchCounter) Touch(project string) {
 }
 
 func TestForwardIsForItsSandboxOnly(t *testing.T) {
-	sb := startSandbox(t)
+	counter := &touchCounter{}
+	sb := startSandboxOf(t, func(m *service.Manager) ports.Sandboxes { counter.Manager = m; return counter })
 	ctx := context.Background()
 	web := hostServer(t)
-	counter := &touchCounter{Manager: sb.m}
-	f := ports.NewForwarder(counter, projectfs.NewForwards(t.TempDir()), zerolog.Nop())
+	f := sb.x
 	if _, err := f.ForwardPort(ctx, sb.project, 8500, web); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +254,7 @@ func TestForwardReachesAServerOnTheHostsIPv6Loopback(t *testing.T) {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	sb := startSandbox(t)
-	f, _ := watch(t, sb.m, false)
+	f := sb.x
 	if _, err := f.ForwardPort(context.Background(), sb.project, 8500, ln.Addr().(*net.TCPAddr).Port); err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +266,7 @@ func TestForwardReachesAServerOnTheHostsIPv6Loopback(t *testing.T) {
 func TestForwardRefusesWhatItCannotDo(t *testing.T) {
 	sb := startSandbox(t)
 	ctx := context.Background()
-	f, _ := watch(t, sb.m, false)
+	f := sb.x
 	for _, c := range []struct{ port, hostPort int }{{0, 0}, {65536, 0}, {8500, -1}, {8500, 65536}} {
 		if _, err := f.ForwardPort(ctx, sb.project, c.port, c.hostPort); !errors.Is(err, service.ErrInvalidArgument) {
 			t.Errorf("port %d, host port %d: %v", c.port, c.hostPort, err)

@@ -15,8 +15,20 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pilot-sandbox/pilot-sandbox/relay"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
+
+// A forwarded port is a listener process in the sandbox (the relay
+// program's listen role, resources/relay/pilot_relay.py) and, for each
+// connection it accepts, a relay process (its take role) that takes the
+// accepted socket from the listener over a Unix socket (SCM_RIGHTS) and
+// carries its bytes over its own stdin and stdout: the sidecar's end is
+// an attached exec of each, so the sandbox needs no route to the host,
+// and a remote engine works the same. The listener's stdout tells the
+// sidecar of each connection ("c"), so that it starts a relay for it;
+// relays are also started ahead, so that a connection does not wait for
+// an exec to start.
 
 // Bounds of a forwarded port.
 const (
@@ -39,11 +51,11 @@ const (
 // and the relays of its connections.
 type listener struct {
 	Forwarded
-	project string
-	name    string // the abstract Unix socket its relays take connections from
-	ctl     service.ExecSession
-	f       *Forwarder
-	moved   atomic.Bool // bytes went through since the last touch
+	target service.RelayTarget // the run it listens in
+	name   string              // the abstract Unix socket its relays take connections from
+	ctl    service.ExecSession
+	f      *forwarder
+	moved  atomic.Bool // bytes went through since the last touch
 
 	mu       sync.Mutex // guards the rest, and HostPort
 	direct   *gateway   // the direct route to the listener, if the host reaches it
@@ -62,21 +74,21 @@ var errNoDirect = errors.New("the direct route failed before")
 // errInUse: something listens on the port in the sandbox already.
 var errInUse = errors.New("in use")
 
-// startListener starts fw's listener in the project's sandbox and returns
-// once it listens.
-func (f *Forwarder) startListener(ctx context.Context, project string, fw Forwarded) (*listener, error) {
+// startListener starts fw's listener in t's container and returns once
+// it listens.
+func (f *forwarder) startListener(ctx context.Context, t service.RelayTarget, fw Forwarded) (*listener, error) {
 	l := &listener{
-		Forwarded: fw, project: project, f: f, name: "pilot-forward-" + strconv.Itoa(fw.Port) + "-" + rand.Text()[:12],
+		Forwarded: fw, target: t, f: f, name: "pilot-forward-" + strconv.Itoa(fw.Port) + "-" + rand.Text()[:12],
 		sessions: map[service.ExecSession]struct{}{}, conns: map[net.Conn]struct{}{}, done: make(chan struct{}),
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	ctl, err := f.sb.ExecAttachArgv(ctx, project, service.ExecSpec{Cmd: listenerCommand(fw.Port, l.name, maxForwardQueue)})
+	ctl, err := f.docker.ExecAttach(ctx, t.ContainerID, helper(t, relay.RoleListen, strconv.Itoa(fw.Port), l.name, strconv.Itoa(maxForwardQueue)))
 	if err != nil {
 		return nil, err
 	}
 	secret := rand.Text()
-	r := bufio.NewReader(ctl)
+	r := lineReader(ctl)
 	line, err := "", error(nil)
 	if _, err = io.WriteString(ctl, secret+"\n"); err == nil {
 		line, err = readLine(ctx, ctl, r)
@@ -92,7 +104,7 @@ func (f *Forwarder) startListener(ctx context.Context, project string, fw Forwar
 		return nil, fmt.Errorf("the port's listener in the sandbox did not start: %w %s", err, ctl.Stderr())
 	}
 	l.ctl = ctl
-	if addr := address(strings.TrimPrefix(line, "+")); !f.execOnly && probe(addr) == nil {
+	if addr, err := directAddress(t, line); err == nil && !f.execOnly && probe(addr) == nil {
 		l.direct = &gateway{addr: addr, secret: secret}
 	}
 	go l.follow(r)
@@ -171,28 +183,26 @@ func (l *listener) carryDirect() {
 		return
 	}
 	defer l.untrackConn(inside)
-	l.f.sb.Touch(l.project)
+	l.f.sb.Touch(l.target.Project)
 	host, err := dialHost(l.hostPort())
 	if err != nil {
 		l.f.log.Info().Err(err).Int("port", l.Port).Msg("forwarded port: the host's port does not answer")
 		inside.Close()
 		return
 	}
-	pumpTCP(host.(*net.TCPConn), movedConn{inside, &l.moved})
+	relay.Join(host.(*net.TCPConn), used{inside, &l.moved})
 }
 
 // relay starts one relay, waits until it has a connection, and carries it.
 func (l *listener) relay() {
-	s, err := l.f.sb.ExecAttachArgv(context.Background(), l.project, service.ExecSpec{Cmd: forwardRelayCommand(l.name)})
+	s, err := l.f.docker.ExecAttach(context.Background(), l.target.ContainerID, helper(l.target, relay.RoleTake, l.name))
 	if err == nil && !l.track(s) {
 		s.Close()
 		err = net.ErrClosed
 	}
-	var r *bufio.Reader
 	if err == nil {
-		r = bufio.NewReaderSize(movedSession{s, &l.moved}, 64<<10)
-		if b, rerr := r.ReadByte(); rerr != nil || b != readyByte {
-			err = fmt.Errorf("the relay ended before a connection: %v %s", rerr, s.Stderr())
+		if rerr := relay.Ready(s); rerr != nil {
+			err = fmt.Errorf("the relay ended before a connection: %w", rerr)
 		}
 	}
 	l.mu.Lock()
@@ -209,7 +219,7 @@ func (l *listener) relay() {
 		return // the sandbox or the listener is going: nothing to refill
 	}
 	l.refill()
-	l.carry(s, r)
+	l.carry(s)
 	l.mu.Lock()
 	l.active--
 	l.mu.Unlock()
@@ -218,15 +228,15 @@ func (l *listener) relay() {
 }
 
 // carry connects a relay's connection to the host's port.
-func (l *listener) carry(s service.ExecSession, r *bufio.Reader) {
-	l.f.sb.Touch(l.project)
+func (l *listener) carry(s service.ExecSession) {
+	l.f.sb.Touch(l.target.Project)
 	conn, err := dialHost(l.hostPort())
 	if err != nil {
 		l.f.log.Info().Err(err).Int("port", l.Port).Msg("forwarded port: the host's port does not answer")
 		s.Close()
 		return
 	}
-	pumpFramed(conn.(*net.TCPConn), movedSession{s, &l.moved}, r)
+	relay.Join(conn.(*net.TCPConn), used{relay.NewConn(s), &l.moved})
 }
 
 // dialHost connects to the host's loopback port: 127.0.0.1, or [::1] if
@@ -244,22 +254,6 @@ func dialHost(port int) (net.Conn, error) {
 	return nil, err
 }
 
-// movedSession marks that bytes went through a forwarded connection.
-type movedSession struct {
-	service.ExecSession
-	moved *atomic.Bool
-}
-
-func (m movedSession) Read(p []byte) (int, error) {
-	m.moved.Store(true)
-	return m.ExecSession.Read(p)
-}
-
-func (m movedSession) Write(p []byte) (int, error) {
-	m.moved.Store(true)
-	return m.ExecSession.Write(p)
-}
-
 // touching marks the sandbox as in use every touchEvery while bytes go
 // through the port, until it closes.
 func (l *listener) touching() {
@@ -271,7 +265,7 @@ func (l *listener) touching() {
 			return
 		case <-t.C:
 			if l.moved.Swap(false) {
-				l.f.sb.Touch(l.project)
+				l.f.sb.Touch(l.target.Project)
 			}
 		}
 	}
@@ -303,25 +297,42 @@ func (l *listener) untrackConn(c net.Conn) {
 	delete(l.conns, c)
 }
 
-// movedConn marks that bytes went through a forwarded connection. It
-// embeds nothing, so that copies go through its Read and Write.
-type movedConn struct {
-	c     *net.TCPConn
+// used marks that bytes went through a forwarded connection. It embeds
+// nothing, so that copies go through its Read and Write.
+type used struct {
+	c     relay.HalfConn
 	moved *atomic.Bool
 }
 
-func (m movedConn) Read(p []byte) (int, error) {
-	m.moved.Store(true)
-	return m.c.Read(p)
+func (u used) Read(p []byte) (int, error) {
+	u.moved.Store(true)
+	return u.c.Read(p)
 }
 
-func (m movedConn) Write(p []byte) (int, error) {
-	m.moved.Store(true)
-	return m.c.Write(p)
+func (u used) Write(p []byte) (int, error) {
+	u.moved.Store(true)
+	return u.c.Write(p)
 }
 
-func (m movedConn) Close() error      { return m.c.Close() }
-func (m movedConn) CloseWrite() error { return m.c.CloseWrite() }
+func (u used) Close() error      { return u.c.Close() }
+func (u used) CloseWrite() error { return u.c.CloseWrite() }
+
+// ReadFrom lets the connection read in its own sizes (a relay.Conn puts
+// up to relay.Chunk in a frame, where io.Copy's buffer would make frames
+// of 32 KiB), marking each read.
+func (u used) ReadFrom(r io.Reader) (int64, error) {
+	return io.Copy(u.c, usedReader{r, u.moved})
+}
+
+type usedReader struct {
+	r     io.Reader
+	moved *atomic.Bool
+}
+
+func (u usedReader) Read(p []byte) (int, error) {
+	u.moved.Store(true)
+	return u.r.Read(p)
+}
 
 func (l *listener) untrack(s service.ExecSession) {
 	l.mu.Lock()

@@ -7,12 +7,11 @@ import (
 	"slices"
 
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
-	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
 // CloseForward stops forwarding the project's port, and ends its
 // connections; false if it was not forwarded.
-func (f *Forwarder) CloseForward(project string, port int) (bool, error) {
+func (f *forwarder) CloseForward(project string, port int) (bool, error) {
 	project, err := projectfs.Canonical(project)
 	if err != nil {
 		return false, err
@@ -43,7 +42,7 @@ func (f *Forwarder) CloseForward(project string, port int) (bool, error) {
 
 // ForwardedPorts lists the project's forwarded ports, by port, with why
 // one is not in effect in its running sandbox.
-func (f *Forwarder) ForwardedPorts(project string) ([]Forwarded, error) {
+func (f *forwarder) ForwardedPorts(project string) ([]Forwarded, error) {
 	if canonical, err := projectfs.Canonical(project); err == nil {
 		project = canonical
 	}
@@ -65,12 +64,19 @@ func (f *Forwarder) ForwardedPorts(project string) ([]Forwarded, error) {
 	return out, nil
 }
 
-// apply puts the project's forwards in effect in its sandbox's run st,
-// and ends the listeners of any other run.
-func (f *Forwarder) apply(ctx context.Context, project string, st *service.State) {
+// apply puts the project's forwards in effect in its sandbox's current
+// run, if it runs, and ends the listeners of any other run.
+func (f *forwarder) apply(ctx context.Context, project string) {
 	f.ops.Lock()
 	defer f.ops.Unlock()
-	set := f.prepare(project, runKey(st))
+	t, ok, err := f.target(ctx, project)
+	if !ok {
+		if err != nil {
+			f.log.Warn().Err(err).Str("project", project).Msg("could not apply the forwarded ports")
+		}
+		return
+	}
+	set := f.prepare(project, t.Run())
 	if set == nil {
 		return
 	}
@@ -83,7 +89,7 @@ func (f *Forwarder) apply(ctx context.Context, project string, st *service.State
 		if f.liveListener(project, p.Port) != nil {
 			continue
 		}
-		l, err := f.startListener(ctx, project, Forwarded{Port: p.Port, HostPort: p.HostPort})
+		l, err := f.startListener(ctx, t, Forwarded{Port: p.Port, HostPort: p.HostPort})
 		if err != nil {
 			f.failed(project, set, p.Port, err)
 			continue
@@ -96,7 +102,7 @@ func (f *Forwarder) apply(ctx context.Context, project string, st *service.State
 }
 
 // failed records why a forward could not be applied.
-func (f *Forwarder) failed(project string, set *forwardSet, port int, err error) {
+func (f *forwarder) failed(project string, set *forwardSet, port int, err error) {
 	why := err.Error()
 	if errors.Is(err, errInUse) {
 		why = "another program listens on the port in the sandbox"
@@ -108,7 +114,7 @@ func (f *Forwarder) failed(project string, set *forwardSet, port int, err error)
 }
 
 // stopProject ends the project's listeners: its sandbox stopped.
-func (f *Forwarder) stopProject(project string) {
+func (f *forwarder) stopProject(project string) {
 	f.mu.Lock()
 	set := f.projects[project]
 	delete(f.projects, project)
@@ -120,24 +126,15 @@ func (f *Forwarder) stopProject(project string) {
 	}
 }
 
-// Watch applies each project's forwards when its sandbox runs (a start,
-// or one found running) and ends them when it stops, until events
-// closes; on return, every listener is closed.
-func (f *Forwarder) Watch(events <-chan service.Event) {
-	for ev := range events {
-		if ev.Kind != service.EventState {
-			continue
-		}
-		if ev.State == nil || ev.State.Status != service.StatusRunning {
-			f.stopProject(ev.Project)
-			continue
-		}
-		f.applies.Add(1)
-		go func(project string, st service.State) {
-			defer f.applies.Done()
-			f.apply(context.Background(), project, &st)
-		}(ev.Project, *ev.State)
-	}
+// running applies the project's forwards to its sandbox's run, in the
+// background (a start, or one found running).
+func (f *forwarder) running(project string) {
+	f.applies.Go(func() { f.apply(context.Background(), project) })
+}
+
+// closeAll ends every listener, once the applies under way are done,
+// and applies no more.
+func (f *forwarder) closeAll() {
 	f.mu.Lock()
 	f.stopped = true
 	f.mu.Unlock()

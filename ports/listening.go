@@ -33,8 +33,8 @@ exit 0`
 // maxListingOutput bounds what the listing reads.
 const maxListingOutput = 4 << 20
 
-// Listen lists what listens on TCP in the project's sandbox, by port.
-func Listen(ctx context.Context, sb Sandboxes, project string) ([]Listening, error) {
+// listen lists what listens on TCP in the project's sandbox, by port.
+func listen(ctx context.Context, sb Sandboxes, project string) ([]Listening, error) {
 	res, err := sb.ExecArgv(ctx, project, service.ExecSpec{Cmd: []string{"bash", "-c", listeningScript}, Timeout: checkTimeout, MaxOutput: maxListingOutput})
 	if err != nil {
 		return nil, err

@@ -24,18 +24,16 @@ import (
 
 // startNoNetwork starts a sandbox whose settings ask for no network, on a
 // manager whose desktop ports are carried the way serve and ui carry them.
-func startNoNetwork(t testing.TB) (ports.Serving, string, service.State) {
+func startNoNetwork(t testing.TB) (*service.Manager, *ports.Carrier, string, service.State) {
 	t.Helper()
+	desktops := ports.NewDesktopRelay(dockertest.Engine(t), zerolog.Nop())
 	m, docker := dockertest.Manager(t, func(c *service.Config) {
 		c.Logger = zerolog.Nop()
-		c.DesktopPorts = ports.NewDesktopRelay(dockertest.Engine(t), zerolog.Nop())
+		c.DesktopPorts = desktops
 	})
 	dockertest.Run(t, m)
-	sv := ports.Serve(m, zerolog.Nop())
-	events, unsubscribe := m.Subscribe()
-	done := make(chan struct{})
-	go func() { sv.Watch(events); close(done) }()
-	t.Cleanup(func() { unsubscribe(); <-done })
+	relays := ports.NewCarrier(m, dockertest.Engine(t), ports.Options{Desktops: desktops, Log: zerolog.Nop()})
+	t.Cleanup(relays.Close)
 	project := dockertest.Project(t, docker)
 	os.MkdirAll(filepath.Join(project, projectfs.Dir), 0o755)
 	if err := os.WriteFile(projectfs.SettingsFile(project), []byte(`{"sandbox": {"network": "none"}}`), 0o644); err != nil {
@@ -45,7 +43,7 @@ func startNoNetwork(t testing.TB) (ports.Serving, string, service.State) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sv, project, st
+	return m, relays, project, st
 }
 
 // unreachableScript tries a TCP connection to each address given, port 80,
@@ -77,7 +75,7 @@ func hostAddresses(t *testing.T) []string {
 }
 
 func TestNetworkNoneSandbox(t *testing.T) {
-	sv, project, st := startNoNetwork(t)
+	m, relays, project, st := startNoNetwork(t)
 	ctx := context.Background()
 	if st.Status != service.StatusRunning || st.Network != service.NetworkNone || st.WSPort == 0 || st.VNCPort == 0 {
 		t.Fatalf("state %+v, want running without a network, with carried ports", st)
@@ -112,11 +110,11 @@ func TestNetworkNoneSandbox(t *testing.T) {
 		}
 	})
 	t.Run("it has only its loopback", func(t *testing.T) {
-		if out, ok := run(t, sv.Manager, project, "ls /sys/class/net"); !ok || strings.Fields(out)[0] != "lo" || len(strings.Fields(out)) != 1 {
+		if out, ok := run(t, m, project, "ls /sys/class/net"); !ok || strings.Fields(out)[0] != "lo" || len(strings.Fields(out)) != 1 {
 			t.Errorf("interfaces: %q", out)
 		}
 		targets := append(hostAddresses(t), "1.1.1.1", "8.8.8.8")
-		out, _ := run(t, sv.Manager, project, unreachableScript+strings.Join(targets, " "))
+		out, _ := run(t, m, project, unreachableScript+strings.Join(targets, " "))
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		if len(lines) != len(targets) {
 			t.Fatalf("tried %v: %q", targets, out)
@@ -129,26 +127,26 @@ func TestNetworkNoneSandbox(t *testing.T) {
 	})
 	t.Run("a forwarded host port is reached from inside", func(t *testing.T) {
 		web := hostServer(t)
-		if _, err := sv.Forwarder.ForwardPort(ctx, project, 8500, web); err != nil {
+		if _, err := relays.ForwardPort(ctx, project, 8500, web); err != nil {
 			t.Fatal(err)
 		}
-		if ports.ForwardDirect(sv.Forwarder, project, 8500) {
+		if ports.ForwardDirect(relays, project, 8500) {
 			t.Error("a direct route into a sandbox without a network")
 		}
-		if out, ok := run(t, sv.Manager, project, fetchScript+"http://localhost:8500/"); !ok || out != "hello from the host" {
+		if out, ok := run(t, m, project, fetchScript+"http://localhost:8500/"); !ok || out != "hello from the host" {
 			t.Errorf("GET the forward in the sandbox: %q", out)
 		}
 	})
 	t.Run("an exposed port answers on the host", func(t *testing.T) {
-		if _, err := sv.Background(ctx, project, service.ExecRequest{Command: "mkdir -p /tmp/site && echo inside >/tmp/site/f && cd /tmp/site && exec python3 -m http.server 8800 --bind 127.0.0.1"}); err != nil {
+		if _, err := m.Background(ctx, project, service.ExecRequest{Command: "mkdir -p /tmp/site && echo inside >/tmp/site/f && cd /tmp/site && exec python3 -m http.server 8800 --bind 127.0.0.1"}); err != nil {
 			t.Fatal(err)
 		}
-		dockertest.PollExec(t, sv.Manager, project, "port 8800 listens", "exec 3<>/dev/tcp/127.0.0.1/8800")
-		x, err := sv.ExposePort(ctx, project, 8800)
+		dockertest.PollExec(t, m, project, "port 8800 listens", "exec 3<>/dev/tcp/127.0.0.1/8800")
+		x, err := relays.ExposePort(ctx, project, 8800)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ports.Direct(sv.Exposer, project, 8800) {
+		if ports.Direct(relays, project, 8800) {
 			t.Error("a direct route into a sandbox without a network")
 		}
 		if got := get(t, x.URL+"f"); got != "inside\n" {
@@ -156,11 +154,11 @@ func TestNetworkNoneSandbox(t *testing.T) {
 		}
 	})
 	t.Run("the desktop tools work", func(t *testing.T) {
-		shot, err := sv.Screenshot(ctx, project)
+		shot, err := m.Screenshot(ctx, project)
 		if err != nil || shot.Width != st.Display.Width || len(shot.PNG) == 0 {
 			t.Errorf("screenshot: %dx%d %d bytes, %v", shot.Width, shot.Height, len(shot.PNG), err)
 		}
-		d, err := sv.Desktop(ctx, project)
+		d, err := m.Desktop(ctx, project)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +189,7 @@ func TestNetworkNoneSandbox(t *testing.T) {
 		}
 	})
 	t.Run("its desktop ports close when it stops", func(t *testing.T) {
-		if _, err := sv.Stop(ctx, project); err != nil {
+		if _, err := m.Stop(ctx, project); err != nil {
 			t.Fatal(err)
 		}
 		deadline := time.Now().Add(30 * time.Second)
@@ -224,12 +222,14 @@ func get(t *testing.T, url string) string {
 // The browser of a sandbox without a network answers DevTools through the
 // sidecar's relay (sandbox/browser), which needs no network either.
 func TestNetworkNoneBrowser(t *testing.T) {
+	desktops := ports.NewDesktopRelay(dockertest.Engine(t), zerolog.Nop())
 	m, docker := dockertest.Manager(t, func(c *service.Config) {
 		c.Logger = zerolog.Nop()
-		c.DesktopPorts = ports.NewDesktopRelay(dockertest.Engine(t), zerolog.Nop())
+		c.DesktopPorts = desktops
 	})
 	dockertest.Run(t, m)
-	t.Cleanup(m.CloseRelays)
+	relays := ports.NewCarrier(m, docker, ports.Options{Desktops: desktops, Log: zerolog.Nop()})
+	t.Cleanup(relays.Close)
 	project := dockertest.Project(t, docker)
 	os.MkdirAll(filepath.Join(project, projectfs.Dir), 0o755)
 	if err := os.WriteFile(projectfs.SettingsFile(project), []byte(`{"sandbox": {"image": "browser", "network": "none"}}`), 0o644); err != nil {
@@ -240,7 +240,7 @@ func TestNetworkNoneBrowser(t *testing.T) {
 	if err != nil || st.Network != service.NetworkNone {
 		t.Fatalf("start: %+v, %v", st, err)
 	}
-	ws, err := m.Browser(ctx, project)
+	ws, err := relays.Browser(ctx, project)
 	if err != nil {
 		t.Fatal(err)
 	}

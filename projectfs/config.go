@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	units "github.com/docker/go-units"
+
+	"github.com/pilot-sandbox/pilot-sandbox/netpolicy"
 )
 
 // Config is the "sandbox" object of .pilot/settings.json: how the
@@ -31,13 +33,25 @@ type Config struct {
 	// ShmSize is the size of /dev/shm, which browsers use heavily.
 	ShmSize *string  `json:"shmSize,omitempty"`
 	Display *Display `json:"display,omitempty"`
-	// Image is the image variant: "browser" or "desktop" (docs/protocol.md,
-	// Images), or the project's own Dockerfile ({"dockerfile": PATH}),
+	// Image is the image variant: "browser", "desktop" or "dev"
+	// (docs/images.md), or the project's own Dockerfile ({"dockerfile": PATH}),
 	// which is built only once the user approved it (ReadBuildContext).
 	Image ImageChoice `json:"image,omitempty"`
-	// Network "none" gives the sandbox no network at all. It asks for
-	// less than the default, so it needs no approval.
-	Network *string `json:"network,omitempty"`
+	// Network is the repository's network policy: "none" (no network at
+	// all), or an object that narrows the user's policy (deny, a stricter
+	// preset) and may ask to widen it, which needs the user's approval
+	// (netpolicy.Repository). Checked by ReadConfig.
+	Network NetworkChoice `json:"network,omitempty"`
+}
+
+// NetworkChoice is sandbox.network as written (raw JSON), checked by
+// ReadConfig; a string keeps Config comparable.
+type NetworkChoice string
+
+// UnmarshalJSON keeps the value as it is written.
+func (c *NetworkChoice) UnmarshalJSON(raw []byte) error {
+	*c = NetworkChoice(raw)
+	return nil
 }
 
 // ImageChoice is sandbox.image as written (raw JSON), checked by
@@ -54,6 +68,7 @@ func (c *ImageChoice) UnmarshalJSON(raw []byte) error {
 const (
 	ImageBrowser = "browser"
 	ImageDesktop = "desktop"
+	ImageDev     = "dev"
 )
 
 // ImageVariant is the variant the project names, or "" for the default.
@@ -80,19 +95,29 @@ func (c Config) ImageDockerfile() string {
 }
 
 // NetworkNone says whether the project asks for no network.
-func (c Config) NetworkNone() bool { return c.Network != nil && *c.Network == NetworkNone }
+func (c Config) NetworkNone() bool { return c.NetworkPolicy().None }
+
+// NetworkPolicy is the project's network policy (none when it names
+// none). Only call it on a Config that ReadConfig accepted.
+func (c Config) NetworkPolicy() netpolicy.Repository {
+	if c.Network == "" {
+		return netpolicy.Repository{}
+	}
+	r, _ := netpolicy.ParseRepository(json.RawMessage(c.Network))
+	return r
+}
 
 // NetworkNone is the one value of sandbox.network (and of config.json's
 // network): no network at all.
 const NetworkNone = "none"
 
-const wantImage = `must be "browser", "desktop" or {"dockerfile": "PATH"}`
+const wantImage = `must be "browser", "desktop", "dev" or {"dockerfile": "PATH"}`
 
 // checkImage says what is wrong with sandbox.image, or "".
 func checkImage(raw json.RawMessage) string {
 	var v string
 	if json.Unmarshal(raw, &v) == nil {
-		if v == ImageBrowser || v == ImageDesktop {
+		if v == ImageBrowser || v == ImageDesktop || v == ImageDev {
 			return ""
 		}
 		return fmt.Sprintf("%s; it is %q", wantImage, v)
@@ -230,8 +255,10 @@ func (c Config) check() (field, reason string) {
 			return "sandbox.image", reason
 		}
 	}
-	if c.Network != nil && *c.Network != NetworkNone {
-		return "sandbox.network", fmt.Sprintf("must be %q (no network), or left out; it is %q", NetworkNone, *c.Network)
+	if c.Network != "" {
+		if _, problems := netpolicy.ParseRepository(json.RawMessage(c.Network)); problems != nil {
+			return problems[0].Key, problems[0].Reason
+		}
 	}
 	if d := c.Display; d != nil {
 		if d.Width < minDisplayWidth || d.Width > maxDisplayWidth {

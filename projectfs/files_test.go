@@ -254,8 +254,9 @@ func TestProjectConfigImage(t *testing.T) {
 		{`{"sandbox": {}}`, "", ""},
 		{`{"sandbox": {"image": "browser"}}`, "browser", ""},
 		{`{"sandbox": {"image": "desktop"}}`, "desktop", ""},
-		{`{"sandbox": {"image": "firefox"}}`, "", `must be "browser", "desktop" or {"dockerfile": "PATH"}; it is "firefox"`},
-		{`{"sandbox": {"image": 3}}`, "", `must be "browser", "desktop" or {"dockerfile": "PATH"}; it is 3`},
+		{`{"sandbox": {"image": "dev"}}`, "dev", ""},
+		{`{"sandbox": {"image": "firefox"}}`, "", `must be "browser", "desktop", "dev" or {"dockerfile": "PATH"}; it is "firefox"`},
+		{`{"sandbox": {"image": 3}}`, "", `must be "browser", "desktop", "dev" or {"dockerfile": "PATH"}; it is 3`},
 		{`{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`, "", ""},
 		{`{"sandbox": {"image": {"dockerfile": "docker/dev.Dockerfile"}}}`, "", ""},
 		{`{"sandbox": {"image": {"dockerfile": "../Dockerfile"}}}`, "", "inside it"},
@@ -266,7 +267,7 @@ func TestProjectConfigImage(t *testing.T) {
 		{`{"sandbox": {"image": {"dockerfile": ""}}}`, "", "is empty"},
 		{`{"sandbox": {"image": {"dockerfile": 7}}}`, "", "PATH must be a string"},
 		{`{"sandbox": {"image": {"dockerfile": "Dockerfile", "context": "."}}}`, "", `{"dockerfile": "PATH"}`},
-		{`{"sandbox": {"image": {"other": 1}}}`, "", `must be "browser", "desktop" or {"dockerfile": "PATH"}`},
+		{`{"sandbox": {"image": {"other": 1}}}`, "", `must be "browser", "desktop", "dev" or {"dockerfile": "PATH"}`},
 	} {
 		dir := t.TempDir()
 		os.MkdirAll(filepath.Join(dir, Dir), 0o755)
@@ -282,6 +283,44 @@ func TestProjectConfigImage(t *testing.T) {
 			t.Errorf("%s: %v", tc.settings, err)
 		case cfg.ImageVariant() != tc.want:
 			t.Errorf("%s: variant %q, want %q", tc.settings, cfg.ImageVariant(), tc.want)
+		}
+	}
+}
+
+func TestProjectConfigNetwork(t *testing.T) {
+	for _, tc := range []struct {
+		settings        string
+		none            bool
+		preset          string
+		deny            int
+		errField, words string
+	}{
+		{settings: `{"sandbox": {}}`},
+		{settings: `{"sandbox": {"network": "none"}}`, none: true},
+		{settings: `{"sandbox": {"network": {"preset": "locked", "deny": ["tracker.example", "10.0.0.0/8"]}}}`, preset: "locked", deny: 2},
+		{settings: `{"sandbox": {"network": {"allow": ["api.example.com:443"]}}}`},
+		{settings: `{"sandbox": {"network": "open"}}`, errField: "sandbox.network", words: `must be "none"`},
+		{settings: `{"sandbox": {"network": {"deny": ["a..b"]}}}`, errField: "sandbox.network.deny", words: "empty label"},
+		{settings: `{"sandbox": {"network": {"askTimeout": "1s"}}}`, errField: "sandbox.network.askTimeout", words: "not a known key"},
+		{settings: `{"sandbox": {"network": {"preset": "wide"}}}`, errField: "sandbox.network.preset"},
+	} {
+		dir := t.TempDir()
+		os.MkdirAll(filepath.Join(dir, Dir), 0o755)
+		os.WriteFile(SettingsFile(dir), []byte(tc.settings), 0o644)
+		cfg, err := ReadConfig(dir)
+		var ce *ConfigError
+		switch {
+		case tc.errField != "":
+			if !errors.As(err, &ce) || ce.Field != tc.errField || !strings.Contains(ce.Reason, tc.words) {
+				t.Errorf("%s: err = %v, want %s: ...%s", tc.settings, err, tc.errField, tc.words)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", tc.settings, err)
+		default:
+			np := cfg.NetworkPolicy()
+			if cfg.NetworkNone() != tc.none || np.Preset != tc.preset || len(np.Deny) != tc.deny {
+				t.Errorf("%s: %+v", tc.settings, np)
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package projectfs
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,14 +13,16 @@ import (
 	"time"
 
 	units "github.com/docker/go-units"
+
+	"github.com/pilot-sandbox/pilot-sandbox/netpolicy"
 )
 
 // UserConfig is the user's own lifecycle policy: pilot-sandbox/config.json
 // under the XDG config directory. Every key is optional.
 //
-//	{"idleStop": "30m", "maxRunning": 4, "disk": "10g", "rebuildAfter": "168h",
+//	{"idleStop": "30m", "maxRunning": 4, "maxTasks": 1, "disk": "10g", "rebuildAfter": "168h",
 //	 "caps": {"memory": "4g", "cpus": 2, "processes": 4096, "shmSize": "2g"},
-//	 "network": "none"}
+//	 "network": {"preset": "dev", "allow": ["example.org"]}}
 //
 // It belongs to the user, not to a project: a repository cannot raise it.
 type UserConfig struct {
@@ -28,15 +31,18 @@ type UserConfig struct {
 	IdleStop time.Duration
 	// MaxRunning is how many sandboxes may run at once; 0 is no cap.
 	MaxRunning int
+	// MaxTasks is how many tasks may run at once in one sandbox
+	// (docs/tasks.md): they share its /workspace.
+	MaxTasks int
 	// DiskBytes bounds a sandbox's own files (its container's writable
 	// layer); 0 is no limit.
 	DiskBytes int64
 	// Caps are the most a project's .pilot/settings.json may ask without
 	// the user's approval.
 	Caps Caps
-	// NetworkNone gives every sandbox no network at all ("network":
-	// "none").
-	NetworkNone bool
+	// Network is the network policy (netpolicy.ParseConfig); "network":
+	// "none" gives every sandbox no network at all (Network.None).
+	Network netpolicy.Config
 	// RebuildAfter is the age past which the sandbox image is built again,
 	// without the build's cache, for the security updates of its packages
 	// (at the next new sandbox); 0 never rebuilds it for its age.
@@ -57,6 +63,7 @@ func DefaultUserConfig() UserConfig {
 	return UserConfig{
 		IdleStop:   30 * time.Minute,
 		MaxRunning: 4,
+		MaxTasks:   1,
 		DiskBytes:  10 << 30,
 		Caps:       Caps{MemoryBytes: 4 << 30, CPUs: 2, Processes: 4096, ShmBytes: 2 << 30},
 
@@ -73,6 +80,7 @@ const (
 	// the image at every new sandbox.
 	minRebuildAfter = time.Hour
 	maxMaxRunning   = 1000
+	maxMaxTasks     = 16
 	minDisk         = 64 << 20
 )
 
@@ -156,7 +164,7 @@ func (p *configParser) fail(key, format string, args ...any) {
 	p.problems = append(p.problems, ConfigProblem{Key: key, Reason: fmt.Sprintf(format, args...)})
 }
 
-var userConfigKeys = []string{"idleStop", "maxRunning", "disk", "caps", "network", "rebuildAfter"}
+var userConfigKeys = []string{"idleStop", "maxRunning", "maxTasks", "disk", "caps", "network", "rebuildAfter"}
 
 func (p *configParser) parse(doc map[string]json.RawMessage, cfg *UserConfig) {
 	for _, key := range sortedNames(doc) {
@@ -166,17 +174,18 @@ func (p *configParser) parse(doc map[string]json.RawMessage, cfg *UserConfig) {
 			p.duration(key, raw, p.minIdle, `"30m" or "2h"`, &cfg.IdleStop)
 		case "maxRunning":
 			p.integer(key, raw, 0, maxMaxRunning, "0 for no cap", func(n int64) { cfg.MaxRunning = int(n) })
+		case "maxTasks":
+			p.integer(key, raw, 1, maxMaxTasks, "1, one task at a time", func(n int64) { cfg.MaxTasks = int(n) })
 		case "disk":
 			p.size(key, raw, minDisk, true, &cfg.DiskBytes)
 		case "caps":
 			p.caps(raw, &cfg.Caps)
 		case "network":
-			var s string
-			if json.Unmarshal(raw, &s) != nil || (s != NetworkNone && s != "default") {
-				p.fail(key, `must be "none" (no network for any sandbox) or "default"; it is %s`, raw)
-				continue
+			network, problems := netpolicy.ParseConfig(raw)
+			for _, np := range problems {
+				p.fail(np.Key, "%s", np.Reason)
 			}
-			cfg.NetworkNone = s == NetworkNone
+			cfg.Network = network
 		case "rebuildAfter":
 			p.duration(key, raw, minRebuildAfter, `"168h"`, &cfg.RebuildAfter)
 		default:
@@ -272,7 +281,7 @@ func (p *configParser) caps(raw json.RawMessage, caps *Caps) {
 	}
 }
 
-func sortedNames(doc map[string]json.RawMessage) []string {
+func sortedNames[V any](doc map[string]V) []string {
 	keys := make([]string, 0, len(doc))
 	for k := range doc {
 		keys = append(keys, k)
@@ -294,6 +303,7 @@ func (c UserConfig) String() string {
 	} else {
 		fmt.Fprintf(&b, ", maxRunning %d", c.MaxRunning)
 	}
+	fmt.Fprintf(&b, ", maxTasks %d", c.MaxTasks)
 	if c.DiskBytes == 0 {
 		b.WriteString(", disk 0 (no limit)")
 	} else {
@@ -301,9 +311,7 @@ func (c UserConfig) String() string {
 	}
 	fmt.Fprintf(&b, ", caps: memory %s, cpus %g, processes %d, shmSize %s",
 		units.BytesSize(float64(c.Caps.MemoryBytes)), c.Caps.CPUs, c.Caps.Processes, units.BytesSize(float64(c.Caps.ShmBytes)))
-	if c.NetworkNone {
-		b.WriteString(", network none")
-	}
+	b.WriteString(", network " + networkText(c.Network))
 	if c.RebuildAfter == 0 {
 		b.WriteString(", rebuildAfter 0 (never)")
 	} else {
@@ -311,6 +319,23 @@ func (c UserConfig) String() string {
 	}
 	return b.String()
 }
+
+// networkText is the network policy in short: "none", or its preset and
+// how many rules it has.
+func networkText(n netpolicy.Config) string {
+	if n.None {
+		return "none"
+	}
+	s := "preset " + cmp.Or(n.Preset, netpolicy.DefaultPreset)
+	if k := len(n.Allow) + len(n.Deny) + len(n.Ask); k > 0 {
+		s += fmt.Sprintf(" (%d allow, %d deny, %d ask)", len(n.Allow), len(n.Deny), len(n.Ask))
+	}
+	return s
+}
+
+// NetworkKey says whether a config.json key is the network policy's:
+// while one is wrong, no sandbox with a network starts.
+func NetworkKey(key string) bool { return key == "network" || strings.HasPrefix(key, "network.") }
 
 // FormatDuration writes a duration the way config.json does: "30m",
 // "1h30m", "45s".

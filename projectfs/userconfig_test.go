@@ -3,10 +3,13 @@ package projectfs
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pilot-sandbox/pilot-sandbox/netpolicy"
 )
 
 func TestReadUserConfig(t *testing.T) {
@@ -27,8 +30,8 @@ func TestReadUserConfig(t *testing.T) {
 		{name: "empty object", file: "{}", want: def},
 		{
 			name: "every key",
-			file: `{"idleStop": "1h30m", "maxRunning": 2, "disk": "20g", "caps": {"memory": "8g", "cpus": 3.5, "processes": 8192, "shmSize": "1g"}, "rebuildAfter": "72h"}`,
-			want: UserConfig{IdleStop: 90 * time.Minute, MaxRunning: 2, DiskBytes: 20 << 30,
+			file: `{"idleStop": "1h30m", "maxRunning": 2, "maxTasks": 3, "disk": "20g", "caps": {"memory": "8g", "cpus": 3.5, "processes": 8192, "shmSize": "1g"}, "rebuildAfter": "72h"}`,
+			want: UserConfig{IdleStop: 90 * time.Minute, MaxRunning: 2, MaxTasks: 3, DiskBytes: 20 << 30,
 				Caps: Caps{MemoryBytes: 8 << 30, CPUs: 3.5, Processes: 8192, ShmBytes: 1 << 30}, RebuildAfter: 72 * time.Hour},
 		},
 		{name: "zeros turn policies off", file: `{"idleStop": "0", "maxRunning": 0, "disk": "0", "rebuildAfter": "0"}`,
@@ -49,6 +52,9 @@ func TestReadUserConfig(t *testing.T) {
 		{name: "maxRunning fractional", file: `{"maxRunning": 2.5}`, want: def,
 			badKeys: []string{"maxRunning"}, reason: "maxRunning must be a whole number from 0 to 1000 (0 for no cap); it is 2.5"},
 		{name: "maxRunning negative", file: `{"maxRunning": -1}`, want: def, badKeys: []string{"maxRunning"}},
+		{name: "maxTasks zero", file: `{"maxTasks": 0}`, want: def,
+			badKeys: []string{"maxTasks"}, reason: "maxTasks must be a whole number from 1 to 16 (1, one task at a time); it is 0"},
+		{name: "maxTasks too many", file: `{"maxTasks": 17}`, want: def, badKeys: []string{"maxTasks"}},
 		{name: "maxRunning a string", file: `{"maxRunning": "4"}`, want: def, badKeys: []string{"maxRunning"}},
 		{name: "disk too small", file: `{"disk": "1m"}`, want: def, badKeys: []string{"disk"}, reason: "disk must be at least 64MiB"},
 		{name: "disk not a size", file: `{"disk": "lots"}`, want: def, badKeys: []string{"disk"}, reason: `disk must be a size such as "512m"`},
@@ -56,9 +62,19 @@ func TestReadUserConfig(t *testing.T) {
 		{name: "cap below the bound", file: `{"caps": {"memory": "100m", "processes": 10, "cpus": 0.1, "shmSize": "1m"}}`, want: def,
 			badKeys: []string{"caps.cpus", "caps.memory", "caps.processes", "caps.shmSize"}},
 		{name: "unknown cap", file: `{"caps": {"gpus": 1}}`, want: def, badKeys: []string{"caps.gpus"}, reason: "caps.gpus is not a known key"},
-		{name: "unknown key", file: `{"idlestop": "5m"}`, want: def, badKeys: []string{"idlestop"}, reason: "idlestop is not a known key (known: idleStop, maxRunning, disk, caps, network, rebuildAfter)"},
+		{name: "unknown key", file: `{"idlestop": "5m"}`, want: def, badKeys: []string{"idlestop"}, reason: "idlestop is not a known key (known: idleStop, maxRunning, maxTasks, disk, caps, network, rebuildAfter)"},
 		{name: "good keys apply beside bad ones", file: `{"maxRunning": 1, "disk": "1k"}`,
 			want: with(func(c *UserConfig) { c.MaxRunning = 1 }), badKeys: []string{"disk"}},
+		{name: "network none", file: `{"network": "none"}`, want: with(func(c *UserConfig) { c.Network.None = true })},
+		{name: "network default", file: `{"network": "default"}`, want: def},
+		{name: "a network policy", file: `{"network": {"preset": "locked", "allow": ["Example.org:443"], "askTimeout": "30s"}}`,
+			want: with(func(c *UserConfig) {
+				c.Network = netpolicy.Config{Preset: "locked", Allow: []netpolicy.Rule{mustRule(t, "example.org:443")}, AskTimeout: 30 * time.Second}
+			})},
+		{name: "a network rule that is not one", file: `{"network": {"allow": ["ok.example", "a..b"]}, "maxRunning": 2}`,
+			want: with(func(c *UserConfig) { c.MaxRunning = 2 }), badKeys: []string{"network.allow"}, reason: `network.allow entry 2: "a..b" has an empty label`},
+		{name: "network neither object nor none", file: `{"network": "wide"}`, want: def, badKeys: []string{"network"}},
+		{name: "an unknown network key", file: `{"network": {"presets": "dev"}}`, want: def, badKeys: []string{"network.presets"}},
 		{name: "not JSON", file: `{"maxRunning": 1`, want: def, badKeys: []string{""}, reason: "is not valid JSON"},
 		{name: "not an object", file: `[1]`, want: def, badKeys: []string{""}, reason: "config.json: is not a JSON object"},
 		{name: "null", file: `null`, want: def, badKeys: []string{""}, reason: "is not a JSON object"},
@@ -70,7 +86,7 @@ func TestReadUserConfig(t *testing.T) {
 				os.WriteFile(path, []byte(tc.file), 0o600)
 			}
 			got, err := ReadUserConfig(path, MinIdleStop)
-			if got != tc.want {
+			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("config = %+v, want %+v", got, tc.want)
 			}
 			if tc.badKeys == nil {
@@ -93,6 +109,14 @@ func TestReadUserConfig(t *testing.T) {
 	}
 }
 
+func mustRule(t *testing.T, s string) netpolicy.Rule {
+	r, err := netpolicy.ParseRule(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func TestReadUserConfigTestMinimum(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.json")
 	os.WriteFile(path, []byte(`{"idleStop": "2s"}`), 0o600)
@@ -108,17 +132,17 @@ func TestReadUserConfigTestMinimum(t *testing.T) {
 func TestReadUserConfigUnreadable(t *testing.T) {
 	dir := t.TempDir() // a directory where the file should be
 	got, err := ReadUserConfig(dir, MinIdleStop)
-	if got != DefaultUserConfig() || err == nil || !strings.Contains(err.Error(), "cannot be read") {
+	if !reflect.DeepEqual(got, DefaultUserConfig()) || err == nil || !strings.Contains(err.Error(), "cannot be read") {
 		t.Fatalf("got %+v, %v; want the defaults and 'cannot be read'", got, err)
 	}
 }
 
 func TestUserConfigString(t *testing.T) {
-	if got, want := DefaultUserConfig().String(), "idleStop 30m, maxRunning 4, disk 10GiB, caps: memory 4GiB, cpus 2, processes 4096, shmSize 2GiB, rebuildAfter 168h"; got != want {
+	if got, want := DefaultUserConfig().String(), "idleStop 30m, maxRunning 4, maxTasks 1, disk 10GiB, caps: memory 4GiB, cpus 2, processes 4096, shmSize 2GiB, network preset dev, rebuildAfter 168h"; got != want {
 		t.Errorf("defaults = %q, want %q", got, want)
 	}
-	off := UserConfig{Caps: DefaultUserConfig().Caps}
-	if got := off.String(); !strings.HasPrefix(got, "idleStop 0 (never), maxRunning 0 (no cap), disk 0 (no limit)") {
+	off := UserConfig{MaxTasks: 1, Caps: DefaultUserConfig().Caps}
+	if got := off.String(); !strings.HasPrefix(got, "idleStop 0 (never), maxRunning 0 (no cap), maxTasks 1, disk 0 (no limit)") {
 		t.Errorf("off = %q", got)
 	}
 	for d, want := range map[time.Duration]string{90 * time.Minute: "1h30m", 2 * time.Hour: "2h", 45 * time.Second: "45s", time.Minute: "1m"} {

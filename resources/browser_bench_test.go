@@ -97,7 +97,7 @@ func BenchmarkBrowserCDPConnect(b *testing.B) {
 	m, project := browserSandbox(b, map[string]string{"index.html": page})
 	exec1(b, m, project, "pilot-open http://127.0.0.1:8000/")
 	waitRegion(b, desktopOf(b, m, project), func(c color.RGBA) bool { return c == magenta })
-	ws, err := m.Browser(context.Background(), project)
+	ws, err := browserOf(b, m, project)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -133,6 +133,51 @@ const puppeteer = require('puppeteer-core');
 	}
 	b.ReportMetric(median(ms.Playwright), "playwright-ms")
 	b.ReportMetric(median(ms.Puppeteer), "puppeteer-ms")
+}
+
+// BenchmarkBrowserCDPTransfer: through sandbox/browser's relay, on one
+// puppeteer connection, the round trip of a small evaluate and the
+// transfer of an 8 MiB string from the page (MB/s): what the DevTools
+// relay's pipe carries, not Chromium's start.
+func BenchmarkBrowserCDPTransfer(b *testing.B) {
+	m, project := browserSandbox(b, map[string]string{"index.html": page})
+	exec1(b, m, project, "pilot-open http://127.0.0.1:8000/")
+	waitRegion(b, desktopOf(b, m, project), func(c color.RGBA) bool { return c == magenta })
+	ws, err := browserOf(b, m, project)
+	if err != nil {
+		b.Fatal(err)
+	}
+	script := `const puppeteer = require('puppeteer-core');
+(async () => {
+  const [ws, n] = [process.argv[1], +process.argv[2]];
+  const out = { roundtrip: [], transfer: [] };
+  const pp = await puppeteer.connect({ browserWSEndpoint: ws, defaultViewport: null });
+  const page = (await pp.pages()).find(p => p.url().includes(':8000'));
+  for (let i = 0; i < n; i++) {
+    let t = performance.now();
+    await page.evaluate(() => 1 + 1);
+    out.roundtrip.push(performance.now() - t);
+    t = performance.now();
+    const s = await page.evaluate(() => 'x'.repeat(8 << 20));
+    if (s.length !== 8 << 20) throw new Error('short: ' + s.length);
+    out.transfer.push(performance.now() - t);
+  }
+  await pp.disconnect();
+  console.log(JSON.stringify(out));
+})().catch(e => { console.error(e); process.exit(1); });`
+	b.ResetTimer()
+	cmd := exec.Command("node", "-e", script, ws, strconv.Itoa(b.N))
+	cmd.Dir = nodeDir()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		b.Fatalf("node: %v\n%s", err, out)
+	}
+	var ms struct{ Roundtrip, Transfer []float64 }
+	if err := json.Unmarshal(out, &ms); err != nil {
+		b.Fatalf("node printed %q: %v", out, err)
+	}
+	b.ReportMetric(median(ms.Roundtrip)*1000, "µs/roundtrip")
+	b.ReportMetric(float64(8<<20)/1e6/(median(ms.Transfer)/1000), "MB/s")
 }
 
 func nodeDir() string {

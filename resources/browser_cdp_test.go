@@ -15,7 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -40,6 +44,15 @@ func browserSandbox(t testing.TB, files map[string]string) (*service.Manager, st
 	exec1(t, m, project, script+"\nsetsid python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 < /dev/null &")
 	dockertest.PollExec(t, m, project, "the page server answers", "python3 -c 'import urllib.request; urllib.request.urlopen(\"http://127.0.0.1:8000/\")'")
 	return m, project
+}
+
+// browserOf answers sandbox/browser for the project as the sidecar does:
+// through the DevTools relay of a carrier of m's sandboxes, closed at the
+// test's end.
+func browserOf(t testing.TB, m *service.Manager, project string) (string, error) {
+	relays := ports.NewCarrier(m, dockertest.Engine(t), ports.Options{Log: zerolog.Nop()})
+	t.Cleanup(relays.Close)
+	return relays.Browser(context.Background(), project)
 }
 
 // puppeteer runs body, the inside of an async function that has browser
@@ -78,7 +91,7 @@ func puppeteer(t testing.TB, ws, body string, args ...string) string {
 func TestBrowserPuppeteer(t *testing.T) {
 	m, project := browserSandbox(t, map[string]string{"index.html": page})
 	ctx := context.Background()
-	ws, err := m.Browser(ctx, project)
+	ws, err := browserOf(t, m, project)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +157,7 @@ func TestBrowserTypesNonASCII(t *testing.T) {
 	if err := d.Type(ctx, text); err != nil {
 		t.Fatal(err)
 	}
-	ws, err := m.Browser(ctx, project)
+	ws, err := browserOf(t, m, project)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,20 +276,25 @@ func TestBrowserOpenRaisesTheWindow(t *testing.T) {
 }
 
 // TestBrowserConnectsAfterItsSparePipeIsKilled: the relay keeps a DevTools
-// pipe started ahead (service/spare.go), a process of the sandbox user's
-// that the sandbox's programs can kill. The next connection must still
+// pipe started ahead (relay.Pool), a process that can end while it waits
+// (it runs as the desktop's user, whom the sandbox's programs cannot
+// signal, so here that user kills it). The next connection must still
 // reach Chromium, through a fresh pipe.
 func TestBrowserConnectsAfterItsSparePipeIsKilled(t *testing.T) {
 	m, project := browserSandbox(t, map[string]string{"index.html": page})
-	ws, err := m.Browser(context.Background(), project)
+	ws, err := browserOf(t, m, project)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The pipe's script, as ps shows it: [f] keeps pgrep from finding
-	// the shell that runs it.
-	const spare = "pgrep -u sandbox -f '[f]irst = os.read'"
+	// The relay's command line ends with its role: [c] keeps pgrep from
+	// finding the shell that runs it.
+	const spare = "pgrep -u desktop -f '[c]onnect 9222$'"
 	dockertest.PollExec(t, m, project, "the spare pipe runs", spare)
-	exec1(t, m, project, "pkill -u sandbox -f '[f]irst = os.read'")
+	if res, err := m.ExecArgv(context.Background(), project, service.ExecSpec{
+		Cmd: []string{"pkill", "-u", "desktop", "-f", "[c]onnect 9222$"}, User: desktop.DesktopUser, Timeout: time.Minute,
+	}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("kill the spare pipe: %v %+v", err, res)
+	}
 	dockertest.PollExec(t, m, project, "the spare pipe is gone", "! "+spare)
 	if out := puppeteer(t, ws, `console.log((await browser.version()).startsWith('Chrome') ? 'reached' : 'no');`); !strings.Contains(out, "reached") {
 		t.Errorf("puppeteer: %s", out)

@@ -72,7 +72,7 @@ func TestBrowserSandbox(t *testing.T) {
 	}
 	waitColour(t, m, project, green)
 
-	ws, err := m.Browser(ctx, project)
+	ws, err := browserOf(t, m, project)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestDesktopSandboxHasNoBrowser(t *testing.T) {
 	if _, err := m.Start(ctx, project); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Browser(ctx, project); !errors.Is(err, service.ErrNoBrowser) {
+	if _, err := browserOf(t, m, project); !errors.Is(err, service.ErrNoBrowser) {
 		t.Fatalf("sandbox/browser on a desktop sandbox: %v, want ErrNoBrowser", err)
 	}
 	exec1(t, m, project, "! command -v chromium")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/sourcegraph/jsonrpc2"
 )
 
 // A client's calls that act on one sandbox through the engine (an exec, a
@@ -47,13 +49,11 @@ func (c *sandboxCalls) leave(project string) {
 	}
 }
 
-// busyError is a call refused because its connection runs MaxSandboxCalls
-// on the sandbox already.
-type busyError struct{ project string }
-
-func (e *busyError) Error() string {
-	return fmt.Sprintf("this client already has %d calls running on the sandbox of %s: this one was not run; "+
-		"send it again when one of them has ended", MaxSandboxCalls, e.project)
+// busyWire is the answer to a call refused because its connection runs
+// MaxSandboxCalls on the sandbox already: busy, with data.limit.
+func busyWire(project string) *jsonrpc2.Error {
+	return newError(codeBusy, fmt.Sprintf("this client already has %d calls running on the sandbox of %s: this one was not run; "+
+		"send it again when one of them has ended", MaxSandboxCalls, project), &errorData{Limit: MaxSandboxCalls})
 }
 
 // onSandbox is what the params of a method that acts on one sandbox say
@@ -73,7 +73,7 @@ func perSandbox(m method) method {
 		}
 		project := on.sandbox()
 		if !sess.sandboxCalls.enter(project) {
-			return nil, &busyError{project: project}
+			return nil, busyWire(project)
 		}
 		defer sess.sandboxCalls.leave(project)
 		return run(ctx, sess, p)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
@@ -41,6 +42,11 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/ f
 //	!docker up|down  switch the fake's Docker engine on or off
 //	!event JSON      the fake publishes a service.Event ({kind, project, state, progress, warning})
 //	!release         let the held calls go on
+//	!ask DIR RULE    a network question about RULE for the project $ROOT/DIR,
+//	                 as the Judge asks it; it waits until the server heard it
+//	!answers         wait for every question asked to end, and note how
+//	!log DIR JSON    an entry of the project's connection log, as egress
+//	                 records it; it waits until the server heard it
 //	!eof             close the server's input
 //	<- JSON          a message the server sent (regenerated)
 //	== WHAT          something else that happened: exit N, closed (regenerated)
@@ -140,6 +146,7 @@ type conversation struct {
 	framing wire.Framing
 	root    string
 	fake    *fakeService
+	net     *fakeNetwork
 	stream  *wire.Stream
 	conn    clientConn
 	out     *recorder
@@ -161,10 +168,12 @@ type clientConn interface {
 
 func startConversation(t *testing.T, framing wire.Framing, root string) *conversation {
 	c := &conversation{
-		t: t, framing: framing, root: root, fake: newFakeService(),
+		t: t, framing: framing, root: root, fake: newFakeService(), net: newFakeNetwork(t),
 		out: &recorder{framing: framing, root: root}, done: make(chan struct{}),
 	}
-	s := NewServer(c.fake.services(), Info{Name: "pilot-sandbox", Version: "golden"}, zerolog.Nop())
+	svc := c.fake.services()
+	svc.Permissions, svc.NetworkPolicy, svc.Tasks = c.net, c.net, newFakeTasks()
+	s := NewServer(svc, Info{Name: "pilot-sandbox", Version: "golden"}, zerolog.Nop())
 	ctx, cancel := context.WithCancel(context.Background())
 	opts := ConnOptions{OnExit: func(code int) {
 		// As serve does: the process would exit now.
@@ -221,6 +230,11 @@ func (c *conversation) step(line string) (waited bool) {
 	case line == "!release":
 		c.fake.release()
 		c.settle()
+	case strings.HasPrefix(line, "!ask "), strings.HasPrefix(line, "!log "):
+		c.network(line)
+		return false
+	case line == "!answers":
+		c.answers()
 	case line == "!eof":
 		c.closeInput()
 		c.waitFor("the server to read the end of input", c.conn.atEOF)
@@ -230,6 +244,42 @@ func (c *conversation) step(line string) (waited bool) {
 		c.t.Fatalf("unknown script line %q", line)
 	}
 	return true
+}
+
+// network carries out !ask and !log: each waits until the connection's
+// listener was handed what it caused, which the forwarder then sends
+// before the next reply.
+func (c *conversation) network(line string) {
+	c.t.Helper()
+	fields := strings.SplitN(line, " ", 3)
+	if len(fields) != 3 {
+		c.t.Fatalf("%s: want !ask DIR RULE or !log DIR JSON", line)
+	}
+	project := filepath.Join(c.root, fields[1])
+	heard, hearers := c.net.delivered.Load(), int64(1)
+	if fields[0] == "!ask" {
+		c.waitFor("the connection to listen", func() bool { return c.net.listening.Load() > 0 })
+		c.net.ask(project, fields[2])
+	} else {
+		var e projectfs.NetLogEntry
+		if err := json.Unmarshal([]byte(fields[2]), &e); err != nil {
+			c.t.Fatalf("%s: %v", line, err)
+		}
+		hearers = c.net.record(project, e)
+	}
+	c.waitFor("the connection to hear it", func() bool { return c.net.delivered.Load() >= heard+hearers })
+}
+
+// answers notes how each question asked ended, in the order asked.
+func (c *conversation) answers() {
+	c.net.mu.Lock()
+	asked := c.net.asked
+	c.net.asked = nil
+	c.net.mu.Unlock()
+	for i, ch := range asked {
+		a := <-ch
+		c.out.note(strings.TrimSpace(fmt.Sprintf("question %d: %s by %s %s", i+1, a.Decision, a.By, a.Reason)))
+	}
 }
 
 // frame wraps one message in the conversation's framing.

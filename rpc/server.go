@@ -32,6 +32,14 @@ type Services struct {
 	ToolAccess ToolAccess
 	Tools      Tools
 	Events     Events
+	// Permissions and NetworkPolicy serve the permission requests and the
+	// network policy (permission.go, network.go); without Permissions a
+	// connection hears no questions.
+	Permissions   Permissions
+	NetworkPolicy NetworkPolicy
+	// Tasks serves the workspace and the tasks (tasks.go); without it a
+	// connection hears no task events.
+	Tasks Tasks
 }
 
 // Info names the server in initialize's answer.
@@ -89,6 +97,14 @@ type session struct {
 	forwarded chan struct{}
 	// sandboxCalls bounds the calls running on each sandbox (busy.go).
 	sandboxCalls sandboxCalls
+
+	// notices are the notifications of the permission questions and the
+	// watched network logs, which the forwarder sends with the events.
+	notices chan notice
+
+	watchMu sync.Mutex        // guards watched
+	watched map[string]func() // the projects whose log this connection watches, and the end of each watch
+	log     zerolog.Logger
 }
 
 // Serve runs the protocol on stream until the connection closes: at the end
@@ -102,9 +118,14 @@ func (s *Server) Serve(ctx context.Context, stream jsonrpc2.ObjectStream, opts C
 		opts:      opts,
 		flushes:   make(chan chan struct{}),
 		forwarded: make(chan struct{}),
+		notices:   make(chan notice, maxNotices),
+		watched:   map[string]func(){},
+		log:       s.log,
 	}
 	events, unsubscribe := s.svc.Events.Subscribe()
 	defer unsubscribe()
+	defer sess.stopNotices(s.listenPermissions(sess))
+	defer s.listenTasks(sess)()
 	if opts.OnSubscribed != nil {
 		opts.OnSubscribed()
 	}
@@ -112,7 +133,7 @@ func (s *Server) Serve(ctx context.Context, stream jsonrpc2.ObjectStream, opts C
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer close(sess.forwarded)
-		s.forward(ctx, sess.conn, events, sess.flushes)
+		s.forward(ctx, sess.conn, events, sess.notices, sess.flushes)
 	})
 	sess.conn.Wait(ctx)
 	cancel()

@@ -215,8 +215,8 @@ func (m *Manager) commit(b *box, st *State) {
 		b.state = nil
 	}
 	b.mu.Unlock()
-	if st == nil || st.Status != StatusRunning {
-		m.closeRelay(b.project)
+	if prev != nil && (st == nil || st.Status == StatusStopped) {
+		m.networkDown(prev.ContainerID) // a stopped sandbox has no network to carry
 	}
 	if sameState(prev, st) {
 		return

@@ -146,6 +146,10 @@ type Container struct {
 	// NoNetwork says the container has no network but its loopback
 	// (ContainerSpec.NoNetwork): the engine publishes none of its ports.
 	NoNetwork bool
+	// IP is the container's own address on its network, as the engine
+	// gives it ("" without one): what the sidecar's direct routes dial,
+	// never an address a program in the sandbox names.
+	IP string
 	// Limits are the container's resource limits.
 	Limits Limits
 }
@@ -167,6 +171,9 @@ type ExecSpec struct {
 	// Both are written from one goroutine, in the order the engine sent
 	// the output, and never after Exec returns.
 	Stdout, Stderr io.Writer
+	// Cause is what the command runs for, for the network's hints
+	// (Network.ExecEnv); the engine does not read it.
+	Cause ExecCause
 	// Finished, when closed, tells Exec the command is over though its
 	// output may still be open (a background child holds it): Exec stops
 	// reading and returns at once, with ExitCode -1 (the caller knows it;
@@ -266,4 +273,20 @@ func projectLabels(scope, project string) map[string]string {
 // scopeLabels select every sandbox container of a scope.
 func scopeLabels(scope string) map[string]string {
 	return map[string]string{LabelSandbox: scope}
+}
+
+// HelperSpec is a container that runs beside a sandbox, in the sandbox's
+// network namespace, with the caller attached to its stdin and stdout: it
+// is removed when it exits, and its stdin closes when the caller lets go.
+// It holds no capability but CapAdd, cannot gain any (no-new-privileges),
+// and writes nothing to its image (a read-only root file system).
+type HelperSpec struct {
+	Image  string
+	Labels map[string]string
+	User   string
+	Cmd    []string // replaces the image's entrypoint
+	// NetworkOf is the running container whose network namespace it joins.
+	NetworkOf string
+	CapAdd    []string
+	Limits    Limits
 }

@@ -49,6 +49,9 @@ type ExecRequest struct {
 	// Output, when set, is called with the output as it comes, as text, in
 	// order, each stream up to its cap; never after Exec returns.
 	Output func(stream, text string)
+	// Cause is what the command runs for: the hint of its connections
+	// (Network.ExecEnv).
+	Cause ExecCause
 }
 
 // ExecOutput is how a shell command ended. A non-zero exit is a result, not
@@ -83,6 +86,7 @@ func (m *Manager) Exec(ctx context.Context, path string, req ExecRequest) (ExecO
 		Stdin:     stdinReader(req.Stdin),
 		Timeout:   timeout + execGrace,
 		MaxOutput: MaxExecOutput,
+		Cause:     req.Cause,
 	}, req.Output)
 	if err != nil {
 		return ExecOutput{}, err
@@ -193,6 +197,7 @@ func (m *Manager) ExecArgv(ctx context.Context, path string, spec ExecSpec) (Exe
 	// Docker sets HOME for the exec's user but not USER or LOGNAME, which
 	// some programs read.
 	spec.Env = append([]string{desktop.DisplayEnv, "USER=" + spec.User, "LOGNAME=" + spec.User}, spec.Env...)
+	spec.Env = m.networkEnv(st, spec.Cause, spec.Env)
 	res, err := m.docker.Exec(ctx, st.ContainerID, spec)
 	if errors.Is(err, ErrNotRunning) || errors.Is(err, ErrContainerNotFound) {
 		// The container went away since the state was read.
@@ -212,6 +217,7 @@ func (m *Manager) ExecAttachArgv(ctx context.Context, path string, spec ExecSpec
 	if spec.User == "" {
 		spec.User = desktop.User
 	}
+	spec.Env = m.networkEnv(st, spec.Cause, spec.Env)
 	return m.docker.ExecAttach(ctx, st.ContainerID, spec)
 }
 
@@ -283,7 +289,7 @@ func (m *Manager) Background(ctx context.Context, path string, req ExecRequest) 
 	}
 	res, err := m.execMarked(ctx, path, ExecSpec{
 		Cmd: argv, WorkDir: req.WorkDir, Env: env, Stdin: stdinReader(req.Stdin),
-		Timeout: backgroundCallTimeout, MaxOutput: 4096,
+		Timeout: backgroundCallTimeout, MaxOutput: 4096, Cause: req.Cause,
 	}, nil)
 	if err != nil {
 		return BackgroundProcess{}, err

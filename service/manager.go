@@ -25,9 +25,9 @@
 // ask: approvals, its image, the tools' switch), policy.go and usage.go
 // (the lifecycle policy), run.go (one run of a container: passwords,
 // agent, pidguard; the desktop and the files), exec.go (commands, in the
-// foreground or the background), nonetwork.go (a sandbox without a
-// network), docker.go (the engine's part, the containers' names),
-// errors.go.
+// foreground or the background), network.go (a sandbox without a
+// network; what service holds of the network policy), docker.go (the
+// engine's part, the containers' names), errors.go.
 package service
 
 import (
@@ -54,6 +54,10 @@ type Config struct {
 	// BrowserResources is the browser image's build context, a layer on
 	// the desktop image; nil means the sidecar has no browser variant.
 	BrowserResources fs.FS
+	// DevResources is the dev image's build context, a layer on the
+	// browser image (its tag images.DevTag(Image)); nil means the sidecar
+	// has no dev variant.
+	DevResources fs.FS
 	// Seccomp is the seccomp profile (JSON) of browser sandboxes: Docker's
 	// default plus what Chromium's own sandbox needs. "" leaves Docker's.
 	Seccomp string
@@ -89,6 +93,9 @@ type Config struct {
 	// network (sandbox.network "none"), for which the engine publishes
 	// none; nil refuses such a sandbox.
 	DesktopPorts DesktopPorts
+	// Network enforces the network policy of sandboxes with a network;
+	// nil leaves their network as Docker gives it.
+	Network Network
 	// Probe checks a started desktop; nil means the real check
 	// (desktop.ProbeAuth). Unit tests replace it.
 	// viewerPath is the container's LabelViewer, password its control
@@ -163,8 +170,7 @@ func (c Config) withDefaults() Config {
 //     between tries. No one holds two boxes' tokens.
 //  2. images.Builder's mu: a start's image check or build, minutes long.
 //  3. policy.admitMu (an admission, over a list of the engine's
-//     containers), box.settingsMu (a write of .pilot/settings.json), the
-//     DevTools relays' mu (browser.go; then a spare dialer's mu).
+//     containers), box.settingsMu (a write of .pilot/settings.json).
 //  4. The leaves: box.mu (a box's fields and its run's), policy.mu (the
 //     policy file as read), Manager.mu (the boxes), the broker's mu (the
 //     subscribers) and run.agentMu (a run's agent). agentMu is never
@@ -179,7 +185,6 @@ type Manager struct {
 	cfg       Config
 	log       zerolog.Logger
 	images    *images.Builder
-	relays    relays // sandbox/browser's DevTools relays (browser.go)
 	registry  *projectfs.Registry
 	locks     projectfs.Locks
 	approvals projectfs.Approvals // the user's approvals (project.go)
@@ -207,7 +212,6 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 		docker:     docker,
 		cfg:        cfg,
 		log:        cfg.Logger,
-		relays:     relays{byProject: map[string]*relay{}},
 		boxes:      map[string]*box{},
 		unready:    make(chan string, 64),
 		policy:     newPolicy(cfg.Policy, cfg.StateDir),
@@ -217,6 +221,7 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 	m.images, err = images.New(docker, images.Config{
 		Tag: cfg.Image, Resources: cfg.Resources, BuildArgs: cfg.BuildArgs,
 		BrowserTag: cfg.BrowserImage, BrowserResources: cfg.BrowserResources,
+		DevResources: cfg.DevResources,
 		Labels:       map[string]string{LabelSandbox: "image"},
 		RebuildAfter: m.rebuildAfter,
 		Logger:       cfg.Logger,
@@ -244,10 +249,6 @@ func (m *Manager) Image() string { return m.images.Tag(m.cfg.DefaultVariant) }
 
 // StateDir is the sidecar's XDG state directory ("" for none).
 func (m *Manager) StateDir() string { return m.cfg.StateDir }
-
-// DesktopPorts is what carries the desktop of a sandbox without a network
-// (Config.DesktopPorts), nil if nothing does.
-func (m *Manager) DesktopPorts() DesktopPorts { return m.cfg.DesktopPorts }
 
 // Subscribe returns the manager's events and the function that ends the
 // subscription. The channel is closed when the subscription ends.

@@ -23,10 +23,10 @@ type fakeDesktopPorts struct {
 	next  int
 }
 
-func (f *fakeDesktopPorts) HostPorts(_ context.Context, _, id string, ports []int) (map[int]int, error) {
+func (f *fakeDesktopPorts) HostPorts(_ context.Context, t RelayTarget, ports []int) (map[int]int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls = append(f.calls, id)
+	f.calls = append(f.calls, t.ContainerID)
 	if len(f.calls) <= f.fails {
 		return nil, errors.New("no relay yet")
 	}

@@ -300,7 +300,7 @@ func (m *Manager) readiness(ctx context.Context, b *box, c Container) (ready boo
 		probeCtx, cancel := context.WithTimeout(ctx, desktop.ProbeTimeout)
 		err := m.probe(probeCtx, b, c, ws, desktop.Secret{})
 		cancel()
-		if err == nil {
+		if err == nil && m.networkFound(ctx, b, c) {
 			b.markReady(c)
 			return true
 		}
@@ -363,6 +363,9 @@ func (m *Manager) awaitReady(ctx context.Context, b *box) {
 		return
 	}
 	ready, err := m.waitReady(ctx, b.project, c.ID, desktop.Secret{}, nil)
+	if err == nil && !m.networkFound(ctx, b, c) {
+		return
+	}
 	switch {
 	case err == nil:
 		b.markReady(ready)

@@ -27,8 +27,8 @@ import (
 // of a digest is kept in the user's own state (projectfs.Approvals). A
 // change of the content changes the digest, and asks again.
 
-// Kinds of approval (docs/protocol.md, "Repository content needs the user's
-// approval").
+// Kinds of approval (docs/protocol.md, "Repository content needs the
+// user's approval"); ApprovalNetwork is in network.go.
 const (
 	ApprovalDockerfile = "dockerfile"
 	ApprovalLimits     = "limits"
@@ -38,8 +38,9 @@ const (
 // words, the digest of exactly the content it covers, and, for the user
 // to read before saying yes (docs/protocol.md, "Approvals show what they
 // approve"), that content as text (the Dockerfile, the limits against the
-// caps), the files a Dockerfile takes, what changed since the kind was
-// last approved, and what in it reaches beyond the project. Every kind
+// caps, the network rules asked), the files a Dockerfile takes, what
+// changed since the kind was last approved, and what in it reaches beyond
+// the project. Every kind
 // fills Content; the rest where it has any.
 type Approval struct {
 	Kind     string             `json:"kind"`
@@ -91,7 +92,8 @@ func (e *ApprovalError) Error() string {
 func (e *ApprovalError) Unwrap() error { return ErrNeedsApproval }
 
 // Pending is what the project's settings ask now that the user has not
-// approved, in the order a start asks it: the limits, then the Dockerfile.
+// approved, in the order a start asks it: the limits, the network, then
+// the Dockerfile.
 func (m *Manager) Pending(ctx context.Context, path string) ([]Approval, error) {
 	project, err := projectfs.Canonical(path)
 	if err != nil {
@@ -143,7 +145,7 @@ func (m *Manager) Approve(ctx context.Context, path, digest string) error {
 }
 
 // asks is everything the project's settings ask that needs approval,
-// approved or not: the limits first, as a start checks them first.
+// approved or not, in the order a start checks them.
 func (m *Manager) asks(project string) ([]Approval, error) {
 	pc, err := projectfs.ReadConfig(project)
 	if err != nil {
@@ -152,6 +154,11 @@ func (m *Manager) asks(project string) ([]Approval, error) {
 	var asks []Approval
 	if a, ok := limitsAsk(pc, m.caps()); ok {
 		asks = append(asks, a)
+	}
+	if user, err := m.UserNetwork(); err == nil && !user.None && !pc.NetworkNone() {
+		if a, ok := networkAsk(pc, user); ok {
+			asks = append(asks, a)
+		}
 	}
 	if df := pc.ImageDockerfile(); df != "" {
 		bc, err := projectfs.ReadBuildContext(project, df)

@@ -186,7 +186,11 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container, trace *startT
 		}
 		installed = secret
 	}
+	netUp := m.networkUp(ctx, b.project, c)
 	ready, err := m.waitReady(ctx, b.project, c.ID, installed, trace)
+	if nerr := <-netUp; err == nil {
+		err = nerr
+	}
 	if err != nil {
 		return State{}, m.failStart(ctx, b, c.ID, err)
 	}

@@ -48,7 +48,7 @@ type State struct {
 	WatchURL     string          `json:"watchUrl"`
 	Display      desktop.Display `json:"display"`
 	// Network is "none" for a sandbox without a network, whose desktop
-	// addresses are carried by this process (nonetwork.go); empty otherwise.
+	// addresses are carried by this process (network.go); empty otherwise.
 	Network   string `json:"network,omitempty"`
 	CreatedAt int64  `json:"createdAt"`
 	StartedAt int64  `json:"startedAt,omitempty"`

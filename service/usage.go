@@ -158,6 +158,9 @@ func (m *Manager) projectLimits(ctx context.Context, b *box) (projectfs.Config, 
 			return pc, Limits{}, err
 		}
 	}
+	if err := m.checkNetwork(project, pc); err != nil {
+		return pc, Limits{}, err
+	}
 	capacity, err := m.docker.Capacity(ctx)
 	if err != nil {
 		return pc, Limits{}, err

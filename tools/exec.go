@@ -59,16 +59,29 @@ func execTool(sb Sandbox) tool {
 		out, err := sb.Exec(ctx, project, service.ExecRequest{
 			Command: a.Command,
 			Timeout: time.Duration(a.TimeoutSeconds) * time.Second,
+			Cause:   service.ExecCause{Tool: "sandbox_exec"},
 		})
 		if err != nil {
 			return Result{}, err
 		}
 		report := execReport(out, a.TimeoutSeconds)
+		if nb, ok := sb.(networkBlocked); ok {
+			if line := nb.NetworkBlocked(project); line != "" {
+				report += "\n\n" + line
+			}
+		}
 		if len([]rune(report)) <= maxExecText {
 			return Text(report), nil
 		}
 		return Text(cutReport(report, keepExecLog(ctx, sb, project, report))), nil
 	})
+}
+
+// networkBlocked is what a Sandbox with a network policy tells of it
+// (*service.Manager): one line naming what was refused since the last
+// look, which the model sees at the end of the next sandbox_exec result.
+type networkBlocked interface {
+	NetworkBlocked(project string) string
 }
 
 func execReport(out service.ExecOutput, timeout int) string {

@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -62,5 +64,51 @@ func TestShortExecOutputIsWholeAndKeptNowhere(t *testing.T) {
 	sb := &fakeSandbox{display: desktop.DefaultDisplay, out: out}
 	if got := textOf(call(t, sb, "sandbox_exec", `{"command": "make"}`)); got != execReport(out, 120) || len(sb.files) != 0 {
 		t.Errorf("%d characters, files %v", len(got), len(sb.files))
+	}
+}
+
+// blockedSandbox is a sandbox whose network policy refused something.
+type blockedSandbox struct {
+	*fakeSandbox
+	lines []string // what NetworkBlocked answers, one call each
+	cause service.ExecCause
+}
+
+func (b *blockedSandbox) NetworkBlocked(string) string {
+	if len(b.lines) == 0 {
+		return ""
+	}
+	line := b.lines[0]
+	b.lines = b.lines[1:]
+	return line
+}
+
+func (b *blockedSandbox) Exec(ctx context.Context, p string, r service.ExecRequest) (service.ExecOutput, error) {
+	b.cause = r.Cause
+	return b.fakeSandbox.Exec(ctx, p, r)
+}
+
+// TestExecSaysWhatWasBlocked: sandbox_exec's result ends with the line
+// naming what the network policy refused since the last result, once;
+// the command runs with the tool as its cause.
+func TestExecSaysWhatWasBlocked(t *testing.T) {
+	const line = "Network: pilot-sandbox blocked example.org:443. Only the user can allow a destination: ask them."
+	sb := &blockedSandbox{fakeSandbox: &fakeSandbox{display: desktop.DefaultDisplay, out: service.ExecOutput{Stdout: "done\n"}}, lines: []string{line}}
+	set := newSet(sb)
+	run := func(args string) string {
+		res, err := set.Call(context.Background(), "/p", "sandbox_exec", json.RawMessage(args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return textOf(res)
+	}
+	if got := run(`{"command": "curl https://example.org"}`); !strings.HasSuffix(got, "\n\n"+line) {
+		t.Errorf("the first result: %q", got)
+	}
+	if got := run(`{"command": "true"}`); strings.Contains(got, "Network:") {
+		t.Errorf("the second result names it again: %q", got)
+	}
+	if sb.cause.Tool != "sandbox_exec" {
+		t.Errorf("the command's cause: %+v", sb.cause)
 	}
 }

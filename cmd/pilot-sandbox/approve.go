@@ -12,7 +12,8 @@ import (
 )
 
 // runApprove shows what the project's repository content asks that needs
-// the user's approval (a Dockerfile to build, limits above the caps) and
+// the user's approval (a Dockerfile to build, limits above the caps, a
+// network policy wider than the user's) and
 // records each approval after a yes on a terminal, or with --yes.
 func runApprove(ctx context.Context, e *env, args []string) error {
 	var yes bool

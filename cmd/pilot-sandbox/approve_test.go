@@ -122,3 +122,41 @@ func TestCommandLineShowsWhatItApproves(t *testing.T) {
 		t.Errorf("approve after a change does not show the change:\n%s", out)
 	}
 }
+
+// A repository's network policy wider than the user's is shown, rule by
+// rule, before the approval is asked; a narrowing one asks nothing.
+func TestCommandLineApprovesANetworkPolicy(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("no script(1) to give the command a terminal")
+	}
+	state, config := t.TempDir(), t.TempDir()
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, projectfs.Dir), 0o755)
+	settings := func(network string) {
+		os.WriteFile(projectfs.SettingsFile(dir), []byte(`{"sandbox": {"network": `+network+`}}`), 0o644)
+	}
+	env := []string{"XDG_STATE_HOME=" + state, "XDG_CONFIG_HOME=" + config}
+	settings(`{"preset": "locked", "deny": ["tracker.example"]}`)
+	if out, _, code := cliRun(t, env, "", "approve", "--project", dir); code != 0 || !strings.Contains(out, "asks for nothing") {
+		t.Fatalf("a narrowing policy: %d %s", code, out)
+	}
+	settings(`{"preset": "open", "allow": ["api.example.com:443"]}`)
+	cmd := exec.Command("script", "-q", "-e", "-c", binary+" approve --project "+dir, "/dev/null")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = strings.NewReader("y\n")
+	out, _ := cmd.CombinedOutput()
+	for _, want := range []string{
+		"asks to let its sandbox reach any destination not denied (preset open, wider than your dev); and connect without asking to api.example.com:443.",
+		"    preset open (yours is dev)",
+		"    allow api.example.com:443",
+		"Approve this? [y/N]",
+		"Approved",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("approve on a terminal lacks %q:\n%s", want, out)
+		}
+	}
+	if n := approvalFiles(state); n != 1 {
+		t.Errorf("approvals kept: %d files, want 1", n)
+	}
+}

@@ -40,12 +40,10 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 	// Follow Docker, so that what the app, the panel, the CLI or another
 	// MCP server does to the sandbox shows here.
 	wg.Go(func() { a.m.Run(ctx) })
-	stopDesktops := watchDesktops(a.m)
-	defer stopDesktops()
-	stopForwards := carryForwards(a.m, project, a.log)
-	defer stopForwards()
+	relays := newCarrier(a, project)
+	defer relays.Close()
 	set := tools.New(a.m)
-	server := mcpserver.New(set, a.m, mcpserver.Options{Project: project, Version: version, Log: a.log})
+	server := mcpserver.New(set, a.m, mcpserver.Options{Project: project, Version: version, Log: a.log, Questions: a.net.broker})
 	err = server.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
 	// The client is gone: calls it left running in the background end too.
 	set.Close()

@@ -45,11 +45,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	var wg sync.WaitGroup
 
 	exitCode := -1
-	svc, stopPorts := newSidecarService(m, log)
-	defer stopPorts()
+	relays := newCarrier(a, "")
+	defer relays.Close()
 	set := tools.New(m)
 	defer set.Close()
-	server := rpc.NewServer(sidecarServices(m, svc, set), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
+	server := rpc.NewServer(sidecarServices(m, relays, set, a.net, a.tasks), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
+	wg.Go(func() { reattachTasks(ctx, a) })
 	server.Serve(ctx, wire.NewStream(framing, e.stdin, e.stdout, nil), rpc.ConnOptions{
 		OnExit: func(code int) {
 			exitCode = code

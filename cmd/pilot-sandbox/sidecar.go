@@ -1,85 +1,52 @@
 package main
 
 import (
-	"github.com/rs/zerolog"
+	"context"
 
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
-	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/rpc"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
-// newSidecarService returns what the protocol serves for m: the manager
-// and the sandbox ports this process exposes on the host. The exposed
-// ports of a sandbox close when it stops; stop closes them all, and every
-// sandbox's DevTools relay (sandbox/browser).
-func newSidecarService(m *service.Manager, log zerolog.Logger) (svc ports.Serving, stop func()) {
-	svc = ports.Serve(m, log)
-	events, unsubscribe := m.Subscribe()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		svc.Watch(events)
-	}()
-	return svc, func() { unsubscribe(); <-done; m.CloseRelays() }
+// newCarrier returns the carrier of every relay this process runs for a's
+// sandboxes: their exposed and forwarded ports, the desktops of those
+// without a network, their DevTools relays. With project set (mcp, which
+// serves one project) it applies that project's forwarded ports only:
+// the user's own choice, kept in their state, so the sandbox reaches their
+// dev server however it was started. Close closes them all.
+func newCarrier(a *app, project string) *ports.Carrier {
+	return ports.NewCarrier(a.m, a.docker, ports.Options{Project: project, Desktops: a.desktops, Log: a.log})
 }
 
 // sidecarServices is what the protocol serves: the manager for the
-// sandboxes, their files and settings, served for the ports and set for
-// the agent tools.
-func sidecarServices(m *service.Manager, served ports.Serving, set rpc.Tools) rpc.Services {
+// sandboxes, their files and settings, the carrier for the ports and the
+// browser, set for the agent tools, net for the permission questions and
+// network policy, and the task manager for the workspace and the tasks.
+func sidecarServices(m *service.Manager, relays *ports.Carrier, set rpc.Tools, net *network, tasks rpc.Tasks) rpc.Services {
 	return rpc.Services{
-		Lifecycle:  m,
-		Exec:       m,
-		Files:      m,
-		Ports:      served,
-		Browser:    m,
-		Screen:     m,
-		Settings:   m,
-		ToolAccess: m,
-		Tools:      set,
-		Events:     m,
+		Tasks:         tasks,
+		Permissions:   net,
+		NetworkPolicy: net,
+		Lifecycle:     m,
+		Exec:          m,
+		Files:         m,
+		Ports:         relays,
+		Browser:       relays,
+		Screen:        m,
+		Settings:      m,
+		ToolAccess:    m,
+		Tools:         set,
+		Events:        m,
 	}
 }
 
-// watchDesktops closes the carried desktop ports of m's sandboxes without a
-// network as they stop, in a process that serves no sandbox ports (mcp);
-// stop ends the watch and closes them all.
-func watchDesktops(m *service.Manager) (stop func()) {
-	relay, ok := m.DesktopPorts().(*ports.DesktopRelay)
-	if !ok {
-		return func() {}
+// reattachTasks follows the tasks an earlier sidecar left running, once
+// the manager has found the sandboxes (a task whose container no longer
+// runs is recorded lost).
+func reattachTasks(ctx context.Context, a *app) {
+	select {
+	case <-a.m.Reconciled():
+		a.tasks.Reattach(ctx)
+	case <-ctx.Done():
 	}
-	events, unsubscribe := m.Subscribe()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		relay.Watch(events)
-	}()
-	return func() { unsubscribe(); <-done }
-}
-
-// carryForwards carries, in a process that serves one project (mcp), that
-// project's forwarded ports: the user's own choice, kept in their state,
-// so the sandbox reaches their dev server however it was started. They
-// are applied as its sandbox is seen running and end as it stops; nothing
-// there adds or removes one. stop ends the watch and closes them all.
-func carryForwards(m *service.Manager, project string, log zerolog.Logger) (stop func()) {
-	f := ports.NewForwarder(m, projectfs.NewForwards(m.StateDir()), log)
-	events, unsubscribe := m.Subscribe()
-	mine := make(chan service.Event, 64)
-	go func() {
-		defer close(mine)
-		for ev := range events {
-			if ev.Project == project {
-				mine <- ev
-			}
-		}
-	}()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f.Watch(mine)
-	}()
-	return func() { unsubscribe(); <-done }
 }

@@ -17,7 +17,6 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/rpc"
-	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 	"github.com/pilot-sandbox/pilot-sandbox/ui"
 )
@@ -45,7 +44,7 @@ func runUI(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	handler, err := panelHandler(a.m, a.log, opts.project, port, token)
+	handler, err := panelHandler(a, opts.project, port, token)
 	if err != nil {
 		return err
 	}
@@ -55,6 +54,7 @@ func runUI(ctx context.Context, e *env, args []string) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { a.m.Run(ctx) })
+	wg.Go(func() { reattachTasks(ctx, a) })
 
 	address := fmt.Sprintf("http://127.0.0.1:%d/#token=%s", port, token)
 	fmt.Fprintln(e.stdout, address)
@@ -101,10 +101,10 @@ func parseUIFlags(e *env, args []string) (uiOptions, error) {
 
 // panelHandler joins the panel's files and the JSON-RPC WebSocket, which
 // accepts the token and pages from the panel's own origin only.
-func panelHandler(m *service.Manager, log zerolog.Logger, project string, port int, token string) (http.Handler, error) {
-	// The exposed ports last as long as this process.
-	svc, _ := newSidecarService(m, log)
-	server := rpc.NewServer(sidecarServices(m, svc, tools.New(m)), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
+func panelHandler(a *app, project string, port int, token string) (http.Handler, error) {
+	m := a.m
+	// The relays last as long as this process.
+	server := rpc.NewServer(sidecarServices(m, newCarrier(a, ""), tools.New(m), a.net, a.tasks), rpc.Info{Name: "pilot-sandbox", Version: version}, a.log)
 	ws, err := server.WebSocketHandler(rpc.WebSocketOptions{
 		Token: token,
 		Origins: []string{

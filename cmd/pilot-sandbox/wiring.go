@@ -16,6 +16,7 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/resources"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
+	"github.com/pilot-sandbox/pilot-sandbox/tasks"
 )
 
 // stateDir is the sidecar's directory under the XDG state home: the project
@@ -53,13 +54,19 @@ func policyConfig() service.PolicyConfig {
 	return cfg
 }
 
-// app is what a command works with: its logger, and the manager on the
-// engine; close closes the log file.
+// app is what a command works with: its logger, the manager on the
+// engine, the relay that carries the desktops of the manager's sandboxes
+// without a network, and the network policy's questions and log; close
+// closes them and the log file.
 type app struct {
-	log    zerolog.Logger
-	m      *service.Manager
-	docker *engine.Client
-	close  func()
+	log      zerolog.Logger
+	m        *service.Manager
+	docker   *engine.Client
+	desktops *ports.DesktopRelay
+	net      *network
+	egress   *enforcement
+	tasks    *tasks.Manager
+	close    func()
 }
 
 // openApp opens the log (at level on stderr) and builds the manager.
@@ -68,44 +75,56 @@ func openApp(stderr io.Writer, level zerolog.Level) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, docker, err := newManager(log)
+	docker := engine.New("")
+	// A sandbox without a network has its desktop carried by this process,
+	// for as long as it runs: its carrier closes it as the sandbox stops
+	// (sidecar.go).
+	desktops := ports.NewDesktopRelay(docker, log)
+	enf := newEnforcement(docker, log)
+	m, err := newManager(log, docker, desktops, enf)
 	if err != nil {
 		closeLog()
 		return nil, err
 	}
-	return &app{log: log, m: m, docker: docker, close: closeLog}, nil
+	net := newNetwork(m, stateDir())
+	enf.judge.Store(net.judge)
+	enf.log.Store(net.netLog)
+	events, unsubscribe := m.Subscribe()
+	go net.followStops(events) // ends with unsubscribe
+	tasks := newTasks(m, log)
+	// The process's proxies end with it: another process takes each
+	// sandbox over, or it has no way out (docs/network.md). The tasks go
+	// on in their sandboxes: closing stops following them.
+	closeAll := func() { tasks.Close(); unsubscribe(); enf.Close(); net.close(); closeLog() }
+	return &app{log: log, m: m, docker: docker, desktops: desktops, net: net, egress: enf, tasks: tasks, close: closeAll}, nil
 }
 
-// newManager builds the manager the way every command uses it.
-func newManager(log zerolog.Logger) (*service.Manager, *engine.Client, error) {
-	docker := engine.New("")
+// newManager builds the manager the way every command uses it, its
+// sandboxes' network enforced by network.
+func newManager(log zerolog.Logger, docker *engine.Client, desktops service.DesktopPorts, network service.Network) (*service.Manager, error) {
 	cfg := service.Config{
 		Image:     os.Getenv(envImage),
 		Resources: resources.SandboxImage(),
 		Agent:     resources.DesktopAgent(),
 		// The browser image's tag follows PILOT_IMAGE (BrowserTag).
 		BrowserResources: resources.BrowserImage(),
+		DevResources:     resources.DevImage(),
 		Seccomp:          resources.ChromiumSeccomp(),
 		DefaultVariant:   os.Getenv(envDefaultImage),
 		StateDir:         stateDir(),
 		Scope:            os.Getenv(envScope),
 		Policy:           policyConfig(),
 		Logger:           log,
-		// A sandbox without a network has its desktop carried by this
-		// process: serve and ui for as long as they run (sidecar.go).
-		DesktopPorts: ports.NewDesktopRelay(docker, log),
+		DesktopPorts:     desktops,
+		Network:          network,
 	}
 	if base := os.Getenv(envBaseImage); base != "" {
 		cfg.BuildArgs = map[string]string{"BASE_IMAGE": base}
 	}
 	if v := cfg.DefaultVariant; v != "" && v != images.VariantBrowser && v != images.VariantDesktop {
-		return nil, nil, fmt.Errorf("%s must be %q or %q; it is %q", envDefaultImage, images.VariantBrowser, images.VariantDesktop, v)
+		return nil, fmt.Errorf("%s must be %q or %q; it is %q", envDefaultImage, images.VariantBrowser, images.VariantDesktop, v)
 	}
-	m, err := service.New(docker, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	return m, docker, nil
+	return service.New(docker, cfg)
 }
 
 // maxLogBytes is the size at which the log file is rotated, at start-up

@@ -37,10 +37,10 @@
  * What the project's own files ask that needs the user's approval
  * (needs_approval's data.approval).
  * @typedef {object} Approval
- * @property {'dockerfile' | 'limits'} kind
+ * @property {'dockerfile' | 'limits' | 'network'} kind
  * @property {string} summary what would happen, in plain words
  * @property {string} digest names exactly this content, for sandbox/approve
- * @property {string} [content] the text asked: the Dockerfile, the limits against the caps
+ * @property {string} [content] the text asked: the Dockerfile, the limits against the caps, the network rules asked
  * @property {ApprovalFile[]} [files] the files a Dockerfile's COPY and ADD take
  * @property {string} [diff] unified diff from the content approved last of this kind
  * @property {string[]} [warnings] what reaches beyond the project, "line N: ..."
@@ -118,7 +118,7 @@
 /**
  * @typedef {object} SandboxProgress params of sandbox/progress
  * @property {string} projectPath
- * @property {'image' | 'create' | 'start' | 'ready' | 'copy'} stage copy: an upload or download, current and total in bytes
+ * @property {'image' | 'create' | 'start' | 'ready' | 'copy' | 'sync'} stage copy: an upload or download; sync: the project into /workspace (current and total in bytes)
  * @property {string} message
  * @property {number} [current]
  * @property {number} [total]
@@ -177,6 +177,112 @@
  * @property {ForwardedPort[]} forwarded
  * @property {ExposedPort[]} exposed
  * @property {ListeningPort[]} listening
+ */
+
+/**
+ * A question only the user may answer (sandbox/permission).
+ * @typedef {object} PermissionRequest
+ * @property {string} id
+ * @property {string} projectPath
+ * @property {'network' | 'expose' | 'limits'} kind
+ * @property {string} rule what an answer for the session or always keeps (example.org:443)
+ * @property {string} summary in plain words
+ * @property {any} detail for network: {host, port, protocol, sni?, process?: {pid, command}}
+ * @property {{tool?: string, requestId?: string, exec?: string, task?: string, browser?: string}} [cause]
+ * @property {number} expiresAt when it is denied with the reason "no answer"
+ */
+
+/**
+ * How a question ended (sandbox/permission/resolved).
+ * @typedef {object} PermissionResolved
+ * @property {string} id
+ * @property {string} projectPath
+ * @property {'allow_once' | 'allow_session' | 'allow_always' | 'deny'} decision
+ * @property {string} by user, timeout, or the policy (rule, preset, fixed)
+ * @property {string} [reason]
+ */
+
+/**
+ * A decision kept for a project (always) or made for the session.
+ * @typedef {object} KeptDecision
+ * @property {string} kind
+ * @property {string} rule
+ * @property {'allow' | 'deny'} decision
+ * @property {'kept' | 'session'} source
+ * @property {string} [reason]
+ * @property {number} decidedAt
+ */
+
+/**
+ * One connection of a project's log (sandbox/network/log).
+ * @typedef {object} NetworkLogEntry
+ * @property {number} time
+ * @property {string} host
+ * @property {number} port
+ * @property {string} protocol
+ * @property {'allow' | 'deny'} decision
+ * @property {string} by rule, preset, user, timeout or fixed
+ * @property {string} [rule]
+ * @property {string} [reason]
+ * @property {number} bytesIn
+ * @property {number} bytesOut
+ * @property {any} [cause]
+ * @property {any} [process]
+ */
+
+/**
+ * What a sync did (sandbox/workspace/sync).
+ * @typedef {object} WorkspaceSync
+ * @property {number} files the project's files, as /workspace now holds them
+ * @property {number} bytes
+ * @property {boolean} changed a new base was committed
+ * @property {string} base the commit of the snapshot
+ * @property {number} sent
+ * @property {number} sentBytes
+ * @property {number} removed
+ * @property {string} [saved] the ref keeping changes no task saved
+ */
+
+/**
+ * A task (sandbox/tasks/*).
+ * @typedef {object} Task
+ * @property {string} taskId
+ * @property {string} projectPath
+ * @property {'claude' | 'codex' | 'command'} agent
+ * @property {string} [prompt]
+ * @property {string[]} argv
+ * @property {string} timeout
+ * @property {string} container
+ * @property {string} base
+ * @property {'running' | 'succeeded' | 'failed' | 'cancelled' | 'timed_out' | 'lost'} status
+ * @property {number} startedAt Unix milliseconds
+ * @property {number} events how many events it had
+ * @property {number} [finishedAt]
+ * @property {any} [finished] its finished event's fields
+ */
+
+/**
+ * One event of a task: type, timeMs and the type's fields (docs/protocol.md, Tasks).
+ * @typedef {{type: 'started' | 'text' | 'tool' | 'toolResult' | 'line' | 'usage' | 'finished', timeMs: number, [field: string]: any}} TaskEvent
+ */
+
+/**
+ * A task's change (sandbox/tasks/diff).
+ * @typedef {object} TaskDiff
+ * @property {string} base
+ * @property {{path: string, status: 'added' | 'modified' | 'deleted' | 'typechange', additions: number, deletions: number, binary: boolean}[]} files
+ * @property {string} patch
+ * @property {boolean} patchTruncated
+ */
+
+/**
+ * @typedef {object} TaskStartOptions
+ * @property {'claude' | 'codex' | 'command'} agent
+ * @property {string} [prompt]
+ * @property {string[]} [command]
+ * @property {Record<string, string>} [env]
+ * @property {string} [timeout] a duration: 30m (the default), 2h
+ * @property {boolean} [sync] false: start on /workspace as it is
  */
 
 /**
