@@ -102,6 +102,15 @@ export function panelMarkup(stylesheet) {
       <h2>This project asks for your approval</h2>
       <p class="approval-lead">Its own files (.pilot/settings.json, its Dockerfile) ask to:</p>
       <p class="approval-summary"></p>
+      <div class="approval-detail">
+        <div class="approval-warnings" role="alert" hidden>
+          <h3>What reaches beyond the project</h3>
+          <ul></ul>
+        </div>
+        <details class="approval-diff" open hidden><summary>Changed since you last approved it</summary><pre></pre></details>
+        <details class="approval-content" open hidden><summary>What it asks</summary><pre></pre></details>
+        <div class="approval-files"></div>
+      </div>
       <p class="hint">A repository may be a stranger's. Approve only what you trust; any change to it asks again.</p>
       <div class="approval-actions">
         <button type="button" class="primary approve">Approve</button>
