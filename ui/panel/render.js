@@ -40,6 +40,11 @@ export function renderPanel(root, m, project) {
     const input = /** @type {HTMLInputElement} */ (radio);
     input.checked = input.value === m.mode;
   }
+  $('.clipboard-note').hidden = !m.clipboard;
+  $('.clipboard-text').textContent = clipPreview(m.clipboard?.text ?? '');
+  $('.clipboard-text').title = m.clipboard?.text.slice(0, 2000) ?? '';
+  $('.clipboard-copy').hidden = m.clipboard?.written !== false;
+  $('.clipboard-written').hidden = m.clipboard?.written !== true;
   $('.mode-note').textContent = m.mode === 'control'
     ? 'Your mouse and keyboard go to the desktop. Ctrl+Alt+Shift+Esc gives the keyboard back.'
     : 'The desktop ignores your mouse and keyboard.';
@@ -69,6 +74,17 @@ export function renderPanel(root, m, project) {
   $('.overlay').hidden = !overlay;
   $('.overlay-text').textContent = m.viewer === 'connecting' ? 'Connecting to the desktop…' : m.viewerMessage;
   $('.reconnect').hidden = m.viewer === 'connecting' || m.viewer === 'connected';
+}
+
+/**
+ * A clipboard text on one line, its first 200 characters: a long or
+ * many-line text shows what it starts with.
+ *
+ * @param {string} text
+ */
+function clipPreview(text) {
+  const line = text.slice(0, 200).replace(/\s+/g, ' ');
+  return text.length > 200 ? `${line}…` : line;
 }
 
 /**

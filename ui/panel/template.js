@@ -40,6 +40,11 @@ export function panelMarkup(stylesheet) {
       <label><input type="radio" name="mode" value="control"><span>Take control</span></label>
     </fieldset>
     <span class="mode-note"></span>
+    <span class="clipboard-note" role="status" hidden>
+      Copied in the sandbox: <q class="clipboard-text"></q>
+      <button type="button" class="clipboard-copy">Copy to my clipboard</button>
+      <span class="clipboard-written">On your clipboard.</span>
+    </span>
   </div>
   <details class="ports" hidden>
     <summary>Ports</summary>
