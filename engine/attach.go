@@ -72,8 +72,4 @@ func (s *session) Close() error {
 	return nil
 }
 
-func (s *session) Stderr() string {
-	s.stderr.mu.Lock()
-	defer s.stderr.mu.Unlock()
-	return string(s.stderr.buf)
-}
+func (s *session) Stderr() string { return s.stderr.String() }
