@@ -84,14 +84,13 @@ func (e *Client) Endpoint() string { return e.endpoint }
 // of this machine's reach, and the sidecar carries what it needs itself.
 func (e *Client) Remote() bool { return remoteEndpoint(e.endpoint) }
 
-// Route says how the engine is reached and where its endpoint came from,
-// for doctor.
+// Route says where the endpoint came from and, over ssh, how the engine
+// is reached, for doctor.
 func (e *Client) Route() string {
-	how := e.source
 	if e.ssh != nil {
-		how += "; " + e.ssh.Route()
+		return e.source + "; " + e.ssh.Route()
 	}
-	return how
+	return e.source
 }
 
 // findSocket returns the first Docker socket that exists among the places

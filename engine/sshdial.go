@@ -130,6 +130,10 @@ func (d *sshDialer) setUp(ctx context.Context, stale routeMode) (routeMode, erro
 		return routeNone, d.lastErr
 	}
 	d.mode, d.lastErr, d.lastTry = routeNone, nil, time.Now()
+	// A login is not cut short by the call that happened to need it (a
+	// status check gives up after 5 s): the calls after it use it. ssh's
+	// own timeouts bound it (run).
+	ctx = context.WithoutCancel(ctx)
 	// Another process of the user may have forwarded the socket already.
 	if ping(ctx, d.local) == nil {
 		d.mode = routeForward

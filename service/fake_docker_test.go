@@ -517,7 +517,7 @@ func (f *fakeDocker) addContainer(project string, running bool, exitCode int, se
 	f.nextID++
 	id := fmt.Sprintf("%064x", f.nextID)
 	c := &Container{
-		ID: id, Name: ContainerName(project), Image: images.DefaultTag, Labels: projectLabels(DefaultScope, project),
+		ID: id, Name: ContainerName(project), Image: images.DefaultTag, Labels: projectLabels(DefaultScope, "", project),
 		State: "exited", ExitCode: exitCode, CreatedAt: f.now, Ports: map[int]int{},
 		Env: []string{"RESOLUTION=1024x768x24"},
 	}
