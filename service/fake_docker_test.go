@@ -284,7 +284,7 @@ func (f *fakeDocker) StartContainer(ctx context.Context, id string) error {
 	c.Running, c.State, c.ExitCode = true, "running", 0
 	c.StartedAt = f.now.Add(time.Duration(f.calls["StartContainer"]) * time.Second)
 	c.Ports = map[int]int{desktop.VNCPort: f.nextPort, desktop.NoVNCPort: f.nextPort + 1}
-	if c.NoNetwork {
+	if spec, made := f.specs[id]; c.NoNetwork || (made && len(spec.Ports) == 0) {
 		c.Ports = map[int]int{} // the engine publishes no port of such a container
 	}
 	f.nextPort += 2

@@ -125,3 +125,30 @@ func TestASandboxMadeBeforeOwnersIsTheUsers(t *testing.T) {
 		t.Errorf("remove: %v, %v", removed, err)
 	}
 }
+
+// On a remote engine a new sandbox publishes nothing, its desktop is
+// carried, and its relays get no direct route to the container's address,
+// which is the engine's machine's.
+func TestARemoteEnginesSandboxIsCarried(t *testing.T) {
+	for _, remote := range []bool{false, true} {
+		relay := &fakeDesktopPorts{}
+		h := newHarness(t, func(c *Config) { c.Remote, c.DesktopPorts = remote, relay })
+		h.docker.onStart = func(c *Container) { c.IP = "10.9.8.7" }
+		dir := project(t)
+		st, err := h.m.Start(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		target, err := h.m.RelayTarget(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		published := h.docker.specs[st.ContainerID].Ports
+		switch carried := st.WSPort == 40000+desktop.NoVNCPort; {
+		case remote && (len(published) != 0 || !st.Carried || !carried || target.Address.IsValid()):
+			t.Errorf("remote: published %v, state %+v, relay target %+v; want nothing published, the desktop carried, no address", published, st, target)
+		case !remote && (len(published) != 2 || st.Carried || carried || target.Address.String() != "10.9.8.7"):
+			t.Errorf("local: published %v, state %+v, relay target %+v", published, st, target)
+		}
+	}
+}
