@@ -7,7 +7,7 @@ import (
 	"io/fs"
 )
 
-//go:embed docker/sandbox docker/browser
+//go:embed docker/sandbox docker/browser docker/dev
 var files embed.FS
 
 // seccomp is the seccomp profile of browser sandboxes: Docker's default
@@ -23,6 +23,12 @@ var agent []byte
 
 //go:embed relay/pilot_relay.py
 var relayProgram string
+
+//go:embed workspace/workspace.py
+var workspaceProgram []byte
+
+//go:embed tasks/runner.py
+var taskRunner []byte
 
 // SandboxImage is the Docker build context of the sandbox image: the
 // Dockerfile at its root, with the entrypoint and desktop configuration.
@@ -45,6 +51,17 @@ func BrowserImage() fs.FS {
 	return sub
 }
 
+// DevImage is the build context of the dev image, a layer on the browser
+// image (build argument BROWSER names it): tools to build and run a
+// project inside its sandbox.
+func DevImage() fs.FS {
+	sub, err := fs.Sub(files, "docker/dev")
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}
+
 // ChromiumSeccomp is the seccomp profile (JSON) browser sandboxes run with.
 func ChromiumSeccomp() string { return seccomp }
 
@@ -59,3 +76,13 @@ func DesktopAgent() []byte { return agent }
 // Like the agent, it is passed to the sandbox at run time, so it always
 // matches the binary, whatever image a container was made from.
 func Relay() string { return relayProgram }
+
+// WorkspaceProgram is the source of the program that keeps a sandbox's
+// /workspace (the project's copy a task works on; workspace/ in the
+// repository is its other half). Like the agent, it is passed at run time.
+func WorkspaceProgram() []byte { return workspaceProgram }
+
+// TaskRunner is the source of the program that runs a task's agent in a
+// sandbox and writes what it prints to records the sidecar follows
+// (tasks/ in the repository is its other half).
+func TaskRunner() []byte { return taskRunner }
