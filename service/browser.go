@@ -62,6 +62,13 @@ func (m *Manager) relayTarget(ctx context.Context, project string) (RelayTarget,
 	}
 	t := relayTargetOf(st.ProjectPath, c)
 	t.StartedAt = st.StartedAt
+	if m.cfg.Remote {
+		// The container's address is on the engine's machine, not routed
+		// here: no direct route, and none tried (the same address here
+		// may be another host of the user's, which must not get a
+		// route's secret).
+		t.Address = netip.Addr{}
+	}
 	return t, c, nil
 }
 

@@ -14,9 +14,12 @@ import (
 
 // A sandbox without a network (sandbox.network "none", or "network": "none"
 // in the user's config) has only its loopback: the engine publishes none of
-// its ports. Its desktop's ports reach the host through DesktopPorts,
-// which the sidecar carries itself over execs (ports.DesktopRelay), for as
-// long as the sandbox runs and this process serves.
+// its ports. A sandbox on a remote engine (Config.Remote) has its ports
+// on the engine's machine, where this one cannot reach them: the manager
+// publishes none. Either way the host has no direct route to the
+// desktop, and its ports reach the host through DesktopPorts, which the
+// sidecar carries itself over execs (ports.DesktopRelay), for as long as
+// the sandbox runs and this process serves.
 
 // NetworkNone is the value of State.Network for a sandbox without a network.
 const NetworkNone = "none"
@@ -30,24 +33,47 @@ type DesktopPorts interface {
 	HostPorts(ctx context.Context, t RelayTarget, ports []int) (map[int]int, error)
 }
 
-// withDesktopPorts is c with its desktop ports on the host, when the engine
-// publishes none because c has no network; c as it is otherwise. When they
-// cannot be carried, c has none and the error says why (the readiness
-// check then says it does not answer).
+// carried says whether the host has no direct route to c's desktop ports,
+// so that this process carries them: c has no network, or the engine is
+// on another machine.
+func (m *Manager) carried(c Container) bool { return c.NoNetwork || m.cfg.Remote }
+
+// withDesktopPorts is c with its desktop ports on the host, when the host
+// cannot reach what the engine publishes (carried); c as it is otherwise.
+// When they cannot be carried, c has none and the error says why (the
+// readiness check then says it does not answer).
 func (m *Manager) withDesktopPorts(ctx context.Context, project string, c Container) (Container, error) {
-	if !c.NoNetwork || !c.Running || c.State == "paused" {
+	if !m.carried(c) || !c.Running || c.State == "paused" {
 		return c, nil
 	}
 	if m.cfg.DesktopPorts == nil {
-		return c, errors.New("the sandbox has no network, and this process does not carry its desktop's ports")
+		return c, errors.New("this machine cannot reach the sandbox's desktop ports, and this process does not carry them")
 	}
 	hostPorts, err := m.cfg.DesktopPorts.HostPorts(ctx, relayTargetOf(project, c), []int{desktop.VNCPort, desktop.NoVNCPort})
 	if err != nil {
-		m.log.Debug().Err(err).Str("project", project).Msg("the desktop of a sandbox without a network: no relay yet")
-		return c, fmt.Errorf("carry the desktop's ports of a sandbox without a network: %w", err)
+		m.log.Debug().Err(err).Str("project", project).Msg("the desktop's ports: no relay yet")
+		return c, fmt.Errorf("carry the desktop's ports: %w", err)
 	}
 	c.Ports = hostPorts
 	return c, nil
+}
+
+// published are the ports a new sandbox publishes on the engine's
+// 127.0.0.1: the desktop's, unless the engine is on another machine, where
+// no one but that machine's users could reach them.
+func (m *Manager) published() []int {
+	if m.cfg.Remote {
+		return nil
+	}
+	return []int{desktop.VNCPort, desktop.NoVNCPort}
+}
+
+// stateOf is the state of c (stateOf), saying whether this process
+// carries its desktop.
+func (m *Manager) stateOf(project string, c Container, secret desktop.Secret, display desktop.Display, stopping bool) State {
+	st := stateOf(project, c, secret, display, stopping)
+	st.Carried = m.carried(c)
+	return st
 }
 
 // networkAsk is where no network is asked for the project's sandbox: the
