@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,9 +21,10 @@ type sandbox struct {
 	project, id string
 	judge       Judge
 	resolver    Resolver
-	hints       func(ctx context.Context, srcPort int) (*Process, *Cause)
-	book        *addressBook
-	log         *connLog
+	// hints, once the run's finder is started (who.go).
+	hints atomic.Pointer[func(ctx context.Context, srcPort int) (*Process, *Cause)]
+	book  *addressBook
+	log   *connLog
 }
 
 // carrier is one proxy's conversation: the judgements of the connections
@@ -87,8 +89,13 @@ func (c *carrier) decide(ctx context.Context, m proxyMsg) any {
 	req, refusal := c.sb.request(m)
 	var d Decision
 	if refusal == "" {
-		req.Process, req.Cause = c.sb.hintsFor(ctx, m.Src)
+		hints := &learning{look: c.sb.hintsFunc(), port: m.Src}
+		req.Learn = hints.get
 		d = c.sb.judge.Judge(ctx, req)
+		if !d.Allow {
+			hints.get(ctx) // a refusal names what it refused
+		}
+		req.Process, req.Cause = hints.process, hints.cause
 	} else {
 		d = Decision{By: "fixed", Reason: refusal}
 	}
@@ -147,20 +154,14 @@ func (s *sandbox) request(m proxyMsg) (Request, string) {
 	return req, ""
 }
 
-// hintsFor asks who opened a connection, within a short bound: the
-// question must reach the user promptly, so it goes without them rather
-// than late.
-func (s *sandbox) hintsFor(ctx context.Context, srcPort int) (*Process, *Cause) {
-	if s.hints == nil || srcPort == 0 {
-		return nil, nil
+// hintsFunc is how the run learns who opened a connection, nil while it
+// cannot (its finder not started, or failed).
+func (s *sandbox) hintsFunc() func(context.Context, int) (*Process, *Cause) {
+	if h := s.hints.Load(); h != nil {
+		return *h
 	}
-	ctx, cancel := context.WithTimeout(ctx, hintWait)
-	defer cancel()
-	return s.hints(ctx, srcPort)
+	return nil
 }
-
-// hintWait bounds the look for a connection's process and cause.
-const hintWait = 20 * time.Millisecond
 
 func dialStrings(addrs []netip.Addr) []string {
 	var out []string

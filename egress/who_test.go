@@ -1,0 +1,75 @@
+package egress_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pilot-sandbox/pilot-sandbox/egress"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+)
+
+// TestAQuestionNamesItsCause: a question about a connection names the
+// process that opened it and what the sidecar started it for, found
+// through the process's parent when the process cleared its environment;
+// a refused connection's log entry names them too; an allowed one does
+// not wait to learn them.
+func TestAQuestionNamesItsCause(t *testing.T) {
+	s := newSandboxBare(t)
+	var mu sync.Mutex
+	var entries []egress.Entry
+	s.e = egress.New(s.docker, egress.Config{Image: s.image, Scope: dockertest.TestScope, Judge: s.judge,
+		Logger: zerolog.New(zerolog.NewTestWriter(t)),
+		OnEntry: func(e egress.Entry) {
+			mu.Lock()
+			entries = append(entries, e)
+			mu.Unlock()
+		}})
+	t.Cleanup(s.e.Close)
+	if err := s.e.Start(context.Background(), s.project, s.id); err != nil {
+		t.Fatal(err)
+	}
+	s.judge.Allow("allowed.test", s.server)
+	answer := s.judge.Ask("asked.test")
+	go func() {
+		r := <-s.judge.asked
+		answer <- egress.Decision{By: "user", Reason: "pilot-sandbox: the user said no"}
+		s.judge.asked <- r // for the test below
+	}()
+	// The connecting program runs with an empty environment under a shell
+	// that has the exec's; each connection goes from a program of its own.
+	out, _ := s.exec(`for h in asked.test denied.test allowed.test; do
+  env -i /usr/bin/python3 -c "import socket, sys
+try:
+    c = socket.create_connection(('$h', 8080), timeout=20); c.sendall(b'GET / HTTP/1.0\r\nHost: $h\r\n\r\n'); c.recv(100); print('$h', 'reached')
+except OSError as e:
+    print('$h', 'refused', e)" connect-to-$h
+done`)
+	if !strings.Contains(out, "allowed.test reached") {
+		t.Fatalf("the allowed connection did not go through:\n%s", out)
+	}
+	r := <-s.judge.asked
+	if r.Process == nil || !strings.Contains(r.Process.Command, "connect-to-asked.test") {
+		t.Errorf("the question's process = %+v, want the python3 that connected", r.Process)
+	}
+	if r.Cause == nil || !strings.Contains(r.Cause.Exec, "for h in asked.test") {
+		t.Errorf("the question's cause = %+v, want the exec", r.Cause)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	byHost := map[string]egress.Entry{}
+	for _, e := range entries {
+		byHost[e.Host] = e
+	}
+	denied := byHost["denied.test"]
+	if denied.Allowed || denied.Process == nil || !strings.Contains(denied.Process.Command, "connect-to-denied.test") ||
+		denied.Cause == nil || !strings.Contains(denied.Cause.Exec, "for h in") {
+		t.Errorf("the refused connection's entry = %+v (process %+v, cause %+v)", denied, denied.Process, denied.Cause)
+	}
+	if allowed := byHost["allowed.test"]; !allowed.Allowed || allowed.Process != nil {
+		t.Errorf("the allowed connection's entry = %+v: it should not have waited for its process", allowed)
+	}
+}
