@@ -87,15 +87,11 @@ func (c *carrier) lookup(ctx context.Context, m proxyMsg) any {
 func (c *carrier) decide(ctx context.Context, m proxyMsg) any {
 	begun := time.Now()
 	req, refusal := c.sb.request(m)
+	hints := &learning{look: c.sb.hintsFunc(), port: m.Src}
 	var d Decision
 	if refusal == "" {
-		hints := &learning{look: c.sb.hintsFunc(), port: m.Src}
 		req.Learn = hints.get
 		d = c.sb.judge.Judge(ctx, req)
-		if !d.Allow {
-			hints.get(ctx) // a refusal names what it refused
-		}
-		req.Process, req.Cause = hints.process, hints.cause
 	} else {
 		d = Decision{By: "fixed", Reason: refusal}
 	}
@@ -114,14 +110,19 @@ func (c *carrier) decide(ctx context.Context, m proxyMsg) any {
 		}
 		return verdict{ID: m.ID, Allow: d.Allow, Reason: d.Reason}
 	}
-	c.sb.log.add(m.ID, Entry{
-		Time: begun, Project: c.sb.project, Host: host, Port: req.Port, Protocol: "tcp",
-		Allowed: d.Allow, By: d.By, Rule: d.Rule, Reason: d.Reason, Process: req.Process, Cause: req.Cause,
-	})
-	if !d.Allow {
-		return verdict{ID: m.ID, Reason: d.Reason}
+	e := Entry{Time: begun, Project: c.sb.project, Host: host, Port: req.Port, Protocol: "tcp",
+		Allowed: d.Allow, By: d.By, Rule: d.Rule, Reason: d.Reason}
+	if d.Allow {
+		e.Process, e.Cause = hints.learned() // only if the judge asked
+		c.sb.log.add(m.ID, e)
+		return verdict{ID: m.ID, Allow: true, Dial: dial}
 	}
-	return verdict{ID: m.ID, Allow: true, Dial: dial}
+	// The agent's line counts the refusal at once; its entry names who
+	// opened the connection, looked up while the connection is still held.
+	c.sb.log.blockNow(e)
+	e.Process, e.Cause = hints.get(ctx)
+	c.sb.log.add(m.ID, e)
+	return verdict{ID: m.ID, Reason: d.Reason}
 }
 
 // request is the Judge's request for a connection the proxy reported, or

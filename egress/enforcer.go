@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,6 +44,9 @@ type Config struct {
 	// Resolver looks up DNS types other than A for names the judge
 	// allows; nil is the host's resolver.
 	Resolver Resolver
+	// WhoWait bounds the look for who opened a connection (who.go);
+	// whoWait when zero.
+	WhoWait time.Duration
 	// OnEntry, when set, hears every new or finished log entry.
 	OnEntry func(Entry)
 	Logger  zerolog.Logger
@@ -143,7 +147,7 @@ func (e *Enforcer) startWho(runCtx context.Context, r *run) (wait func()) {
 	started := make(chan struct{})
 	go func() {
 		defer close(started)
-		f, err := startFinder(runCtx, e.docker, r.sb.id)
+		f, err := startFinder(runCtx, e.docker, r.sb.id, cmp.Or(e.cfg.WhoWait, whoWait))
 		if err != nil {
 			e.cfg.Logger.Debug().Err(err).Str("project", r.sb.project).Msg("no finder of connections' processes")
 			return

@@ -30,7 +30,7 @@ import (
 // relay's is (relay.Command).
 var whoCommand = []string{"python3", "-I", "-S", "-c", resources.Who()}
 
-// whoWait bounds one look: the program reads /proc/net/tcp (4 to 5 ms
+// whoWait bounds one look (Config.WhoWait changes it): the program reads /proc/net/tcp (4 to 5 ms
 // here, the kernel walking its whole table) and the processes'
 // descriptors (1 to 2 ms for 43 processes).
 const whoWait = 30 * time.Millisecond
@@ -50,19 +50,20 @@ type whoAnswer struct {
 // answer naming it again, so answers that come late are told apart.
 type finder struct {
 	sess service.ExecSession
-	mu   sync.Mutex // guards waiting and writes to sess
+	wait time.Duration // bounds one look
+	mu   sync.Mutex    // guards waiting and writes to sess
 	// waiting are the looks under way by source port.
 	waiting map[int][]chan whoAnswer
 	done    chan struct{} // closed when the program's output ends
 }
 
 // startFinder starts the program in the container.
-func startFinder(ctx context.Context, docker Containers, id string) (*finder, error) {
+func startFinder(ctx context.Context, docker Containers, id string, wait time.Duration) (*finder, error) {
 	sess, err := docker.ExecAttach(ctx, id, service.ExecSpec{Cmd: whoCommand, User: desktop.User, WorkDir: "/"})
 	if err != nil {
 		return nil, err
 	}
-	f := &finder{sess: sess, waiting: map[int][]chan whoAnswer{}, done: make(chan struct{})}
+	f := &finder{sess: sess, wait: wait, waiting: map[int][]chan whoAnswer{}, done: make(chan struct{})}
 	go f.read()
 	return f, nil
 }
@@ -91,7 +92,7 @@ func (f *finder) read() {
 }
 
 // find asks who holds the connection from port; false when the answer
-// does not come within ctx or whoWait, or the program is gone.
+// does not come within ctx or the finder's wait, or the program is gone.
 func (f *finder) find(ctx context.Context, port int) (whoAnswer, bool) {
 	ch := make(chan whoAnswer, 1)
 	f.mu.Lock()
@@ -101,7 +102,7 @@ func (f *finder) find(ctx context.Context, port int) (whoAnswer, bool) {
 	if err != nil {
 		return whoAnswer{}, false
 	}
-	timer := time.NewTimer(whoWait)
+	timer := time.NewTimer(f.wait)
 	defer timer.Stop()
 	select {
 	case a := <-ch:
@@ -155,10 +156,14 @@ type learning struct {
 func (l *learning) get(ctx context.Context) (*Process, *Cause) {
 	l.once.Do(func() {
 		if l.look != nil && l.port != 0 {
-			lookCtx, cancel := context.WithTimeout(ctx, whoWait)
-			defer cancel()
-			l.process, l.cause = l.look(lookCtx, l.port)
+			l.process, l.cause = l.look(ctx, l.port)
 		}
 	})
+	return l.process, l.cause
+}
+
+// learned is what get learned, if it was called; it never looks.
+func (l *learning) learned() (*Process, *Cause) {
+	l.once.Do(func() {})
 	return l.process, l.cause
 }

@@ -2,9 +2,12 @@ package egress_test
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -23,6 +26,9 @@ func TestAQuestionNamesItsCause(t *testing.T) {
 	var entries []egress.Entry
 	s.e = egress.New(s.docker, egress.Config{Image: s.image, Scope: dockertest.TestScope, Judge: s.judge,
 		Logger: zerolog.New(zerolog.NewTestWriter(t)),
+		// What is tested is what is found, not how fast (load makes the
+		// 30 ms of the default miss here).
+		WhoWait: 5 * time.Second,
 		OnEntry: func(e egress.Entry) {
 			mu.Lock()
 			entries = append(entries, e)
@@ -71,5 +77,29 @@ done`)
 	}
 	if allowed := byHost["allowed.test"]; !allowed.Allowed || allowed.Process != nil {
 		t.Errorf("the allowed connection's entry = %+v: it should not have waited for its process", allowed)
+	}
+}
+
+// BenchmarkWho measures one look for who holds a connection: the sidecar
+// to the finder in the sandbox and back, with the connection's process
+// among the sandbox's.
+//
+//	go test -run '^$' -bench BenchmarkWho -benchtime 100x ./egress
+func BenchmarkWho(b *testing.B) {
+	s := newSandboxBare(b)
+	out, _ := s.exec(fmt.Sprintf(`nohup python3 -c "
+import socket, time
+c = socket.create_connection(('%s', 8080)); print(c.getsockname()[1], flush=True); time.sleep(600)" > /tmp/held-port 2>&1 &
+for i in $(seq 50); do [ -s /tmp/held-port ] && break; sleep 0.1; done; cat /tmp/held-port`, s.server))
+	port, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		b.Fatalf("the held connection: %s", out)
+	}
+	look, stop := egress.StartWho(b, s.docker, s.id)
+	defer stop()
+	for b.Loop() {
+		if pid, _ := look(port); pid == 0 {
+			b.Fatal("the connection's process was not found")
+		}
 	}
 }
