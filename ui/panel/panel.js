@@ -255,7 +255,7 @@ export class PilotSandboxPanel extends HTMLElement {
   /**
    * The user's click on Copy: the desktop's text goes to this computer's
    * clipboard now, by the user's own gesture (viewer.js writes it only
-   * after a copy gesture in control).
+   * after a copy key in control).
    */
   async #copyClipboard() {
     const clip = this.#model.clipboard;

@@ -41,8 +41,9 @@
 //   clipboard (issue 28, N7). A click does not count: the sandbox sees
 //   every click, and a click is most of what a user does in control. What
 //   was not written (a menu's Copy among it) the parent may show, and
-//   write on the user's click there (the panel does). The browser also allows the write only in a focused
-//   page, with clipboard-write permission in a frame.
+//   write on the user's click there (the panel does). The browser also
+//   allows the write only in a focused page, with clipboard-write
+//   permission in a frame.
 // - The browser's clipboard goes to the desktop when the viewer gets the
 //   focus (a read the browser allows only with clipboard-read permission),
 //   on a paste event (a paste from the browser's menu), or by message.
