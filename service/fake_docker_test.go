@@ -59,6 +59,9 @@ type fakeDocker struct {
 	specs map[string]ContainerSpec
 	// onDiskUsage, if set, runs in each DiskUsage, outside the lock.
 	onDiskUsage func()
+	// diskHangs makes DiskUsage wait for its context to end, as an
+	// engine walking a huge layer does.
+	diskHangs bool
 	// heldNames are names held by no container, as while Docker undoes a
 	// create whose client went away: the next creates with the name fail
 	// with a conflict, this many times.
@@ -469,10 +472,17 @@ func (s *fakeSession) Stderr() string              { return "Traceback: fake age
 
 func (f *fakeDocker) DiskUsage(ctx context.Context, id string) (int64, error) {
 	f.mu.Lock()
-	hook := f.onDiskUsage
+	hook, hangs := f.onDiskUsage, f.diskHangs
 	f.mu.Unlock()
 	if hook != nil {
 		hook()
+	}
+	if hangs {
+		f.mu.Lock()
+		f.calls["DiskUsage"]++
+		f.mu.Unlock()
+		<-ctx.Done()
+		return 0, ctx.Err()
 	}
 	defer f.mu.Unlock()
 	if err := f.enter("DiskUsage"); err != nil {

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,14 +38,17 @@ type PolicyConfig struct {
 	// Interval is how often the policy looks at the running sandboxes:
 	// their use, viewers and disk (30 s; sooner when idleStop is short).
 	Interval time.Duration
+	// DiskTimeout bounds one measure of a sandbox's files (10 s; disk.go).
+	DiskTimeout time.Duration
 }
 
 // policy is the user's lifecycle policy as the manager applies it.
 type policy struct {
-	file     string // "" enforces nothing
-	minIdle  time.Duration
-	interval time.Duration
-	activity projectfs.Activity
+	file        string // "" enforces nothing
+	minIdle     time.Duration
+	interval    time.Duration
+	diskTimeout time.Duration
+	activity    projectfs.Activity
 
 	mu       sync.Mutex // guards the fields below
 	loaded   bool
@@ -66,11 +70,12 @@ type fileStamp struct {
 
 func newPolicy(cfg PolicyConfig, stateDir string) *policy {
 	p := &policy{
-		file:     cfg.File,
-		minIdle:  cfg.MinIdleStop,
-		interval: cfg.Interval,
-		activity: projectfs.NewActivity(stateDir),
-		pending:  map[string]bool{},
+		file:        cfg.File,
+		minIdle:     cfg.MinIdleStop,
+		interval:    cfg.Interval,
+		diskTimeout: cmp.Or(cfg.DiskTimeout, defaultDiskTimeout),
+		activity:    projectfs.NewActivity(stateDir),
+		pending:     map[string]bool{},
 	}
 	if p.minIdle == 0 {
 		p.minIdle = projectfs.MinIdleStop

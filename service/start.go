@@ -190,7 +190,7 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container, trace *startT
 		installed = secret
 	}
 	netUp := m.networkUp(ctx, b.project, c)
-	ready, err := m.waitReady(ctx, b.project, c.ID, trace)
+	ready, err := m.waitReady(ctx, b.project, c.ID, installed, trace)
 	if nerr := <-netUp; err == nil {
 		err = nerr
 	}
@@ -279,11 +279,13 @@ func (m *Manager) startContainer(ctx context.Context, b *box, id string) error {
 	}
 }
 
-// waitReady polls until the container's desktop answers (desktop.Probe). Each
-// poll first checks that the container is still running, so a desktop that
-// crashed fails at once instead of at the timeout. Host ports are read from
-// the container each time, as they change on every start.
-func (m *Manager) waitReady(ctx context.Context, project, id string, trace *startTrace) (Container, error) {
+// waitReady polls until the container's desktop answers (desktop.ProbeAuth,
+// with secret, the passwords the start installed, or else those read from
+// the container). Each poll first checks that the container is still
+// running, so a desktop that crashed fails at once instead of at the
+// timeout. Host ports are read from the container each time, as they
+// change on every start.
+func (m *Manager) waitReady(ctx context.Context, project, id string, secret desktop.Secret, trace *startTrace) (Container, error) {
 	waitCtx, cancel := context.WithTimeout(ctx, m.cfg.ReadyTimeout)
 	defer cancel()
 	delay, began := firstReadDelay, time.Now()
@@ -304,12 +306,12 @@ func (m *Manager) waitReady(ctx context.Context, project, id string, trace *star
 		if ws := c.Ports[desktop.NoVNCPort]; ws != 0 {
 			trace.probed()
 			probeCtx, cancelProbe := context.WithTimeout(waitCtx, desktop.ProbeTimeout)
-			lastErr = m.cfg.Probe(probeCtx, ws, c.Labels[LabelViewer])
+			lastErr = m.probe(probeCtx, m.box(project), c, ws, secret)
 			cancelProbe()
 			switch {
 			case lastErr == nil:
 				return c, nil
-			case errors.Is(lastErr, desktop.ErrViewerMismatch):
+			case errors.Is(lastErr, desktop.ErrViewerMismatch), errors.Is(lastErr, desktop.ErrNotOurVNCServer):
 				return c, lastErr // not a desktop still starting
 			}
 		} else {

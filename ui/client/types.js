@@ -42,7 +42,19 @@
  * @property {'dockerfile' | 'limits' | 'network'} kind
  * @property {string} summary what would happen, in plain words
  * @property {string} digest names exactly this content, for sandbox/approve
- * @property {string} [content] what is approved as text (the network rules asked)
+ * @property {string} [content] the text asked: the Dockerfile, the limits against the caps, the network rules asked
+ * @property {ApprovalFile[]} [files] the files a Dockerfile's COPY and ADD take
+ * @property {string} [diff] unified diff from the content approved last of this kind
+ * @property {string[]} [warnings] what reaches beyond the project, "line N: ..."
+ */
+
+/**
+ * A file of a Dockerfile's build context, as an approval shows it.
+ * @typedef {object} ApprovalFile
+ * @property {string} path relative to the project
+ * @property {number} size
+ * @property {string} [text] its text, when it is short text
+ * @property {string} [omitted] why its text is not shown
  */
 
 /**

@@ -36,6 +36,14 @@
  * @property {'watch' | 'control'} mode what the viewer does with input
  * @property {ViewerState} viewer
  * @property {string} viewerMessage
+ * @property {Clipboard | null} clipboard what the desktop's clipboard last gave the viewer
+ */
+
+/**
+ * @typedef {object} Clipboard text copied in the desktop, as the viewer
+ * posted it
+ * @property {string} text
+ * @property {boolean} written whether it is on this computer's clipboard
  */
 
 /** @returns {Model} */
@@ -44,7 +52,7 @@ export function initialModel() {
     connection: 'connecting', connectionError: '', docker: null,
     loaded: false, sandbox: null, action: null, progress: null, failure: null, approval: null,
     toolsEnabled: null, toolsPending: false, toolsError: '',
-    mode: 'watch', viewer: 'connecting', viewerMessage: '',
+    mode: 'watch', viewer: 'connecting', viewerMessage: '', clipboard: null,
   };
 }
 

@@ -61,6 +61,7 @@ export class PilotSandboxPanel extends HTMLElement {
     this.#on('.cancel-approval', () => this.#set({ approval: null }));
     this.#on('.switch', () => this.#toggleTools());
     this.#on('.recheck', () => this.#load());
+    this.#on('.clipboard-copy', () => this.#copyClipboard());
     this.#on('.reconnect', () => {
       this.#viewerReloads = 0;
       this.#reloadFrame();
@@ -241,12 +242,27 @@ export class PilotSandboxPanel extends HTMLElement {
       /** @type {HTMLElement | null} */ (this.#root.querySelector('input[name=mode]:checked'))?.focus();
     }
     this.#viewerHeard = true;
+    if (data.type === 'clipboard' && typeof data.text === 'string') {
+      this.#set({ clipboard: { text: data.text, written: data.written === true } });
+    }
     if (data.type === 'state') {
       if (data.state === 'connected') this.#viewerReloads = 0;
       this.#set({ viewer: data.state, viewerMessage: String(data.message ?? '') });
       if (data.state === 'disconnected') this.#desktopLost();
     }
   };
+
+  /**
+   * The user's click on Copy: the desktop's text goes to this computer's
+   * clipboard now, by the user's own gesture (viewer.js writes it only
+   * after a copy key in control).
+   */
+  async #copyClipboard() {
+    const clip = this.#model.clipboard;
+    if (!clip) return;
+    const written = await navigator.clipboard?.writeText(clip.text).then(() => true, () => false);
+    if (written && this.#model.clipboard === clip) this.#set({ clipboard: { ...clip, written: true } });
+  }
 
   /**
    * The viewer lost the desktop: find out whether the sandbox went away (the
@@ -276,6 +292,8 @@ export class PilotSandboxPanel extends HTMLElement {
     // Each time the desktop comes up, the panel watches until told
     // otherwise: a click meant for the panel must not land in the agent's work.
     if (this.#model.mode !== 'watch' && phase(this.#model) !== 'running') this.#model.mode = 'watch';
+    // What the desktop's clipboard gave belongs to that desktop.
+    if (this.#model.clipboard && phase(this.#model) !== 'running') this.#model.clipboard = null;
     this.#render();
   }
 

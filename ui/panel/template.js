@@ -40,6 +40,11 @@ export function panelMarkup(stylesheet) {
       <label><input type="radio" name="mode" value="control"><span>Take control</span></label>
     </fieldset>
     <span class="mode-note"></span>
+    <span class="clipboard-note" role="status" hidden>
+      Copied in the sandbox: <q class="clipboard-text"></q>
+      <button type="button" class="clipboard-copy">Copy to my clipboard</button>
+      <span class="clipboard-written">On your clipboard.</span>
+    </span>
   </div>
   <details class="ports" hidden>
     <summary>Ports</summary>
@@ -102,6 +107,15 @@ export function panelMarkup(stylesheet) {
       <h2>This project asks for your approval</h2>
       <p class="approval-lead">Its own files (.pilot/settings.json, its Dockerfile) ask to:</p>
       <p class="approval-summary"></p>
+      <div class="approval-detail">
+        <div class="approval-warnings" role="alert" hidden>
+          <h3>What reaches beyond the project</h3>
+          <ul></ul>
+        </div>
+        <details class="approval-diff" open hidden><summary>Changed since you last approved it</summary><pre></pre></details>
+        <details class="approval-content" open hidden><summary>What it asks</summary><pre></pre></details>
+        <div class="approval-files"></div>
+      </div>
       <p class="hint">A repository may be a stranger's. Approve only what you trust; any change to it asks again.</p>
       <div class="approval-actions">
         <button type="button" class="primary approve">Approve</button>
