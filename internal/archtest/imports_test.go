@@ -31,6 +31,7 @@ var allowed = map[string][]string{
 	"desktop":             {"resources"},
 	"egress":              {"service"},
 	"engine":              {"images", "sandboxfs", "service"},
+	"gateway":             nil,
 	"images":              {"projectfs"},
 	"internal/archtest":   nil,
 	"internal/dockertest": {"engine", "images", "resources", "service", "workspace"},
