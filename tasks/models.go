@@ -1,0 +1,80 @@
+package tasks
+
+import (
+	"context"
+	"strings"
+	"sync"
+)
+
+// Models gives tasks the model gateway (docs/models.md). Open, as a task
+// starts, returns what the task's environment gets: the gateway's
+// address inside the sandbox and the task's placeholder tokens, never a
+// key; with no provider configured, nothing.
+type Models interface {
+	Open(ctx context.Context, project, task string) (ModelAccess, error)
+}
+
+// ModelAccess is a task's access to the model gateway.
+type ModelAccess struct {
+	// Env goes into every exec of the task (its names replace the
+	// request's).
+	Env []string
+	// End kills the task's tokens and returns what its model calls used;
+	// nil when there is nothing to end.
+	End func() Usage
+}
+
+// SourceGateway marks a usage event the sidecar's gateway counted from
+// the model APIs' responses (the agent's own reports have no source).
+const SourceGateway = "gateway"
+
+// openModels opens the task's access, if the manager has a gateway.
+func (m *Manager) openModels(ctx context.Context, project, id string) (ModelAccess, error) {
+	if m.opts.Models == nil {
+		return ModelAccess{}, nil
+	}
+	return m.opts.Models.Open(ctx, project, id)
+}
+
+// once makes End callable more than once (a start that fails, then the
+// task's end): the second call returns nothing.
+func (a ModelAccess) once() func() *Usage {
+	if a.End == nil {
+		return func() *Usage { return nil }
+	}
+	var o sync.Once
+	return func() *Usage {
+		var u *Usage
+		o.Do(func() { got := a.End(); u = &got })
+		return u
+	}
+}
+
+// withModels is env with the access's variables, which replace the
+// request's of the same names.
+func withModels(env, access []string) []string {
+	if len(access) == 0 {
+		return env
+	}
+	names := map[string]bool{}
+	for _, kv := range access {
+		name, _, _ := strings.Cut(kv, "=")
+		names[name] = true
+	}
+	out := make([]string, 0, len(env)+len(access))
+	for _, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); !names[name] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, access...)
+}
+
+// endAccess ends the task's access to the model gateway, if this process
+// opened one, and returns its usage the first time.
+func (t *task) endAccess() *Usage {
+	if t.endModels == nil {
+		return nil
+	}
+	return t.endModels()
+}
