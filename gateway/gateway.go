@@ -150,7 +150,10 @@ func (g *Gateway) lease(token string) *Lease {
 func Env(base string, l *Lease) []string {
 	var env []string
 	if _, ok := l.providers[Anthropic]; ok {
-		env = append(env, "ANTHROPIC_BASE_URL="+base+"/"+Anthropic, "ANTHROPIC_API_KEY="+l.token)
+		// Claude Code's telemetry and update checks would go elsewhere
+		// than the gateway: off.
+		env = append(env, "ANTHROPIC_BASE_URL="+base+"/"+Anthropic, "ANTHROPIC_API_KEY="+l.token,
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
 	}
 	if _, ok := l.providers[OpenAI]; ok {
 		// The OpenAI clients' base URL holds the /v1 (Anthropic's does not).

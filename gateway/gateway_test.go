@@ -293,7 +293,7 @@ func TestEnv(t *testing.T) {
 	p := gateway.Provider{BaseURL: &url.URL{Scheme: "https", Host: "api.anthropic.com"}, Key: func() string { return userKey }}
 	l := gw.Mint("t", map[string]gateway.Provider{gateway.Anthropic: p})
 	env := strings.Join(gateway.Env("http://127.0.0.1:15100", l), "\n")
-	want := "ANTHROPIC_BASE_URL=http://127.0.0.1:15100/anthropic\nANTHROPIC_API_KEY=" + l.Token()
+	want := "ANTHROPIC_BASE_URL=http://127.0.0.1:15100/anthropic\nANTHROPIC_API_KEY=" + l.Token() + "\nCLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"
 	if env != want || !strings.HasPrefix(l.Token(), "pilot-gw-") || len(l.Token()) < 30 {
 		t.Errorf("env %q", env)
 	}

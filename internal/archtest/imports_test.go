@@ -27,7 +27,7 @@ var allowed = map[string][]string{
 	"args":                nil,
 	"args/argstest":       {"args"},
 	"cdprelay":            nil,
-	"cmd/pilot-sandbox":   {"egress", "engine", "images", "mcpserver", "netpolicy", "permission", "ports", "projectfs", "resources", "rpc", "rpc/wire", "sandboxfs", "service", "tasks", "tools", "ui", "workspace"},
+	"cmd/pilot-sandbox":   {"egress", "engine", "gateway", "images", "mcpserver", "netpolicy", "permission", "ports", "projectfs", "resources", "rpc", "rpc/wire", "sandboxfs", "service", "tasks", "tools", "ui", "workspace"},
 	"desktop":             {"resources"},
 	"egress":              {"service"},
 	"engine":              {"images", "sandboxfs", "service"},
