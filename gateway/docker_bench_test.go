@@ -99,4 +99,3 @@ func hostPort(b testing.TB, base string) int {
 	}
 	return n
 }
-
