@@ -86,3 +86,6 @@ func baseURLProblem(s string) string {
 	}
 	return ""
 }
+
+// ModelsKey says whether a config.json key is models or one of its own.
+func ModelsKey(key string) bool { return key == "models" || strings.HasPrefix(key, "models.") }

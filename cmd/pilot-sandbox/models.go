@@ -11,7 +11,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -101,7 +100,7 @@ func (g *modelGateway) providers() (map[string]gateway.Provider, error) {
 	var ue *projectfs.UserConfigError
 	if errors.As(err, &ue) {
 		for _, p := range ue.Problems {
-			if p.Key == "models" || strings.HasPrefix(p.Key, "models.") {
+			if projectfs.ModelsKey(p.Key) {
 				return nil, &projectfs.ConfigError{File: file, Field: p.Key, Reason: p.Reason}
 			}
 		}
