@@ -254,3 +254,28 @@ echo "readable $n"`
 		t.Errorf("the search inside: %v", out)
 	}
 }
+
+// TestCommandLineTaskReachesTheGateway: a terminal's task run, a process
+// with no relays of serve's, carries its own gateway into the sandbox:
+// the streamed call goes through, and the API gets the key.
+func TestCommandLineTaskReachesTheGateway(t *testing.T) {
+	key := "sk-ant-test-" + rand.Text()
+	api := newScriptedAPI(t)
+	project := taskProject(t)
+	config := writeConfig(t.TempDir(), "models", fmt.Sprintf(`{"idleStop": "0", "maxRunning": 0, "disk": "0",
+		"models": {"anthropic": {"apiKeyEnv": "PILOT_TEST_MODEL_KEY", "baseUrl": %q}}}`, api.URL))
+	env := []string{"XDG_STATE_HOME=" + t.TempDir(), "XDG_CONFIG_HOME=" + config, ownScope(t), "PILOT_TEST_MODEL_KEY=" + key}
+	if out, errOut, code := cliRun(t, env, "", "start", "--project", project); code != 0 {
+		t.Fatalf("start: %d %s %s", code, out, errOut)
+	}
+	client, err := os.ReadFile("testdata/gateway_client.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := cliRun(t, env, "", "task", "run", "--project", project, "--", "python3", "-c", string(client), "stream")
+	if code != 0 || !strings.Contains(out, "first event: message_start") || !strings.Contains(out, "stop True") {
+		t.Fatalf("task run: %d %q %q", code, out, errOut)
+	}
+	token, _ := lineWith(strings.Split(out, "\n"), "token ")
+	checkSeen(t, api.seen(), key, token, 2)
+}
