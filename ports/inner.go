@@ -33,8 +33,11 @@ func (f *forwarder) carryInto(ctx context.Context, project string, hostPort int,
 	f.ops.Lock()
 	defer f.ops.Unlock()
 	t, ok, err := f.target(ctx, project)
-	if !ok {
-		return 0, errors.Join(service.ErrNotRunning, err)
+	switch {
+	case err != nil:
+		return 0, err
+	case !ok:
+		return 0, service.ErrNotRunning
 	}
 	set := f.prepare(project, t.Run())
 	if set == nil {

@@ -1,0 +1,31 @@
+package tasks
+
+import (
+	"slices"
+	"testing"
+)
+
+// The access's variables replace the request's of the same names, and
+// its end is called once however often a start's failure and the task's
+// end ask.
+func TestModelAccess(t *testing.T) {
+	env := withModels([]string{"A=1", "ANTHROPIC_API_KEY=mine", "PILOT_TASK=x"}, []string{"ANTHROPIC_BASE_URL=http://127.0.0.1:15100/anthropic", "ANTHROPIC_API_KEY=pilot-gw-T"})
+	want := []string{"A=1", "PILOT_TASK=x", "ANTHROPIC_BASE_URL=http://127.0.0.1:15100/anthropic", "ANTHROPIC_API_KEY=pilot-gw-T"}
+	if !slices.Equal(env, want) {
+		t.Errorf("env %q", env)
+	}
+	if got := withModels([]string{"A=1"}, nil); !slices.Equal(got, []string{"A=1"}) {
+		t.Errorf("without access: %q", got)
+	}
+	calls := 0
+	end := ModelAccess{End: func() Usage { calls++; return Usage{Requests: 2} }}.once()
+	if u := end(); u == nil || u.Requests != 2 {
+		t.Errorf("first end: %+v", u)
+	}
+	if u := end(); u != nil || calls != 1 {
+		t.Errorf("second end: %+v, %d calls", u, calls)
+	}
+	if u := (ModelAccess{}).once()(); u != nil {
+		t.Errorf("no access: %+v", u)
+	}
+}
