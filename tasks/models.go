@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -77,4 +78,29 @@ func (t *task) endAccess() *Usage {
 		return nil
 	}
 	return t.endModels()
+}
+
+// codexProvider is the model provider Codex is given when the task has the
+// gateway's OpenAI endpoint: Codex takes no base URL from its
+// environment (0.171.0 went to its own host with OPENAI_BASE_URL set,
+// measured), only from a provider of its config, given here as -c flags
+// after "exec". Its key is the token, by env_key.
+func codexProvider(argv, access []string) []string {
+	base := ""
+	for _, kv := range access {
+		if v, ok := strings.CutPrefix(kv, "OPENAI_BASE_URL="); ok {
+			base = v
+		}
+	}
+	if base == "" || len(argv) < 2 || argv[0] != "codex" {
+		return argv
+	}
+	flags := []string{
+		"-c", "model_provider=pilot-gateway",
+		"-c", `model_providers.pilot-gateway.name="pilot-sandbox model gateway"`,
+		"-c", `model_providers.pilot-gateway.base_url="` + base + `"`,
+		"-c", `model_providers.pilot-gateway.env_key="OPENAI_API_KEY"`,
+		"-c", `model_providers.pilot-gateway.wire_api="responses"`,
+	}
+	return slices.Concat(argv[:2], flags, argv[2:])
 }

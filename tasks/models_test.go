@@ -29,3 +29,19 @@ func TestModelAccess(t *testing.T) {
 		t.Errorf("no access: %+v", u)
 	}
 }
+
+// Codex is given the gateway as a model provider of its config, when the
+// task has the gateway's OpenAI endpoint; otherwise its argv is as asked.
+func TestCodexProvider(t *testing.T) {
+	argv := []string{"codex", "exec", "--json", "do it"}
+	got := codexProvider(argv, []string{"OPENAI_BASE_URL=http://127.0.0.1:15100/openai/v1", "OPENAI_API_KEY=pilot-gw-T"})
+	want := []string{"codex", "exec", "-c", "model_provider=pilot-gateway", "-c", `model_providers.pilot-gateway.name="pilot-sandbox model gateway"`,
+		"-c", `model_providers.pilot-gateway.base_url="http://127.0.0.1:15100/openai/v1"`, "-c", `model_providers.pilot-gateway.env_key="OPENAI_API_KEY"`,
+		"-c", `model_providers.pilot-gateway.wire_api="responses"`, "--json", "do it"}
+	if !slices.Equal(got, want) {
+		t.Errorf("argv %q", got)
+	}
+	if got := codexProvider(argv, []string{"ANTHROPIC_BASE_URL=x"}); !slices.Equal(got, argv) {
+		t.Errorf("without OpenAI: %q", got)
+	}
+}

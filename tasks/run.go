@@ -63,6 +63,9 @@ func (m *Manager) Start(ctx context.Context, req StartRequest, report func(works
 		return Record{}, fmt.Errorf("open the model gateway to the task: %w", err)
 	}
 	endModels := access.once()
+	if req.Agent == AgentCodex {
+		argv = codexProvider(argv, access.Env)
+	}
 	t, err := m.prepare(ctx, sb, Record{
 		ID: id, ProjectPath: project, Agent: req.Agent, Prompt: req.Prompt, Argv: argv,
 		Timeout: timeout.String(), Container: sb.ContainerID(), Status: StatusRunning, StartedAt: time.Now().UnixMilli(),
