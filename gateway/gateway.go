@@ -136,8 +136,9 @@ func (g *Gateway) End(l *Lease) Usage {
 	return l.Usage()
 }
 
-// lease is the live lease of token, or nil.
-func (g *Gateway) lease(token string) *Lease {
+// Lookup is the live lease of token, or nil: what else its caller serves
+// beside the model APIs (the sandbox's tools) takes the same tokens.
+func (g *Gateway) Lookup(token string) *Lease {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.leases[token]

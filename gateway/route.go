@@ -91,8 +91,12 @@ type forward struct {
 type forwardKey struct{}
 
 // Serve serves the gateway on l until it is closed.
-func (g *Gateway) Serve(l net.Listener) error {
-	srv := &http.Server{Handler: g, ReadHeaderTimeout: headerWait, MaxHeaderBytes: maxHeader}
+func (g *Gateway) Serve(l net.Listener) error { return Serve(l, g) }
+
+// Serve serves h on l, with the gateway's bounds on a request's headers,
+// until l is closed.
+func Serve(l net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: headerWait, MaxHeaderBytes: maxHeader}
 	err := srv.Serve(l)
 	if errors.Is(err, net.ErrClosed) {
 		return nil
@@ -124,11 +128,11 @@ func (g *Gateway) admit(r *http.Request) (*forward, error) {
 	case r.URL.RawPath != "" || strings.Contains(r.URL.Path, "//") || strings.Contains(r.URL.Path, "/."):
 		return nil, refuse(http.StatusBadRequest, "the model gateway takes plain paths only (no escapes, no empty or dot segments)")
 	}
-	token := tokenOf(r.Header)
+	token := TokenOf(r.Header)
 	if token == "" {
 		return nil, refuse(http.StatusUnauthorized, "no token: send the task's ANTHROPIC_API_KEY or OPENAI_API_KEY as x-api-key or Authorization: Bearer")
 	}
-	lease := g.lease(token)
+	lease := g.Lookup(token)
 	if lease == nil {
 		return nil, refuse(http.StatusUnauthorized, "the token is not a running task's (tokens die when their task ends)")
 	}
@@ -155,10 +159,10 @@ func (g *Gateway) admit(r *http.Request) (*forward, error) {
 	return f, nil
 }
 
-// tokenOf is the token a request carries: x-api-key (Anthropic's
+// TokenOf is the token a request carries: x-api-key (Anthropic's
 // clients) or Authorization: Bearer (OpenAI's, and Claude Code's
 // ANTHROPIC_AUTH_TOKEN).
-func tokenOf(h http.Header) string {
+func TokenOf(h http.Header) string {
 	if t := h.Get("X-Api-Key"); t != "" {
 		return t
 	}

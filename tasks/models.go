@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -103,4 +104,25 @@ func codexProvider(argv, access []string) []string {
 		"-c", `model_providers.pilot-gateway.wire_api="responses"`,
 	}
 	return slices.Concat(argv[:2], flags, argv[2:])
+}
+
+// claudeMCP gives Claude Code the sandbox's own tools (PILOT_MCP_URL, an
+// MCP server over HTTP the sidecar carries in) with --mcp-config. The
+// token stays in the environment: Claude Code expands ${PILOT_MCP_TOKEN}
+// in the config's headers, so the argv (kept in the task's record) holds
+// none.
+func claudeMCP(argv, access []string) []string {
+	url := ""
+	for _, kv := range access {
+		if v, ok := strings.CutPrefix(kv, "PILOT_MCP_URL="); ok {
+			url = v
+		}
+	}
+	if url == "" || len(argv) == 0 || argv[0] != "claude" {
+		return argv
+	}
+	config, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"pilot-sandbox": map[string]any{
+		"type": "http", "url": url, "headers": map[string]string{"Authorization": "Bearer ${PILOT_MCP_TOKEN}"},
+	}}})
+	return append(slices.Clone(argv), "--mcp-config", string(config))
 }

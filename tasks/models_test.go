@@ -45,3 +45,18 @@ func TestCodexProvider(t *testing.T) {
 		t.Errorf("without OpenAI: %q", got)
 	}
 }
+
+// Claude Code is given the sandbox's tools with --mcp-config, whose
+// header names the token's variable, never the token.
+func TestClaudeMCP(t *testing.T) {
+	argv := []string{"claude", "-p", "hi", "--output-format", "stream-json", "--verbose"}
+	got := claudeMCP(argv, []string{"PILOT_MCP_URL=http://127.0.0.1:15100/mcp", "PILOT_MCP_TOKEN=pilot-gw-T"})
+	want := append(slices.Clone(argv), "--mcp-config",
+		`{"mcpServers":{"pilot-sandbox":{"headers":{"Authorization":"Bearer ${PILOT_MCP_TOKEN}"},"type":"http","url":"http://127.0.0.1:15100/mcp"}}}`)
+	if !slices.Equal(got, want) {
+		t.Errorf("argv %q", got)
+	}
+	if got := claudeMCP(argv, nil); !slices.Equal(got, argv) {
+		t.Errorf("without the tools: %q", got)
+	}
+}

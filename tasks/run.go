@@ -63,8 +63,11 @@ func (m *Manager) Start(ctx context.Context, req StartRequest, report func(works
 		return Record{}, fmt.Errorf("open the model gateway to the task: %w", err)
 	}
 	endModels := access.once()
-	if req.Agent == AgentCodex {
+	switch req.Agent {
+	case AgentCodex:
 		argv = codexProvider(argv, access.Env)
+	case AgentClaude:
+		argv = claudeMCP(argv, access.Env)
 	}
 	t, err := m.prepare(ctx, sb, Record{
 		ID: id, ProjectPath: project, Agent: req.Agent, Prompt: req.Prompt, Argv: argv,

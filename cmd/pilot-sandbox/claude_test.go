@@ -70,6 +70,10 @@ func (s *scriptedClaude) serve(w http.ResponseWriter, r *http.Request) {
 		blocks, stop = []string{toolBlock("toolu_1", "Write", `{"file_path": "/workspace/hello.txt", "content": "hello from claude\n"}`)}, "tool_use"
 	case results == 1:
 		blocks, stop = []string{toolBlock("toolu_2", "Bash", `{"command": "cat /workspace/hello.txt && echo ran-in-bash", "description": "show the file"}`)}, "tool_use"
+	case results == 2:
+		blocks, stop = []string{toolBlock("toolu_3", "mcp__pilot-sandbox__sandbox_screenshot", `{}`)}, "tool_use"
+	case results == 3:
+		blocks, stop = []string{toolBlock("toolu_4", "mcp__pilot-sandbox__sandbox_click", `{"x": 20, "y": 20}`)}, "tool_use"
 	default:
 		blocks = []string{textBlock("All done.")}
 	}
@@ -147,7 +151,7 @@ func TestServeClaudeCodeThroughTheGateway(t *testing.T) {
 	// turns' tools (a project's .claude/settings.json is ignored until
 	// someone trusts the workspace interactively; tasks run -p).
 	result(t, s.call("sandbox/exec", map[string]any{"projectPath": project,
-		"command": `mkdir -p ~/.claude && echo '{"permissions": {"allow": ["Write", "Edit", "Bash"]}}' > ~/.claude/settings.json`}, time.Minute))
+		"command": `mkdir -p ~/.claude && echo '{"permissions": {"allow": ["Write", "Edit", "Bash", "mcp__pilot-sandbox"]}}' > ~/.claude/settings.json`}, time.Minute))
 	started := result(t, s.call("sandbox/tasks/start", map[string]any{"projectPath": project, "agent": "claude", "prompt": "Write hello.txt, then show it."}, 2*time.Minute))
 	id := started["taskId"].(string)
 	fin := s.waitNotification("sandbox/task", func(p map[string]any) bool {
@@ -163,7 +167,8 @@ func TestServeClaudeCodeThroughTheGateway(t *testing.T) {
 	if ev := fin["event"].(map[string]any); ev["status"] != "succeeded" {
 		t.Fatalf("claude: %v\n%s", ev, transcript)
 	}
-	for _, want := range []string{`"name":"Write"`, `"name":"Bash"`, `"output":"hello from claude\nran-in-bash"`, `"text":"All done."`, `"source":"gateway"`} {
+	for _, want := range []string{`"name":"Write"`, `"name":"Bash"`, `"output":"hello from claude\nran-in-bash"`, `"text":"All done."`, `"source":"gateway"`,
+		`"isError":false,"name":"mcp__pilot-sandbox__sandbox_screenshot"`, `"isError":false,"name":"mcp__pilot-sandbox__sandbox_click"`} {
 		if !strings.Contains(transcript, want) {
 			t.Errorf("the events lack %s:\n%s", want, transcript)
 		}
@@ -174,7 +179,7 @@ func TestServeClaudeCodeThroughTheGateway(t *testing.T) {
 	}
 	api.mu.Lock()
 	defer api.mu.Unlock()
-	if api.streams < 3 {
+	if api.streams < 5 {
 		t.Errorf("the API streamed %d turns", api.streams)
 	}
 	for i := range api.keys {

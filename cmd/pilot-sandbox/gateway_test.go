@@ -208,10 +208,11 @@ func checkHostile(t *testing.T, lines []string) {
 		"absolute": "400 ",
 		"connect":  "405 ",
 		"host":     "200 ",
+		"mcp-dead": "401 ",
 	}
 	says := map[string]string{
 		"files": "is not one of the anthropic model API paths", "openai": "openai is not configured",
-		"dead": "not a running task's", "absolute": "no absolute URL", "connect": "does not tunnel", "host": `"usage"`,
+		"dead": "not a running task's", "absolute": "no absolute URL", "connect": "does not tunnel", "host": `"usage"`, "mcp-dead": "need a running task's token",
 	}
 	scanned := 0
 	for name, status := range want {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"slices"
@@ -42,6 +43,7 @@ type modelGateway struct {
 	m      *service.Manager
 	docker *engine.Client
 	gw     *gateway.Gateway
+	inside *insideTools
 	log    zerolog.Logger
 
 	mu       sync.Mutex // guards the rest
@@ -52,7 +54,8 @@ type modelGateway struct {
 }
 
 func newModelGateway(m *service.Manager, docker *engine.Client, log zerolog.Logger) *modelGateway {
-	return &modelGateway{m: m, docker: docker, gw: gateway.New(nil, log), log: log}
+	gw := gateway.New(nil, log)
+	return &modelGateway{m: m, docker: docker, gw: gw, inside: newInsideTools(m, gw, log), log: log}
 }
 
 // useCarrier makes c carry the gateway into the sandboxes: the relays of
@@ -82,11 +85,14 @@ func (g *modelGateway) Open(ctx context.Context, project, task string) (tasks.Mo
 		return tasks.ModelAccess{}, fmt.Errorf("carry the model gateway into the sandbox: %w", err)
 	}
 	lease := g.gw.Mint(task, providers)
+	g.inside.task(task, project)
 	g.log.Info().Str("task", task).Strs("providers", slices.Sorted(maps.Keys(providers))).Int("port", port).Msg("model gateway: opened to a task")
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	return tasks.ModelAccess{
-		Env: gateway.Env("http://127.0.0.1:"+strconv.Itoa(port), lease),
+		Env: append(gateway.Env(base, lease), "PILOT_MCP_URL="+base+"/mcp", "PILOT_MCP_TOKEN="+lease.Token()),
 		End: func() tasks.Usage {
 			u := g.gw.End(lease)
+			g.inside.forget(task)
 			return tasks.Usage{Requests: u.Requests, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens}
 		},
 	}, nil
@@ -131,7 +137,7 @@ func (g *modelGateway) serving(project string) (*ports.Carrier, int, error) {
 			return nil, 0, fmt.Errorf("listen for the model gateway: %w", err)
 		}
 		g.listener = l
-		go g.gw.Serve(l) // ends as close closes l
+		go gateway.Serve(l, http.HandlerFunc(g.route)) // ends as close closes l
 	}
 	if g.carrier == nil {
 		g.carrier = ports.NewCarrier(g.m, g.docker, ports.Options{Project: project, Log: g.log})
@@ -151,4 +157,17 @@ func (g *modelGateway) close() {
 	if g.own {
 		g.carrier.Close()
 	}
+	g.inside.close()
+}
+
+// route sends /mcp to the sandbox's tools and everything else to the
+// gateway, which refuses what is not a model API's (an http.ServeMux
+// would answer CONNECT and odd paths itself, before the gateway's
+// refusals).
+func (g *modelGateway) route(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodConnect && r.RequestURI == "/mcp" {
+		g.inside.ServeHTTP(w, r)
+		return
+	}
+	g.gw.ServeHTTP(w, r)
 }

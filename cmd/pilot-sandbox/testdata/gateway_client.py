@@ -91,6 +91,7 @@ def hostile(dead):
         "absolute": lambda: raw(address, b"POST http://example.org/v1/messages HTTP/1.1\r\nHost: example.org\r\n" + auth + b"Content-Length: 2\r\n\r\n{}"),
         "connect": lambda: raw(address, b"CONNECT example.org:443 HTTP/1.1\r\nHost: example.org:443\r\n" + auth + b"\r\n"),
         "host": lambda: raw(address, b"POST /anthropic/v1/messages HTTP/1.1\r\nHost: evil.example\r\n" + auth + b"Content-Length: 2\r\nConnection: close\r\n\r\n{}"),
+        "mcp-dead": lambda: raw(address, b"POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + dead.encode() + b"\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"),
     }
     for name, case in cases.items():
         print("case", name, case().replace("\n", " "), flush=True)
