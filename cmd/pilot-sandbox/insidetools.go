@@ -25,7 +25,7 @@ type insideTools struct {
 	log zerolog.Logger
 	set *tools.Set
 
-	mu       sync.Mutex // guards the rest
+	mu       sync.Mutex              // guards the rest
 	projects map[string]string       // a task's project, by task
 	servers  map[string]http.Handler // a project's tools, by project
 }
