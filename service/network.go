@@ -4,18 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/netpolicy"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
 // A sandbox without a network (sandbox.network "none", or "network": "none"
 // in the user's config) has only its loopback: the engine publishes none of
-// its ports. Its desktop's ports reach the host through DesktopPorts,
-// which the sidecar carries itself over execs (ports.DesktopRelay), for as
-// long as the sandbox runs and this process serves.
+// its ports. A sandbox on a remote engine (Config.Remote) has its ports
+// on the engine's machine, where this one cannot reach them: the manager
+// publishes none. Either way the host has no direct route to the
+// desktop, and its ports reach the host through DesktopPorts, which the
+// sidecar carries itself over execs (ports.DesktopRelay), for as long as
+// the sandbox runs and this process serves.
 
 // NetworkNone is the value of State.Network for a sandbox without a network.
 const NetworkNone = "none"
@@ -29,24 +34,47 @@ type DesktopPorts interface {
 	HostPorts(ctx context.Context, t RelayTarget, ports []int) (map[int]int, error)
 }
 
-// withDesktopPorts is c with its desktop ports on the host, when the engine
-// publishes none because c has no network; c as it is otherwise. When they
-// cannot be carried, c has none and the error says why (the readiness
-// check then says it does not answer).
+// carried says whether the host has no direct route to c's desktop ports,
+// so that this process carries them: c has no network, or the engine is
+// on another machine.
+func (m *Manager) carried(c Container) bool { return c.NoNetwork || m.cfg.Remote }
+
+// withDesktopPorts is c with its desktop ports on the host, when the host
+// cannot reach what the engine publishes (carried); c as it is otherwise.
+// When they cannot be carried, c has none and the error says why (the
+// readiness check then says it does not answer).
 func (m *Manager) withDesktopPorts(ctx context.Context, project string, c Container) (Container, error) {
-	if !c.NoNetwork || !c.Running || c.State == "paused" {
+	if !m.carried(c) || !c.Running || c.State == "paused" {
 		return c, nil
 	}
 	if m.cfg.DesktopPorts == nil {
-		return c, errors.New("the sandbox has no network, and this process does not carry its desktop's ports")
+		return c, errors.New("this machine cannot reach the sandbox's desktop ports, and this process does not carry them")
 	}
 	hostPorts, err := m.cfg.DesktopPorts.HostPorts(ctx, relayTargetOf(project, c), []int{desktop.VNCPort, desktop.NoVNCPort})
 	if err != nil {
-		m.log.Debug().Err(err).Str("project", project).Msg("the desktop of a sandbox without a network: no relay yet")
-		return c, fmt.Errorf("carry the desktop's ports of a sandbox without a network: %w", err)
+		m.log.Debug().Err(err).Str("project", project).Msg("the desktop's ports: no relay yet")
+		return c, fmt.Errorf("carry the desktop's ports: %w", err)
 	}
 	c.Ports = hostPorts
 	return c, nil
+}
+
+// published are the ports a new sandbox publishes on the engine's
+// 127.0.0.1: the desktop's, unless the engine is on another machine, where
+// no one but that machine's users could reach them.
+func (m *Manager) published() []int {
+	if m.cfg.Remote {
+		return nil
+	}
+	return []int{desktop.VNCPort, desktop.NoVNCPort}
+}
+
+// stateOf is the state of c (stateOf), saying whether this process
+// carries its desktop.
+func (m *Manager) stateOf(project string, c Container, secret desktop.Secret, display desktop.Display, stopping bool) State {
+	st := stateOf(project, c, secret, display, stopping)
+	st.Carried = m.carried(c)
+	return st
 }
 
 // networkAsk is where no network is asked for the project's sandbox: the
@@ -175,4 +203,176 @@ func networkAsk(pc projectfs.Config, user netpolicy.Config) (Approval, bool) {
 		return Approval{}, false
 	}
 	return Approval{Kind: ApprovalNetwork, Summary: w.Summary(), Digest: w.Digest(), Content: w.Content()}, true
+}
+
+// Network enforces a sandbox's network policy from outside the sandbox
+// (package egress, docs/network.md). The manager knows none of how: it
+// starts it with every run of a sandbox that has a network, before it
+// reports the sandbox running and before any exec as the sandbox user,
+// and stops it when the run ends.
+type Network interface {
+	// Start returns once the sandbox's egress rules are in place; an
+	// error fails the start (fail closed).
+	Start(ctx context.Context, project, containerID string) error
+	// Stop lets go of the sandbox's network (its run ended).
+	Stop(containerID string)
+	// ExecEnv is the environment of an exec in a sandbox with a network:
+	// the proxy, and an id of what the exec was started for.
+	ExecEnv(cause ExecCause) []string
+	// Blocked is one line for an agent naming what the project's sandbox
+	// was refused since the last call, or "".
+	Blocked(project string) string
+}
+
+// NetworkBlocked is one line naming what the project's sandbox was
+// refused since the last call, or "": sandbox_exec's result ends with it.
+func (m *Manager) NetworkBlocked(project string) string {
+	if m.cfg.Network == nil {
+		return ""
+	}
+	return m.cfg.Network.Blocked(project)
+}
+
+// ExecCause is what an exec was started for, as far as the caller knows:
+// a tool call (with its JSON-RPC or MCP request id), a sandbox/exec
+// command, a task. It becomes the hint of the exec's connections.
+type ExecCause struct {
+	Tool, RequestID, Exec, Task string
+}
+
+// networkUp starts the sandbox's network enforcement beside the desktop's
+// readiness probe, and returns where its answer will be (nil at once for a
+// sandbox without a network, or a manager with no Network).
+func (m *Manager) networkUp(ctx context.Context, project string, c Container) <-chan error {
+	done := make(chan error, 1)
+	if m.cfg.Network == nil || c.NoNetwork {
+		done <- nil
+		return done
+	}
+	go func() {
+		// The helper runs the desktop image whatever the sandbox's is:
+		// it must be there, and this binary's (nft, the proxy).
+		if err := m.images.Ensure(ctx, images.VariantDesktop, nil); err != nil {
+			done <- fmt.Errorf("the desktop image, which enforces the network policy: %w", err)
+			return
+		}
+		if err := m.cfg.Network.Start(ctx, project, c.ID); err != nil {
+			done <- fmt.Errorf("the network policy's rules could not be put in place: %w", err)
+			return
+		}
+		done <- nil
+	}()
+	return done
+}
+
+// networkDown lets go of a run's network.
+func (m *Manager) networkDown(containerID string) {
+	if m.cfg.Network != nil {
+		m.cfg.Network.Stop(containerID)
+	}
+}
+
+// networkEnv is env with the network's environment first, for an exec in
+// a sandbox that has one: every exec the sidecar starts gets it (a
+// client's command with its cause, the sidecar's own with none).
+func (m *Manager) networkEnv(st State, cause ExecCause, env []string) []string {
+	if m.cfg.Network == nil || st.Network == NetworkNone {
+		return env
+	}
+	return append(m.cfg.Network.ExecEnv(cause), env...)
+}
+
+// networkFound puts a running sandbox's network under this process's
+// enforcement (carried here, or found carried by another process), for a
+// run the sidecar did not start: found running when it starts, or started
+// outside it (docker start), whose network has no rules until the hook
+// puts them in. Until then the run is not ready (not reported running);
+// why is kept in the run.
+func (m *Manager) networkFound(ctx context.Context, b *box, c Container) bool {
+	err := <-m.networkUp(ctx, b.project, c)
+	if err == nil {
+		return true
+	}
+	m.log.Warn().Err(err).Str("project", b.project).Msg("a running sandbox's network rules could not be put in place")
+	r := b.runOf(c)
+	b.mu.Lock()
+	r.unreadyWhy = err.Error()
+	b.mu.Unlock()
+	return false
+}
+
+// LabelBrowser marks an image with a browser: its value names it.
+const LabelBrowser = "pilot.sandbox.browser"
+
+// RelayTarget is one run of a project's running sandbox, as the sidecar's
+// relays reach it (package ports): they run in its container, and end
+// with the run.
+type RelayTarget struct {
+	Project     string
+	ContainerID string
+	// StartedAt, with ContainerID, names the run: a new start of the same
+	// container is a new run.
+	StartedAt int64
+	// User runs the relays: the desktop's user, whom the exec user cannot
+	// signal, trace or read, so a program in the sandbox cannot write into
+	// a relay's stdout what the sidecar reads there (issue 28, N1). The
+	// sandbox user in images older than that user (desktopUserOf).
+	User string
+	// Address is the container's own address on its network, from the
+	// engine: what the direct routes dial, with only the port from the
+	// relay. Not valid when the container has none.
+	Address netip.Addr
+}
+
+// Run names the target's run of its container.
+func (t RelayTarget) Run() string {
+	return fmt.Sprintf("%s@%d", t.ContainerID, t.StartedAt)
+}
+
+// RelayTarget is where the project's relays run: its running sandbox's
+// current run. ErrNotRunning when it does not run.
+func (m *Manager) RelayTarget(ctx context.Context, project string) (RelayTarget, error) {
+	t, _, err := m.relayTarget(ctx, project)
+	return t, err
+}
+
+// BrowserTarget is RelayTarget for sandbox/browser's DevTools relay:
+// ErrNoBrowser when the sandbox's image has no browser.
+func (m *Manager) BrowserTarget(ctx context.Context, project string) (RelayTarget, error) {
+	t, c, err := m.relayTarget(ctx, project)
+	if err == nil && c.Labels[LabelBrowser] == "" {
+		return RelayTarget{}, fmt.Errorf("%w: its image %s is the desktop without a browser (set sandbox.image to \"browser\" and remove the sandbox)", ErrNoBrowser, c.Image)
+	}
+	return t, err
+}
+
+func (m *Manager) relayTarget(ctx context.Context, project string) (RelayTarget, Container, error) {
+	_, st, err := m.running(ctx, project)
+	if err != nil {
+		return RelayTarget{}, Container{}, err
+	}
+	c, err := m.docker.InspectContainer(ctx, st.ContainerID)
+	if err != nil {
+		return RelayTarget{}, Container{}, err
+	}
+	t := relayTargetOf(st.ProjectPath, c)
+	t.StartedAt = st.StartedAt
+	if m.cfg.Remote {
+		// The container's address is on the engine's machine, not routed
+		// here: no direct route, and none tried (the same address here
+		// may be another host of the user's, which must not get a
+		// route's secret).
+		t.Address = netip.Addr{}
+	}
+	return t, c, nil
+}
+
+// relayTargetOf is the target of c's current run, for project.
+func relayTargetOf(project string, c Container) RelayTarget {
+	user, _ := desktopUserOf(c)
+	t := RelayTarget{Project: project, ContainerID: c.ID, StartedAt: millis(c.StartedAt), User: user}
+	if ip, err := netip.ParseAddr(c.IP); err == nil {
+		t.Address = ip
+	}
+	return t
 }
