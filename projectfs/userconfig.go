@@ -47,6 +47,9 @@ type UserConfig struct {
 	// without the build's cache, for the security updates of its packages
 	// (at the next new sandbox); 0 never rebuilds it for its age.
 	RebuildAfter time.Duration
+	// Models are the model providers whose APIs tasks reach through the
+	// sidecar's gateway, by name (models.go); none by default.
+	Models map[string]ModelProvider
 }
 
 // Caps are resource limits in the units the engine takes.
@@ -164,7 +167,7 @@ func (p *configParser) fail(key, format string, args ...any) {
 	p.problems = append(p.problems, ConfigProblem{Key: key, Reason: fmt.Sprintf(format, args...)})
 }
 
-var userConfigKeys = []string{"idleStop", "maxRunning", "maxTasks", "disk", "caps", "network", "rebuildAfter"}
+var userConfigKeys = []string{"idleStop", "maxRunning", "maxTasks", "disk", "caps", "network", "rebuildAfter", "models"}
 
 func (p *configParser) parse(doc map[string]json.RawMessage, cfg *UserConfig) {
 	for _, key := range sortedNames(doc) {
@@ -188,6 +191,8 @@ func (p *configParser) parse(doc map[string]json.RawMessage, cfg *UserConfig) {
 			cfg.Network = network
 		case "rebuildAfter":
 			p.duration(key, raw, minRebuildAfter, `"168h"`, &cfg.RebuildAfter)
+		case "models":
+			p.models(raw, &cfg.Models)
 		default:
 			p.fail(key, "is not a known key (known: %s)", strings.Join(userConfigKeys, ", "))
 		}
@@ -316,6 +321,9 @@ func (c UserConfig) String() string {
 		b.WriteString(", rebuildAfter 0 (never)")
 	} else {
 		b.WriteString(", rebuildAfter " + FormatDuration(c.RebuildAfter))
+	}
+	for _, name := range sortedNames(c.Models) {
+		fmt.Fprintf(&b, ", models.%s (key from $%s)", name, c.Models[name].APIKeyEnv)
 	}
 	return b.String()
 }

@@ -202,6 +202,8 @@ func projectWire(err error) *jsonrpc2.Error {
 		return newError(codeNeedsApproval, err.Error(), &errorData{Approval: &approval.Approval})
 	case errors.As(err, &config) && projectfs.NetworkKey(config.Field):
 		return newError(codeStartFailed, "the network policy cannot be used, so no sandbox with a network starts: "+config.Error(), &errorData{File: config.File})
+	case errors.As(err, &config) && projectfs.ModelsKey(config.Field):
+		return newError(codeStartFailed, "config.json's models cannot be used, so no task starts: "+config.Error(), &errorData{File: config.File})
 	case errors.As(err, &config):
 		return newError(codeStartFailed, "the project's sandbox settings are wrong: "+config.Error(), &errorData{File: config.File})
 	case errors.As(err, &file):
