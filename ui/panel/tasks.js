@@ -7,7 +7,7 @@
 // it. What a task prints is the sandbox's text: set as text only.
 
 import { messageOf } from './model.js';
-import { entryOf, statusText, patchOf, argvOf } from './transcript.js';
+import { entryOf, statusText, patchOf, argvOf, argvText } from './transcript.js';
 
 /** @typedef {import('../client/pilot-sandbox.js').Client} Client */
 /** @typedef {import('../client/types.js').Task} Task */
@@ -157,7 +157,7 @@ export class TasksSection {
   /** What the task shown does: its agent and prompt, or its command. */
   #drawTitle() {
     const task = this.#task;
-    const what = !task ? '' : task.agent === 'command' ? task.argv.join(' ') : task.prompt ?? '';
+    const what = !task ? '' : task.agent === 'command' ? argvText(task.argv) : task.prompt ?? '';
     this.#$('.task-title').textContent = task ? `${AGENTS[task.agent] ?? task.agent}: ${what.length > 300 ? `${what.slice(0, 300)}…` : what}` : '';
   }
 

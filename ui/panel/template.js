@@ -170,7 +170,7 @@ export function panelMarkup(stylesheet) {
         </div>
       </details>
       <details class="network" hidden>
-        <summary>Network <span class="preset"></span></summary>
+        <summary><span>Network</span> <span class="preset"></span></summary>
         <div class="network-body">
           <p class="network-error" role="alert"></p>
           <ol class="netlog" aria-label="Recent connections"></ol>

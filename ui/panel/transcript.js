@@ -107,10 +107,11 @@ export function statusText(task, now) {
 
 /**
  * @param {number} ms
- * @returns {string} 0.4 s, 12 s, 3 min 05 s, 1 h 02 min
+ * @returns {string} 40 ms, 2.4 s, 12 s, 3 min 05 s, 1 h 02 min
  */
 export function durationText(ms) {
-  const s = Math.max(0, ms) / 1000;
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
+  const s = ms / 1000;
   if (s < 10) return `${s.toFixed(1)} s`;
   if (s < 60) return `${Math.floor(s)} s`;
   const m = Math.floor(s / 60);
@@ -147,4 +148,15 @@ export function patchOf(patch, path) {
  */
 export function argvOf(text) {
   return text.split('\n').map((line) => line.replace(/\r$/, '')).filter((line) => line.trim() !== '');
+}
+
+/**
+ * A command's argv as one line for people: an argument with spaces or
+ * quotes in it shown quoted (JSON's way), so that the words stay apart.
+ *
+ * @param {string[]} argv
+ * @returns {string}
+ */
+export function argvText(argv) {
+  return argv.map((a) => (a === '' || /[\s"'\\]/.test(a) ? JSON.stringify(a) : a)).join(' ');
 }

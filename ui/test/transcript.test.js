@@ -4,7 +4,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { entryOf, statusText, durationText, patchOf, argvOf } from '../panel/transcript.js';
+import { entryOf, statusText, durationText, patchOf, argvOf, argvText } from '../panel/transcript.js';
 
 /** @typedef {import('../client/types.js').Task} Task */
 
@@ -29,13 +29,15 @@ test('the status line: status, duration (ticking while it runs), exit code, cost
   /** @type {Task} */
   const task = { taskId: 't', projectPath: '/p', agent: 'command', argv: ['true'], timeout: '30m', container: 'c', base: 'b', status: 'running', startedAt: 1000, events: 1 };
   assert.equal(statusText(task, 3500), 'Running, 2.5 s');
+  assert.equal(statusText(task, 1500), 'Running, 500 ms');
   const done = { ...task, status: /** @type {const} */ ('failed'), finishedAt: 2000, finished: { status: 'failed', exitCode: 2, durationMs: 1234, costUsd: 0.5, turns: 3 } };
   assert.equal(statusText(done, 99_999), 'Failed, 1.2 s · exit code 2 · 3 turns · $0.5000');
   assert.equal(statusText({ ...task, status: 'cancelled', finished: { status: 'cancelled', exitCode: -1, durationMs: 61_000 } }, 0), 'Cancelled, 1 min 01 s');
 });
 
 test('durations for people', () => {
-  assert.equal(durationText(400), '0.4 s');
+  assert.equal(durationText(40), '40 ms');
+  assert.equal(durationText(2400), '2.4 s');
   assert.equal(durationText(12_300), '12 s');
   assert.equal(durationText(185_000), '3 min 05 s');
   assert.equal(durationText(3_720_000), '1 h 02 min');
@@ -53,4 +55,9 @@ test("a file's part of the patch, and none for a file it does not have", () => {
 test('a command typed one argument a line, no shell', () => {
   assert.deepEqual(argvOf('sh\n-c\necho "a b"; ls\n\n'), ['sh', '-c', 'echo "a b"; ls']);
   assert.deepEqual(argvOf('  \n'), []);
+});
+
+test('a command shown on one line keeps its words apart', () => {
+  assert.equal(argvText(['sh', '-c', 'echo "a b"', '']), 'sh -c "echo \\"a b\\"" ""');
+  assert.equal(argvText(['ls', '-la']), 'ls -la');
 });
