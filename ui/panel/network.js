@@ -128,7 +128,9 @@ export class NetworkSection {
 
   #drawLog() {
     const list = this.#$('.netlog');
-    const rows = [...this.#log].reverse().map((e) => {
+    // Newest first: an entry is recorded when its connection ends (its
+    // bytes counted), so the order received is not the order of time.
+    const rows = [...this.#log].sort((a, b) => b.time - a.time).map((e) => {
       const line = logLine(e);
       const li = document.createElement('li');
       li.dataset.decision = line.decision;
@@ -154,8 +156,10 @@ export class NetworkSection {
   #setQueue(queue) {
     this.#queue = queue;
     const ids = new Set(queue.map((q) => q.id));
+    let hadFocus = false;
     for (const [id, card] of this.#cards) {
       if (ids.has(id)) continue;
+      hadFocus ||= card.contains(this.#root.activeElement);
       card.remove();
       this.#cards.delete(id);
     }
@@ -167,6 +171,8 @@ export class NetworkSection {
         list.append(card);
       }
     }
+    // A keyboard user who answered one goes on with the next.
+    if (hadFocus) /** @type {HTMLElement | null | undefined} */ (list.querySelector('.question button'))?.focus();
     this.#$('.questions').hidden = queue.length === 0;
     this.#$('.questions-title').textContent = queue.length === 1
       ? 'The sandbox asks' : `The sandbox asks ${queue.length} things`;

@@ -130,6 +130,9 @@ test("the panel's permission questions: a queue with causes, answered here or el
   await panel.expectVisible(cards.nth(0).getByRole('definition').filter({ hasText: `${ip}:8080 (tcp)` }));
   await panel.expectVisible(cards.nth(0).getByText(/^Denied without an answer in \d+ s\.$/));
   await screenshot('1-two-questions');
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await screenshot('1-two-questions-dark');
+  await page.emulateMedia({ colorScheme: 'light' });
 
   // The second answered elsewhere (another client): its card goes.
   const { pending } = await client.listPermissions(project);
