@@ -27,6 +27,7 @@ export class TasksSection {
   /** @type {Task | null} the task shown */
   #task = null;
   #seq = 0; // the last event shown
+  #starting = false; // a start of this section is in flight
   /** @type {TaskDiff | null} */
   #diff = null;
   /** @type {ReturnType<typeof setInterval> | undefined} */
@@ -109,7 +110,7 @@ export class TasksSection {
 
   async #start() {
     const client = this.#client;
-    if (!client) return;
+    if (!client || this.#starting) return;
     const form = /** @type {HTMLFormElement} */ (this.#$('.task-form'));
     const agent = /** @type {'claude' | 'codex' | 'command'} */ (/** @type {HTMLSelectElement} */ (form.elements.namedItem('agent')).value);
     const prompt = /** @type {HTMLTextAreaElement} */ (form.elements.namedItem('prompt')).value.trim();
@@ -117,6 +118,7 @@ export class TasksSection {
     this.#$('.tasks-error').textContent = '';
     const submit = /** @type {HTMLButtonElement} */ (form.querySelector('button[type=submit]'));
     submit.setAttribute('aria-disabled', 'true');
+    this.#starting = true;
     try {
       const { taskId, task } = await client.startTask(this.#project, agent === 'command' ? { agent, command: argv } : { agent, prompt });
       if (client !== this.#client) return;
@@ -131,6 +133,7 @@ export class TasksSection {
     } catch (err) {
       this.#error(err);
     } finally {
+      this.#starting = false;
       submit.setAttribute('aria-disabled', 'false');
     }
   }
