@@ -4,7 +4,8 @@
 // cause, destination and the answers; a card leaves when
 // sandbox/permission/resolved says its question ended (answered here or
 // elsewhere, settled, expired). Below, the Network section: the policy's
-// preset and the recent connection log, followed live (sandbox/network).
+// preset, the user's kept and session decisions (each can be forgotten),
+// and the recent connection log, followed live (sandbox/network).
 // Host names and command lines come from the sandbox: set as text only.
 
 import { messageOf } from './model.js';
@@ -13,6 +14,7 @@ import { questionFacts, secondsLeft, enqueue, dequeue, logLine, presetText, clip
 /** @typedef {import('../client/pilot-sandbox.js').Client} Client */
 /** @typedef {import('../client/types.js').PermissionRequest} PermissionRequest */
 /** @typedef {import('../client/types.js').NetworkLogEntry} NetworkLogEntry */
+/** @typedef {import('../client/types.js').KeptDecision} KeptDecision */
 
 /** How many log entries the section shows, newest first. */
 const LOG_SHOWN = 50;
@@ -81,7 +83,11 @@ export class NetworkSection {
     if (!client || !this.#project) return;
     this.#unsubscribe.push(
       client.onPermission((q) => this.#setQueue(enqueue(this.#queue, q, this.#project))),
-      client.onPermissionResolved((r) => this.#setQueue(dequeue(this.#queue, r.id))),
+      client.onPermissionResolved((r) => {
+        this.#setQueue(dequeue(this.#queue, r.id));
+        // An answer for the session or always is a decision to list.
+        if (r.projectPath === this.#project && r.decision !== 'allow_once') this.#readKept();
+      }),
       client.onNetwork(({ projectPath, entry }) => {
         if (projectPath !== this.#project || client !== this.#client) return;
         this.#log = [...this.#log, entry].slice(-LOG_SHOWN);
@@ -111,6 +117,54 @@ export class NetworkSection {
     await this.#readLog();
   }
 
+  /** Lists the project's kept and session decisions, while open. */
+  async #readKept() {
+    const client = this.#client;
+    if (!client || !this.#running || !/** @type {HTMLDetailsElement} */ (this.#$('details.network')).open) return;
+    try {
+      const { rules } = await client.listPermissions(this.#project);
+      if (client === this.#client) this.#drawKept(rules);
+    } catch (err) {
+      this.#$('.network-error').textContent = messageOf(err);
+    }
+  }
+
+  /** @param {KeptDecision[]} rules */
+  #drawKept(rules) {
+    const rows = rules.map((r) => {
+      const li = document.createElement('li');
+      const forget = document.createElement('button');
+      forget.type = 'button';
+      forget.textContent = 'Forget';
+      forget.setAttribute('aria-label', `Forget ${r.decision} ${clip(r.rule, 260)}`);
+      forget.addEventListener('click', async () => {
+        const client = this.#client;
+        if (!client) return;
+        try {
+          await client.forgetPermission(this.#project, r.rule);
+        } catch (err) {
+          this.#$('.network-error').textContent = messageOf(err);
+        }
+        await this.#readKept();
+      });
+      li.append(
+        span(r.decision === 'allow' ? 'allow' : 'deny', 'netlog-decision'),
+        span(clip(r.rule, 260), 'netlog-host'),
+        span(r.source === 'session' ? 'until the sandbox stops' : 'kept for this project', 'netlog-by'),
+        ...(r.reason ? [span(clip(r.reason), 'netlog-by')] : []),
+        forget,
+      );
+      li.dataset.decision = r.decision;
+      return li;
+    });
+    if (!rows.length) {
+      const li = document.createElement('li');
+      li.append(span('None: what the policy does not settle, you are asked.', 'hint'));
+      rows.push(li);
+    }
+    this.#$('.kept').replaceChildren(...rows);
+  }
+
   /** Reads the recent log and follows it (watch) while open. */
   async #readLog() {
     const client = this.#client;
@@ -124,6 +178,7 @@ export class NetworkSection {
     } catch (err) {
       this.#$('.network-error').textContent = messageOf(err);
     }
+    await this.#readKept();
   }
 
   #drawLog() {

@@ -173,7 +173,10 @@ export function panelMarkup(stylesheet) {
         <summary><span>Network</span> <span class="preset"></span></summary>
         <div class="network-body">
           <p class="network-error" role="alert"></p>
-          <ol class="netlog" aria-label="Recent connections"></ol>
+          <h3 id="kept-title">Your decisions</h3>
+          <ul class="kept" aria-labelledby="kept-title"></ul>
+          <h3 id="netlog-title">Recent connections</h3>
+          <ol class="netlog" aria-labelledby="netlog-title"></ol>
         </div>
       </details>
     </aside>

@@ -4,7 +4,8 @@
 // that connect to it. Two questions wait at once as a queue, each with its
 // cause; one answered elsewhere leaves the panel; Allow once lets its
 // connection through; Deny with a message tells the program why; the log
-// shows both decisions, and the preset shows.
+// shows both decisions, and the preset shows; Always allow is listed
+// among the user's decisions until forgotten.
 
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -163,5 +164,19 @@ test("the panel's permission questions: a queue with causes, answered here or el
   await panel.expectVisible(log.getByRole('listitem').filter({ hasText: 'allowed' }).filter({ hasText: `${ip}:8080` }).filter({ hasText: 'by you' }));
   await panel.expectVisible(log.getByRole('listitem').filter({ hasText: 'denied' }).filter({ hasText: `${ip}:8080` }).filter({ hasText: 'by you' }));
   await screenshot('3-log');
+
+  // Always allow: the connection goes through, and the decision is listed
+  // until the user forgets it.
+  const kept = page.getByRole('list', { name: 'Your decisions' });
+  await panel.expectVisible(kept.getByText(/^None: /));
+  const fourth = client.exec(project, fetchCommand(`http://${ip}:8081/`), { timeoutMs: 120_000 });
+  await cards.first().getByRole('button', { name: 'Always allow' }).click();
+  assert.equal((await fourth).stdout.trim(), 'hello from the test server');
+  await panel.expectVisible(kept.getByRole('listitem').filter({ hasText: `${ip}:8081` }).filter({ hasText: 'kept for this project' }));
+  assert.equal((await client.exec(project, fetchCommand(`http://${ip}:8081/`), { timeoutMs: 60_000 })).stdout.trim(), 'hello from the test server', 'asked again after always');
+  await screenshot('4-kept');
+  await kept.getByRole('button', { name: `Forget allow ${ip}:8081` }).click();
+  await panel.expectVisible(kept.getByText(/^None: /));
+  assert.deepEqual((await client.listPermissions(project)).rules, []);
   assertNoErrors();
 });
