@@ -5,7 +5,8 @@
 // cause; one answered elsewhere leaves the panel; Allow once lets its
 // connection through; Deny with a message tells the program why; the log
 // shows both decisions, and the preset shows; Always allow is listed
-// among the user's decisions until forgotten.
+// among the user's decisions until forgotten; a question nobody answers
+// leaves by itself when it times out.
 
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -178,5 +179,15 @@ test("the panel's permission questions: a queue with causes, answered here or el
   await kept.getByRole('button', { name: `Forget allow ${ip}:8081` }).click();
   await panel.expectVisible(kept.getByText(/^None: /));
   assert.deepEqual((await client.listPermissions(project)).rules, []);
+
+  // Unanswered: with askTimeout 2s (config.json is read at each question),
+  // the card goes by itself and the program hears "no answer".
+  writeFileSync(join(config, 'pilot-sandbox', 'config.json'), JSON.stringify({
+    idleStop: '0', maxRunning: 0, disk: '0', network: { preset: 'dev', ask: [net.subnet], askTimeout: '2s' },
+  }));
+  const fifth = client.exec(project, fetchCommand(`http://${ip}:8081/`), { timeoutMs: 60_000 });
+  await panel.expectVisible(cards.first().getByText(/^Denied without an answer in [0-2] s\.$/));
+  await questions.waitFor({ state: 'hidden', timeout: 10_000 });
+  assert.match((await fifth).stdout, /^refused 403 .*no answer/);
   assertNoErrors();
 });
