@@ -16,6 +16,9 @@ import { questionFacts, secondsLeft, enqueue, dequeue, logLine, presetText, clip
 /** @typedef {import('../client/types.js').NetworkLogEntry} NetworkLogEntry */
 /** @typedef {import('../client/types.js').KeptDecision} KeptDecision */
 
+/** How long past its expiry a question's card may stay (its resolved notice lost). */
+const STALE_MS = 5000;
+
 /** How many log entries the section shows, newest first. */
 const LOG_SHOWN = 50;
 
@@ -240,9 +243,18 @@ export class NetworkSection {
     this.onChange();
   }
 
-  /** Updates each card's time left. */
+  /**
+   * Updates each card's time left. A question well past its expiry is
+   * dropped: its resolved notice can come before the answer of the list
+   * that still had it.
+   */
   #tick() {
     const now = Date.now();
+    const stale = this.#queue.filter((q) => now > q.expiresAt + STALE_MS);
+    if (stale.length) {
+      this.#setQueue(this.#queue.filter((q) => !stale.includes(q)));
+      return;
+    }
     for (const q of this.#queue) {
       const left = this.#cards.get(q.id)?.querySelector('.q-left');
       if (left) left.textContent = `Denied without an answer in ${secondsLeft(q, now)} s.`;

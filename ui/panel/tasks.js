@@ -260,6 +260,8 @@ export class TasksSection {
   #drawStatus() {
     const task = this.#task;
     const running = task?.status === 'running';
+    // A change of status is told to a screen reader; the ticking is not.
+    this.#$('.task-status').setAttribute('aria-live', 'polite');
     this.#$('.task-status').textContent = task ? statusText(task, Date.now()) : '';
     this.#$('.task-status').dataset.status = task?.status ?? '';
     this.#$('.task-cancel').hidden = !running;
@@ -267,7 +269,9 @@ export class TasksSection {
     this.#ticker = undefined;
     if (running) {
       this.#ticker = setInterval(() => {
-        if (this.#task === task) this.#$('.task-status').textContent = statusText(task, Date.now());
+        if (this.#task !== task) return;
+        this.#$('.task-status').setAttribute('aria-live', 'off');
+        this.#$('.task-status').textContent = statusText(task, Date.now());
       }, 1000);
     }
   }

@@ -131,7 +131,7 @@ export function panelMarkup(stylesheet) {
     </div>
     <aside class="side" aria-label="Questions, tasks and network" hidden>
       <section class="questions" aria-labelledby="questions-title" hidden>
-        <h2 id="questions-title" class="questions-title">The sandbox asks</h2>
+        <h2 id="questions-title" class="questions-title" aria-live="polite">The sandbox asks</h2>
         <ol class="question-list"></ol>
       </section>
       <details class="tasks" hidden>
