@@ -125,7 +125,7 @@ export function logLine(e) {
  * @param {number} n
  * @returns {string}
  */
-export function bytes(n) {
+function bytes(n) {
   const v = Number(n) || 0;
   if (v < 1024) return `${v} B`;
   if (v < 1024 * 1024) return `${(v / 1024).toFixed(1)} KiB`;
