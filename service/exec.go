@@ -240,6 +240,8 @@ func (m *Manager) running(ctx context.Context, path string) (*box, State, error)
 	switch {
 	case st == nil:
 		return b, State{}, ErrNoSandbox
+	case st.Status == StatusPaused:
+		return b, *st, ErrPaused
 	case st.Status != StatusRunning:
 		return b, *st, fmt.Errorf("%w (it is %s)", ErrNotRunning, st.Status)
 	}

@@ -35,7 +35,7 @@ type DesktopPorts interface {
 // cannot be carried, c has none and the error says why (the readiness
 // check then says it does not answer).
 func (m *Manager) withDesktopPorts(ctx context.Context, project string, c Container) (Container, error) {
-	if !c.NoNetwork || !c.Running || c.State == "paused" {
+	if !c.NoNetwork || !c.Running || c.Paused() {
 		return c, nil
 	}
 	if m.cfg.DesktopPorts == nil {

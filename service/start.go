@@ -40,6 +40,9 @@ func (m *Manager) Start(ctx context.Context, path string) (State, error) {
 	trace.step("lock")
 	c, err := m.find(ctx, b)
 	trace.step("inspect")
+	if err == nil && c.Paused() {
+		return m.resume(ctx, b, c, trace)
+	}
 	if (err == nil && !c.Running) || errors.Is(err, ErrContainerNotFound) {
 		release, err := m.admit(ctx, b)
 		if err != nil {
@@ -60,6 +63,21 @@ func (m *Manager) Start(ctx context.Context, path string) (State, error) {
 		m.log.Debug().Str("project", b.project).Str("steps", trace.steps.String()).Int("probes", trace.probes).Msg("start timeline")
 	}
 	return st, err
+}
+
+// resume thaws a paused sandbox (stop.go, Pause) and returns once its
+// desktop answers again, with every window as it was.
+func (m *Manager) resume(ctx context.Context, b *box, c Container, trace *startTrace) (State, error) {
+	if err := m.docker.UnpauseContainer(ctx, c.ID); err != nil {
+		m.settle(ctx, b)
+		return State{}, fmt.Errorf("resume the paused container: %w", err)
+	}
+	trace.step("unpause")
+	b.mu.Lock()
+	b.paused = pauseMark{}
+	b.mu.Unlock()
+	c.State = "running"
+	return m.launch(ctx, b, c, trace)
 }
 
 // find looks the project's container up by its name, which is derived from

@@ -11,7 +11,7 @@
  * @property {string} [error] what is wrong and what to do, in plain words
  */
 
-/** @typedef {'starting' | 'running' | 'stopping' | 'stopped' | 'error'} SandboxStatus */
+/** @typedef {'starting' | 'running' | 'stopping' | 'stopped' | 'error' | 'paused'} SandboxStatus */
 
 /**
  * @typedef {object} SandboxState
@@ -31,6 +31,7 @@
  * @property {string} [error]
  * @property {string} [stopReason] why the lifecycle policy stopped it ("stopped after 30m without activity")
  * @property {number} [diskBytes] its own files, as last measured, when a disk limit is set
+ * @property {number} [memoryBytes] the memory a paused sandbox holds
  */
 
 /**
