@@ -41,7 +41,9 @@ func (m *Manager) Start(ctx context.Context, path string) (State, error) {
 	c, err := m.find(ctx, b)
 	trace.step("inspect")
 	if err == nil && c.Paused() {
-		return m.resume(ctx, b, c, trace)
+		st, err := m.resume(ctx, b, c, trace)
+		m.logTimeline(b, trace, err)
+		return st, err
 	}
 	if (err == nil && !c.Running) || errors.Is(err, ErrContainerNotFound) {
 		release, err := m.admit(ctx, b)
@@ -59,10 +61,15 @@ func (m *Manager) Start(ctx context.Context, path string) (State, error) {
 		return State{}, err
 	}
 	st, err := m.launch(ctx, b, c, trace)
+	m.logTimeline(b, trace, err)
+	return st, err
+}
+
+// logTimeline notes where a start's time went, if it worked.
+func (m *Manager) logTimeline(b *box, trace *startTrace, err error) {
 	if err == nil {
 		m.log.Debug().Str("project", b.project).Str("steps", trace.steps.String()).Int("probes", trace.probes).Msg("start timeline")
 	}
-	return st, err
 }
 
 // resume thaws a paused sandbox (stop.go, Pause) and returns once its
