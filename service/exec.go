@@ -40,15 +40,25 @@ const (
 // ExecRequest is a shell command to run in a project's sandbox.
 type ExecRequest struct {
 	Command string
+	// Argv, instead of Command, is a program and its arguments, run as
+	// they are given (shell.ForegroundArgv); not for Background.
+	Argv    []string
 	Timeout time.Duration // 0 means DefaultExecTimeout
 	WorkDir string        // "" means the sandbox user's home
 	// Stdin is the command's standard input; without it, stdin is empty.
 	Stdin *string
+	// Input, instead of Stdin, is a standard input read as the command
+	// runs (a pipe, a terminal), until its end.
+	Input io.Reader
 	// Env adds to (and overrides) the command's environment.
 	Env map[string]string
 	// Output, when set, is called with the output as it comes, as text, in
 	// order, each stream up to its cap; never after Exec returns.
 	Output func(stream, text string)
+	// Stdout and Stderr, when set, take the output byte for byte as it
+	// comes, without a cap, in place of the result's (a terminal, a pipe:
+	// the command line's exec). Set both or neither.
+	Stdout, Stderr io.Writer
 	// Cause is what the command runs for: the hint of its connections
 	// (Network.ExecEnv).
 	Cause ExecCause
@@ -78,15 +88,26 @@ func (m *Manager) Exec(ctx context.Context, path string, req ExecRequest) (ExecO
 	if err != nil {
 		return ExecOutput{}, err
 	}
+	seconds := int(math.Ceil(timeout.Seconds()))
+	cmd := shell.Foreground(req.Command, seconds)
+	if req.Argv != nil {
+		cmd = shell.ForegroundArgv(req.Argv, seconds)
+	}
+	stdin := stdinReader(req.Stdin)
+	if req.Input != nil {
+		stdin = req.Input
+	}
 	started := time.Now()
 	res, err := m.execMarked(ctx, path, ExecSpec{
-		Cmd:       shell.Foreground(req.Command, int(math.Ceil(timeout.Seconds()))),
+		Cmd:       cmd,
 		WorkDir:   req.WorkDir,
 		Env:       env,
-		Stdin:     stdinReader(req.Stdin),
+		Stdin:     stdin,
 		Timeout:   timeout + execGrace,
 		MaxOutput: MaxExecOutput,
 		Cause:     req.Cause,
+		Stdout:    req.Stdout,
+		Stderr:    req.Stderr,
 	}, req.Output)
 	if err != nil {
 		return ExecOutput{}, err
@@ -109,14 +130,19 @@ func (m *Manager) Exec(ctx context.Context, path string, req ExecRequest) (ExecO
 
 // execMarked runs spec.Cmd so that the call ends when the command does,
 // not when the last holder of its output lets go (shell.Finish), passing
-// its output to output (when set) as it comes. Without it, an exec that
-// leaves a child holding its output makes Docker hold the next execs'
-// exit codes too, for 2 to 4 s (measured).
+// its output to output (when set) as it comes, or, when spec.Stdout and
+// Stderr are set, to them as it comes, in place of the result. Without
+// it, an exec that leaves a child holding its output makes Docker hold
+// the next execs' exit codes too, for 2 to 4 s (measured).
 func (m *Manager) execMarked(ctx context.Context, path string, spec ExecSpec, output func(stream, text string)) (ExecResult, error) {
 	stdout := shell.NewCollector(spec.MaxOutput, emitter(output, StreamStdout))
 	stderr := shell.NewCollector(spec.MaxOutput, emitter(output, StreamStderr))
+	outSink, errSink := io.Writer(stdout), io.Writer(stderr)
+	if spec.Stdout != nil && spec.Stderr != nil {
+		outSink, errSink = spec.Stdout, spec.Stderr
+	}
 	marker := shell.NewMarker()
-	finish := shell.NewFinish(marker, stdout, stderr)
+	finish := shell.NewFinish(marker, outSink, errSink)
 	spec.Cmd = shell.Marked(marker, spec.Cmd...)
 	spec.Stdout, spec.Stderr, spec.Finished = finish.Stdout(), finish.Stderr(), finish.Done()
 	res, err := m.ExecArgv(ctx, path, spec)
@@ -137,15 +163,36 @@ func (m *Manager) execMarked(ctx context.Context, path string, spec ExecSpec, ou
 // execTimeout checks the request's command and timeout, and returns the
 // timeout to use.
 func execTimeout(req ExecRequest) (time.Duration, error) {
+	if err := checkCommand(req); err != nil {
+		return 0, err
+	}
 	switch {
-	case req.Command == "":
-		return 0, &ArgumentError{Name: "command", Reason: "must not be empty"}
 	case req.Timeout == 0:
 		return DefaultExecTimeout, nil
 	case req.Timeout < 0 || req.Timeout > MaxExecTimeout:
 		return 0, &ArgumentError{Name: "timeoutMs", Reason: fmt.Sprintf("must be between 1 and %d", MaxExecTimeout.Milliseconds())}
 	}
 	return req.Timeout, nil
+}
+
+// checkCommand says what is wrong with the request's command or argv.
+func checkCommand(req ExecRequest) error {
+	switch {
+	case req.Argv == nil && req.Command == "":
+		return &ArgumentError{Name: "command", Reason: "must not be empty"}
+	case req.Argv == nil:
+		return nil
+	case req.Command != "":
+		return &ArgumentError{Name: "argv", Reason: "give command or argv, not both"}
+	case len(req.Argv) == 0 || req.Argv[0] == "":
+		return &ArgumentError{Name: "argv", Reason: "must name a program"}
+	}
+	for i, a := range req.Argv {
+		if strings.ContainsRune(a, 0) {
+			return &ArgumentError{Name: fmt.Sprintf("argv[%d]", i), Reason: "must not hold a NUL character"}
+		}
+	}
+	return nil
 }
 
 // envName is what a shell takes for a variable's name.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
@@ -276,44 +275,6 @@ func runList(ctx context.Context, e *env, args []string) error {
 	}
 	if gone > 0 {
 		fmt.Fprintf(e.stdout, "\n%d sandbox(es) belong to a project directory that is gone: pilot-sandbox prune removes them.\n", gone)
-	}
-	return nil
-}
-
-func runExec(ctx context.Context, e *env, args []string) error {
-	var timeout time.Duration
-	c, fs, err := newCLI(e, "exec", args, func(fs *flag.FlagSet) {
-		fs.DurationVar(&timeout, "timeout", service.DefaultExecTimeout, "stop the command after this long (at most 10m)")
-	})
-	if err != nil {
-		return err
-	}
-	defer c.close()
-	command := strings.Join(fs.Args(), " ")
-	if command == "" {
-		fmt.Fprintln(e.stderr, "usage: pilot-sandbox exec [--project DIR] [--timeout D] -- COMMAND...")
-		return errUsage
-	}
-	stopAsking := c.askOnTerminal(ctx)
-	defer stopAsking()
-	out, err := c.manager.Exec(ctx, c.project, service.ExecRequest{Command: command, Timeout: timeout})
-	if err != nil {
-		return err
-	}
-	if c.json {
-		c.printJSON(out)
-		return nil
-	}
-	io.WriteString(e.stdout, out.Stdout)
-	io.WriteString(e.stderr, out.Stderr)
-	if out.TimedOut {
-		fmt.Fprintf(e.stderr, "pilot-sandbox exec: timed out after %s\n", timeout)
-	}
-	if out.Truncated {
-		fmt.Fprintf(e.stderr, "pilot-sandbox exec: output truncated at %d MiB\n", service.MaxExecOutput>>20)
-	}
-	if out.ExitCode != 0 {
-		return exitError{code: min(max(out.ExitCode, 1), 255)}
 	}
 	return nil
 }

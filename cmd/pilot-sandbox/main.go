@@ -7,7 +7,7 @@
 //	pilot-sandbox start|stop|status [--project DIR]
 //	pilot-sandbox approve [--project DIR] [--yes]
 //	pilot-sandbox remove [--project DIR | --container ID]
-//	pilot-sandbox exec [--project DIR] [--timeout D] -- COMMAND...
+//	pilot-sandbox exec [--project DIR] [--timeout D] [-i] [--workdir DIR] [--env NAME=VALUE] -- PROGRAM [ARG...]
 //	pilot-sandbox screenshot [--project DIR] [-o FILE]
 //	pilot-sandbox tool [NAME [--project DIR] [JSON arguments]]
 //	pilot-sandbox net [--project DIR] [allow HOST | deny HOST | preset NAME | forget RULE]
@@ -49,7 +49,7 @@ func commands() []command {
 		{"remove", "delete the project's sandbox and everything in it", runRemove},
 		{"list", "list every sandbox", runList},
 		{"prune", "remove the sandboxes whose project directory is gone", runPrune},
-		{"exec", "run a shell command in the project's sandbox", runExec},
+		{"exec", "run a program in the project's sandbox, its arguments as given (like docker exec)", runExec},
 		{"cp", "copy files into or out of the project's sandbox (sandbox:PATH), running or stopped", runCp},
 		{"screenshot", "save a PNG of the project's sandbox display", runScreenshot},
 		{"tool", "run one of the agent tools, or list them", runTool},
