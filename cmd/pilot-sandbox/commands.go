@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	units "github.com/docker/go-units"
 	"github.com/rs/zerolog"
 
 	"github.com/pilot-sandbox/pilot-sandbox/images"
@@ -100,10 +101,20 @@ func (c *cli) printState(st *service.State) {
 		fmt.Fprintf(w, "  control    %s\n", st.ViewerURL)
 		fmt.Fprintf(w, "  watch      %s\n", st.WatchURL)
 		fmt.Fprintf(w, "  vnc        127.0.0.1:%d\n", st.VNCPort)
+	case st.Status == service.StatusPaused:
+		fmt.Fprintf(w, "  paused     every process frozen, every window kept%s; pilot-sandbox start resumes it\n", heldMemory(st.MemoryBytes))
 	}
 	if st.Error != "" {
 		fmt.Fprintf(w, "  error      %s\n", st.Error)
 	}
+}
+
+// heldMemory says what memory a paused sandbox holds, if measured.
+func heldMemory(n int64) string {
+	if n <= 0 {
+		return ""
+	}
+	return ", holding " + units.BytesSize(float64(n)) + " of memory"
 }
 
 // noNetworkDesktop says where the desktop of a sandbox without a network is.
@@ -185,6 +196,20 @@ func runStop(ctx context.Context, e *env, args []string) error {
 	}
 	defer c.close()
 	st, err := c.manager.Stop(ctx, c.project)
+	if err != nil {
+		return err
+	}
+	c.printState(&st)
+	return nil
+}
+
+func runPause(ctx context.Context, e *env, args []string) error {
+	c, _, err := newCLI(e, "pause", args, nil)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	st, err := c.manager.Pause(ctx, c.project)
 	if err != nil {
 		return err
 	}

@@ -92,3 +92,71 @@ func TestExecLikeDocker(t *testing.T) {
 		t.Errorf("then %q, %v; want %q", rest, err, "got second\n")
 	}
 }
+
+// TestPauseCommand: pause freezes the sandbox and says so, status shows
+// it paused with the memory it holds, exec says it is paused and how to
+// resume, and start resumes it.
+func TestPauseCommand(t *testing.T) {
+	docker := dockertest.Engine(t)
+	project := dockertest.Project(t, docker)
+	state := t.TempDir()
+	run := func(args ...string) (string, string, int) {
+		t.Helper()
+		cmd := exec.Command(binary, args...)
+		cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state)
+		cmd.Dir = project
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		cmd.Run()
+		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+	}
+	if _, errOut, code := run("start"); code != 0 {
+		t.Fatalf("start: %d %s", code, errOut)
+	}
+	if out, errOut, code := run("pause"); code != 0 || !strings.Contains(out, ": paused\n") {
+		t.Errorf("pause: %d %q %q", code, out, errOut)
+	}
+	if out, _, code := run("status"); code != 0 || !strings.Contains(out, "every window kept, holding ") || !strings.Contains(out, "pilot-sandbox start resumes it") {
+		t.Errorf("status: %d %q", code, out)
+	}
+	if _, errOut, code := run("exec", "--", "true"); code != 1 || !strings.Contains(errOut, "paused") || !strings.Contains(errOut, "pilot-sandbox start") {
+		t.Errorf("exec while paused: %d %q; want 1, saying it is paused and how to resume", code, errOut)
+	}
+	if out, errOut, code := run("start"); code != 0 || !strings.Contains(out, ": running\n") {
+		t.Errorf("start of a paused sandbox: %d %q %q", code, out, errOut)
+	}
+	if out, _, code := run("exec", "--", "echo", "back"); code != 0 || out != "back\n" {
+		t.Errorf("exec after the resume: %d %q", code, out)
+	}
+}
+
+// TestServePause: sandbox/pause, its event, the methods that need a
+// running sandbox saying it is paused, sandbox/close (pause, the
+// default), and sandbox/start resuming, through the protocol.
+func TestServePause(t *testing.T) {
+	docker := dockertest.Engine(t)
+	project := dockertest.Project(t, docker)
+	s := startSidecar(t, "lsp")
+	result(t, s.call("initialize", map[string]any{}, 20*time.Second))
+	p := map[string]any{"projectPath": project}
+	result(t, s.call("sandbox/start", p, 5*time.Minute))
+	paused := result(t, s.call("sandbox/pause", p, time.Minute))
+	if paused["status"] != "paused" || paused["memoryBytes"] == nil || paused["viewerUrl"] != "" {
+		t.Errorf("sandbox/pause: %v", paused)
+	}
+	s.waitNotification("sandbox/event", func(params map[string]any) bool {
+		st, _ := params["state"].(map[string]any)
+		return params["projectPath"] == project && st["status"] == "paused"
+	}, time.Minute)
+	msg := s.call("sandbox/exec", map[string]any{"projectPath": project, "command": "true"}, time.Minute)
+	if e, _ := msg["error"].(map[string]any); errorKind(msg) != "not_running" || !strings.Contains(e["message"].(string), "paused") {
+		t.Errorf("exec while paused: %v", msg)
+	}
+	result(t, s.call("sandbox/start", p, time.Minute))
+	if closed := result(t, s.call("sandbox/close", p, time.Minute)); closed["status"] != "paused" {
+		t.Errorf("sandbox/close: %v; want paused, the default closeAction", closed)
+	}
+	if st := result(t, s.call("sandbox/start", p, time.Minute)); st["status"] != "running" || st["viewerUrl"] == "" {
+		t.Errorf("sandbox/start of the closed project: %v", st)
+	}
+}
