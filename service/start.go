@@ -84,7 +84,10 @@ func (m *Manager) resume(ctx context.Context, b *box, c Container, trace *startT
 	b.paused = pauseMark{}
 	b.mu.Unlock()
 	c.State = "running"
-	return m.launch(ctx, b, c, trace)
+	// Straight from paused to running, with no starting between: what
+	// follows the sandbox's runs (its relays, the panel's viewer) keeps
+	// what it holds through a resume.
+	return m.awaitDesktop(ctx, b, c, desktop.Secret{}, trace)
 }
 
 // find looks the project's container up by its name, which is derived from
@@ -211,6 +214,14 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container, trace *startT
 		}
 		installed = secret
 	}
+	return m.awaitDesktop(ctx, b, c, installed, trace)
+}
+
+// awaitDesktop waits until the running container's desktop answers, with
+// its network's rules in place, and makes the sandbox running. installed
+// is the passwords a start put in, if it did.
+func (m *Manager) awaitDesktop(ctx context.Context, b *box, c Container, installed desktop.Secret, trace *startTrace) (State, error) {
+	display := displayOf(c, m.cfg.Display)
 	netUp := m.networkUp(ctx, b.project, c)
 	ready, err := m.waitReady(ctx, b.project, c.ID, trace)
 	if nerr := <-netUp; err == nil {
