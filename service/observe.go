@@ -63,7 +63,7 @@ func (m *Manager) observe(ctx context.Context, b *box, c Container) *State {
 	var secret desktop.Secret
 	ready := true
 	stopping := m.stoppingOutside(b, c)
-	if c.Running && !c.Paused() && !stopping {
+	if c.Running && c.State != "paused" && !stopping {
 		c, _ = m.withDesktopPorts(ctx, b.project, c) // without them it is not ready
 		var err error
 		if secret, err = m.secretFor(ctx, b, c); err != nil {
