@@ -46,18 +46,16 @@ type ExecRequest struct {
 	Timeout time.Duration // 0 means DefaultExecTimeout
 	WorkDir string        // "" means the sandbox user's home
 	// Stdin is the command's standard input; without it, stdin is empty.
+	// Input, instead, is one read as the command runs (a pipe, a terminal).
 	Stdin *string
-	// Input, instead of Stdin, is a standard input read as the command
-	// runs (a pipe, a terminal), until its end.
 	Input io.Reader
 	// Env adds to (and overrides) the command's environment.
 	Env map[string]string
 	// Output, when set, is called with the output as it comes, as text, in
 	// order, each stream up to its cap; never after Exec returns.
 	Output func(stream, text string)
-	// Stdout and Stderr, when set, take the output byte for byte as it
-	// comes, without a cap, in place of the result's (a terminal, a pipe:
-	// the command line's exec). Set both or neither.
+	// Stdout and Stderr, when both set, take the output byte for byte as
+	// it comes, without a cap, in place of the result's (a terminal).
 	Stdout, Stderr io.Writer
 	// Cause is what the command runs for: the hint of its connections
 	// (Network.ExecEnv).
@@ -93,16 +91,12 @@ func (m *Manager) Exec(ctx context.Context, path string, req ExecRequest) (ExecO
 	if req.Argv != nil {
 		cmd = shell.ForegroundArgv(req.Argv, seconds)
 	}
-	stdin := stdinReader(req.Stdin)
-	if req.Input != nil {
-		stdin = req.Input
-	}
 	started := time.Now()
 	res, err := m.execMarked(ctx, path, ExecSpec{
 		Cmd:       cmd,
 		WorkDir:   req.WorkDir,
 		Env:       env,
-		Stdin:     stdin,
+		Stdin:     stdinOf(req),
 		Timeout:   timeout + execGrace,
 		MaxOutput: MaxExecOutput,
 		Cause:     req.Cause,
@@ -177,20 +171,14 @@ func execTimeout(req ExecRequest) (time.Duration, error) {
 
 // checkCommand says what is wrong with the request's command or argv.
 func checkCommand(req ExecRequest) error {
+	nul := func(a string) bool { return strings.ContainsRune(a, 0) }
 	switch {
 	case req.Argv == nil && req.Command == "":
 		return &ArgumentError{Name: "command", Reason: "must not be empty"}
-	case req.Argv == nil:
-		return nil
-	case req.Command != "":
-		return &ArgumentError{Name: "argv", Reason: "give command or argv, not both"}
-	case len(req.Argv) == 0 || req.Argv[0] == "":
-		return &ArgumentError{Name: "argv", Reason: "must name a program"}
-	}
-	for i, a := range req.Argv {
-		if strings.ContainsRune(a, 0) {
-			return &ArgumentError{Name: fmt.Sprintf("argv[%d]", i), Reason: "must not hold a NUL character"}
-		}
+	case req.Argv != nil && (req.Command != "" || len(req.Argv) == 0 || req.Argv[0] == ""):
+		return &ArgumentError{Name: "argv", Reason: "must name a program, and comes without command"}
+	case slices.ContainsFunc(req.Argv, nul):
+		return &ArgumentError{Name: "argv", Reason: "must not hold a NUL character"}
 	}
 	return nil
 }
@@ -222,12 +210,15 @@ func emitter(output func(stream, text string), stream string) func(string) {
 	return func(text string) { output(stream, text) }
 }
 
-// stdinReader is the exec's stdin: nil for none.
-func stdinReader(stdin *string) io.Reader {
-	if stdin == nil {
-		return nil
+// stdinOf is the exec's stdin: nil for none.
+func stdinOf(req ExecRequest) io.Reader {
+	switch {
+	case req.Input != nil:
+		return req.Input
+	case req.Stdin != nil:
+		return strings.NewReader(*req.Stdin)
 	}
-	return strings.NewReader(*stdin)
+	return nil
 }
 
 // ExecArgv runs argv in the project's running sandbox as the sandbox user
@@ -337,7 +328,7 @@ func (m *Manager) Background(ctx context.Context, path string, req ExecRequest) 
 		return BackgroundProcess{}, err
 	}
 	res, err := m.execMarked(ctx, path, ExecSpec{
-		Cmd: argv, WorkDir: req.WorkDir, Env: env, Stdin: stdinReader(req.Stdin),
+		Cmd: argv, WorkDir: req.WorkDir, Env: env, Stdin: stdinOf(req),
 		Timeout: backgroundCallTimeout, MaxOutput: 4096, Cause: req.Cause,
 	}, nil)
 	if err != nil {
@@ -390,7 +381,7 @@ func (m *Manager) Kill(ctx context.Context, path string, pid int) error {
 	if err != nil {
 		return err
 	}
-	if !hasPID(running, pid) {
+	if !slices.ContainsFunc(running, func(p Process) bool { return p.PID == pid }) {
 		return &ArgumentError{Name: "pid", Reason: fmt.Sprintf("no background process started through the sidecar runs with pid %d (sandbox/processes lists them)", pid)}
 	}
 	res, err := m.execMarked(ctx, path, ExecSpec{Cmd: shell.Kill(pid), Timeout: backgroundCallTimeout}, nil)
@@ -403,13 +394,4 @@ func (m *Manager) Kill(ctx context.Context, path string, pid int) error {
 		return fmt.Errorf("process %d: some of its processes outlived SIGKILL", pid)
 	}
 	return fmt.Errorf("kill process %d: exit %d: %s", pid, res.ExitCode, strings.TrimSpace(string(res.Stderr)))
-}
-
-func hasPID(ps []Process, pid int) bool {
-	for _, p := range ps {
-		if p.PID == pid {
-			return true
-		}
-	}
-	return false
 }

@@ -66,35 +66,20 @@ func (m *Manager) Start(ctx context.Context, path string) (State, error) {
 }
 
 // logTimeline notes where a start's time went, if it worked.
-func (m *Manager) logTimeline(b *box, trace *startTrace, err error) {
+func (m *Manager) logTimeline(b *box, t *startTrace, err error) {
 	if err == nil {
-		m.log.Debug().Str("project", b.project).Str("steps", trace.steps.String()).Int("probes", trace.probes).Msg("start timeline")
+		m.log.Debug().Str("project", b.project).Str("steps", t.steps.String()).Int("probes", t.probes).Msg("start timeline")
 	}
-}
-
-// resume thaws a paused sandbox (stop.go, Pause) and returns once its
-// desktop answers again, with every window as it was.
-func (m *Manager) resume(ctx context.Context, b *box, c Container, trace *startTrace) (State, error) {
-	if err := m.docker.UnpauseContainer(ctx, c.ID); err != nil {
-		m.settle(ctx, b)
-		return State{}, fmt.Errorf("resume the paused container: %w", err)
-	}
-	trace.step("unpause")
-	b.mu.Lock()
-	b.paused = pauseMark{}
-	b.mu.Unlock()
-	c.State = "running"
-	// Straight from paused to running, with no starting between: what
-	// follows the sandbox's runs (its relays, the panel's viewer) keeps
-	// what it holds through a resume.
-	return m.awaitDesktop(ctx, b, c, desktop.Secret{}, trace)
 }
 
 // find looks the project's container up by its name, which is derived from
 // the project path, so it is found even when .pilot/ was lost.
 func (m *Manager) find(ctx context.Context, b *box) (Container, error) {
-	name := ContainerName(b.project)
+	name := m.containerName(b.project)
 	c, err := m.docker.InspectContainer(ctx, name)
+	if errors.Is(err, ErrContainerNotFound) {
+		return m.findLegacy(ctx, b.project)
+	}
 	if err != nil {
 		return c, err
 	}
@@ -121,7 +106,7 @@ func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 // policy make it, and the image it needs. It announces the sandbox as
 // starting once nothing the user must approve stands in the way.
 func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, imagePlan, error) {
-	name := ContainerName(b.project)
+	name := m.containerName(b.project)
 	pc, limits, err := m.projectLimits(ctx, b)
 	if err != nil {
 		return ContainerSpec{}, imagePlan{}, err
@@ -147,9 +132,9 @@ func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, ima
 	spec := ContainerSpec{
 		Name:      name,
 		Image:     image,
-		Labels:    projectLabels(m.cfg.Scope, b.project),
+		Labels:    projectLabels(m.cfg.Scope, m.cfg.Owner, b.project),
 		Env:       []string{fmt.Sprintf("%s=%dx%dx24", desktop.ResolutionEnv, display.Width, display.Height)},
-		Ports:     []int{desktop.VNCPort, desktop.NoVNCPort},
+		Ports:     m.published(),
 		HostIP:    "127.0.0.1",
 		Limits:    limits,
 		DiskBytes: policy.DiskBytes,
@@ -202,7 +187,7 @@ const nameHeldAttempts = 8
 // until its desktop answers.
 func (m *Manager) launch(ctx context.Context, b *box, c Container, trace *startTrace) (State, error) {
 	display := displayOf(c, m.cfg.Display)
-	starting := stateOf(b.project, c, desktop.Secret{}, display, false)
+	starting := m.stateOf(b.project, c, desktop.Secret{}, display, false)
 	starting.Status, starting.Error = StatusStarting, ""
 	m.commit(b, &starting)
 
@@ -243,7 +228,7 @@ func (m *Manager) awaitDesktop(ctx context.Context, b *box, c Container, install
 	if err != nil {
 		m.log.Warn().Err(err).Str("project", b.project).Msg("VNC password unknown; the viewer will ask for it")
 	}
-	st := stateOf(b.project, ready, secret, display, false)
+	st := m.stateOf(b.project, ready, secret, display, false)
 	b.clearFailure()
 	b.setStopReason("", "")
 	m.touch(b) // a start is a use

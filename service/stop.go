@@ -44,7 +44,7 @@ func (m *Manager) stop(ctx context.Context, b *box) (State, error) {
 		b.mu.Unlock()
 	}
 	if c.Running {
-		stopping := stateOf(b.project, c, desktop.Secret{}, display, true)
+		stopping := m.stateOf(b.project, c, desktop.Secret{}, display, true)
 		stopping.Status = StatusStopping
 		m.commit(b, &stopping)
 		if err := m.docker.StopContainer(ctx, c.ID, m.cfg.StopGrace); err != nil {
@@ -56,7 +56,7 @@ func (m *Manager) stop(ctx context.Context, b *box) (State, error) {
 			return State{}, err
 		}
 	}
-	st := stateOf(b.project, c, desktop.Secret{}, display, true)
+	st := m.stateOf(b.project, c, desktop.Secret{}, display, true)
 	if !c.Running {
 		// Asked to stop, it is stopped, whatever it died of before.
 		st.Status, st.Error = StatusStopped, ""
@@ -224,8 +224,11 @@ func (m *Manager) RemoveContainer(ctx context.Context, id string) (bool, error) 
 	case c.Labels[LabelSandbox] != m.cfg.Scope:
 		return false, &ArgumentError{Name: "containerId", Reason: fmt.Sprintf("%s is not a pilot-sandbox sandbox (no %s=%s label)", id, LabelSandbox, m.cfg.Scope)}
 	}
-	project := c.Labels[LabelProject]
-	if project == "" || c.Name != ContainerName(project) {
+	if owner := c.Labels[LabelOwner]; owner != "" && owner != m.cfg.Owner {
+		return false, &ArgumentError{Name: "containerId", Reason: fmt.Sprintf("%s is a sandbox of %s: pilot-sandbox removes only its own user's (docker rm removes any)", id, owner)}
+	}
+	project, ok := m.projectOf(c)
+	if !ok {
 		// A copy made by hand: no project's state is its.
 		if err := m.docker.RemoveContainer(ctx, c.ID); err != nil && !errors.Is(err, ErrContainerNotFound) {
 			return false, fmt.Errorf("remove container: %w", err)
@@ -295,6 +298,24 @@ func (m *Manager) Pause(ctx context.Context, path string) (State, error) {
 		m.log.Info().Str("project", b.project).Str("container", c.ID).Msg("sandbox paused")
 	}
 	return *m.observe(ctx, b, c), nil
+}
+
+// resume thaws a paused sandbox (stop.go, Pause) and returns once its
+// desktop answers again, with every window as it was.
+func (m *Manager) resume(ctx context.Context, b *box, c Container, trace *startTrace) (State, error) {
+	if err := m.docker.UnpauseContainer(ctx, c.ID); err != nil {
+		m.settle(ctx, b)
+		return State{}, fmt.Errorf("resume the paused container: %w", err)
+	}
+	trace.step("unpause")
+	b.mu.Lock()
+	b.paused = pauseMark{}
+	b.mu.Unlock()
+	c.State = "running"
+	// Straight from paused to running, with no starting between: what
+	// follows the sandbox's runs (its relays, the panel's viewer) keeps
+	// what it holds through a resume.
+	return m.awaitDesktop(ctx, b, c, desktop.Secret{}, trace)
 }
 
 // notePause keeps the box's pauseMark in step with the container, and
