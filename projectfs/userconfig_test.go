@@ -30,10 +30,13 @@ func TestReadUserConfig(t *testing.T) {
 		{name: "empty object", file: "{}", want: def},
 		{
 			name: "every key",
-			file: `{"idleStop": "1h30m", "maxRunning": 2, "maxTasks": 3, "disk": "20g", "caps": {"memory": "8g", "cpus": 3.5, "processes": 8192, "shmSize": "1g"}, "rebuildAfter": "72h"}`,
+			file: `{"idleStop": "1h30m", "maxRunning": 2, "maxTasks": 3, "disk": "20g", "caps": {"memory": "8g", "cpus": 3.5, "processes": 8192, "shmSize": "1g"}, "rebuildAfter": "72h", "closeAction": "stop"}`,
 			want: UserConfig{IdleStop: 90 * time.Minute, MaxRunning: 2, MaxTasks: 3, DiskBytes: 20 << 30,
-				Caps: Caps{MemoryBytes: 8 << 30, CPUs: 3.5, Processes: 8192, ShmBytes: 1 << 30}, RebuildAfter: 72 * time.Hour},
+				Caps: Caps{MemoryBytes: 8 << 30, CPUs: 3.5, Processes: 8192, ShmBytes: 1 << 30}, RebuildAfter: 72 * time.Hour, CloseAction: CloseStop},
 		},
+		{name: "closeAction neither pause nor stop", file: `{"closeAction": "hibernate"}`, want: def,
+			badKeys: []string{"closeAction"}, reason: `closeAction must be "pause" or "stop"; it is "hibernate"`},
+		{name: "closeAction not a string", file: `{"closeAction": true}`, want: def, badKeys: []string{"closeAction"}},
 		{name: "zeros turn policies off", file: `{"idleStop": "0", "maxRunning": 0, "disk": "0", "rebuildAfter": "0"}`,
 			want: with(func(c *UserConfig) { c.IdleStop, c.MaxRunning, c.DiskBytes, c.RebuildAfter = 0, 0, 0, 0 })},
 		{name: "rebuildAfter below the minimum", file: `{"rebuildAfter": "168s"}`, want: def,
@@ -77,7 +80,7 @@ func TestReadUserConfig(t *testing.T) {
 		{name: "cap below the bound", file: `{"caps": {"memory": "100m", "processes": 10, "cpus": 0.1, "shmSize": "1m"}}`, want: def,
 			badKeys: []string{"caps.cpus", "caps.memory", "caps.processes", "caps.shmSize"}},
 		{name: "unknown cap", file: `{"caps": {"gpus": 1}}`, want: def, badKeys: []string{"caps.gpus"}, reason: "caps.gpus is not a known key"},
-		{name: "unknown key", file: `{"idlestop": "5m"}`, want: def, badKeys: []string{"idlestop"}, reason: "idlestop is not a known key (known: idleStop, maxRunning, maxTasks, disk, caps, network, rebuildAfter, models)"},
+		{name: "unknown key", file: `{"idlestop": "5m"}`, want: def, badKeys: []string{"idlestop"}, reason: "idlestop is not a known key (known: idleStop, maxRunning, maxTasks, disk, caps, network, rebuildAfter, models, closeAction)"},
 		{name: "good keys apply beside bad ones", file: `{"maxRunning": 1, "disk": "1k"}`,
 			want: with(func(c *UserConfig) { c.MaxRunning = 1 }), badKeys: []string{"disk"}},
 		{name: "network none", file: `{"network": "none"}`, want: with(func(c *UserConfig) { c.Network.None = true })},
@@ -153,7 +156,7 @@ func TestReadUserConfigUnreadable(t *testing.T) {
 }
 
 func TestUserConfigString(t *testing.T) {
-	if got, want := DefaultUserConfig().String(), "idleStop 30m, maxRunning 4, maxTasks 1, disk 10GiB, caps: memory 4GiB, cpus 2, processes 4096, shmSize 2GiB, network preset dev, rebuildAfter 168h"; got != want {
+	if got, want := DefaultUserConfig().String(), "idleStop 30m, maxRunning 4, maxTasks 1, disk 10GiB, caps: memory 4GiB, cpus 2, processes 4096, shmSize 2GiB, network preset dev, rebuildAfter 168h, closeAction pause"; got != want {
 		t.Errorf("defaults = %q, want %q", got, want)
 	}
 	off := UserConfig{MaxTasks: 1, Caps: DefaultUserConfig().Caps}

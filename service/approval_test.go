@@ -128,7 +128,7 @@ func assertStateOnly(t *testing.T, m *Manager, dir string) {
 	}
 	entries, _ := os.ReadDir(filepath.Join(dir, projectfs.Dir))
 	for _, e := range entries {
-		if !slices.Contains([]string{"settings.json", "Dockerfile", "sandbox.json", "extra.txt"}, e.Name()) {
+		if !slices.Contains([]string{"settings.json", "Dockerfile", "sandbox.json", ".gitignore", "extra.txt"}, e.Name()) {
 			t.Errorf("the project gained %s", e.Name())
 		}
 	}

@@ -316,6 +316,47 @@ func (f *fakeDocker) StopContainer(ctx context.Context, id string, grace time.Du
 	return nil
 }
 
+// PauseContainer and UnpauseContainer refuse what the engine refuses: a
+// container that is not running, or not paused, or already paused.
+func (f *fakeDocker) PauseContainer(ctx context.Context, id string) error {
+	return f.setPaused("PauseContainer", id, "running", "paused")
+}
+
+func (f *fakeDocker) UnpauseContainer(ctx context.Context, id string) error {
+	return f.setPaused("UnpauseContainer", id, "paused", "running")
+}
+
+func (f *fakeDocker) setPaused(call, id, from, to string) error {
+	defer f.mu.Unlock()
+	if err := f.enter(call); err != nil {
+		return err
+	}
+	c := f.lookup(id)
+	switch {
+	case c == nil:
+		return ErrContainerNotFound
+	case !c.Running || c.State != from:
+		return fmt.Errorf("container %s is %s, not %s", id, c.State, from)
+	}
+	c.State = to
+	return nil
+}
+
+// MemoryUsage answers memory, whatever the container.
+func (f *fakeDocker) MemoryUsage(ctx context.Context, id string) (int64, error) {
+	defer f.mu.Unlock()
+	if err := f.enter("MemoryUsage"); err != nil {
+		return 0, err
+	}
+	if f.lookup(id) == nil {
+		return 0, ErrContainerNotFound
+	}
+	return fakeMemory, nil
+}
+
+// fakeMemory is what the fake's MemoryUsage answers.
+const fakeMemory = 123 << 20
+
 func (f *fakeDocker) RemoveImage(ctx context.Context, ref string) error {
 	defer f.mu.Unlock()
 	if err := f.enter("RemoveImage"); err != nil {

@@ -654,6 +654,10 @@ func TestExecValidatesAndNeedsARunningSandbox(t *testing.T) {
 		{ExecRequest{Command: ""}, "command"},
 		{ExecRequest{Command: "true", Timeout: -time.Second}, "timeoutMs"},
 		{ExecRequest{Command: "true", Timeout: 601 * time.Second}, "timeoutMs"},
+		{ExecRequest{Argv: []string{}}, "argv"},
+		{ExecRequest{Argv: []string{""}}, "argv"},
+		{ExecRequest{Command: "true", Argv: []string{"true"}}, "argv"},
+		{ExecRequest{Argv: []string{"echo", "a\x00b"}}, "argv"},
 	} {
 		_, err := h.m.Exec(context.Background(), dir, tc.req)
 		var ae *ArgumentError

@@ -86,6 +86,7 @@ func (m *Manager) observe(ctx context.Context, b *box, c Container) *State {
 		}
 	}
 	b.mu.Unlock()
+	m.notePause(ctx, b, c, &st)
 	if st.Status == StatusStopped {
 		st.StopReason = b.stopReasonOf(c)
 	} else if c.Running {

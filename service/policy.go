@@ -204,6 +204,10 @@ func (p *policy) wait(cfg projectfs.UserConfig) time.Duration {
 // says whether the policy may stop it.
 func (m *Manager) applyPolicy(ctx context.Context, b *box, cfg projectfs.UserConfig, stops bool) {
 	st := b.snapshot()
+	if st != nil && st.Status == StatusPaused && cfg.IdleStop > 0 && stops {
+		m.checkPaused(ctx, b, *st, cfg.IdleStop)
+		return
+	}
 	if st == nil || st.Status != StatusRunning {
 		return
 	}
@@ -231,7 +235,7 @@ func (m *Manager) policyStop(ctx context.Context, b *box, id, why string, still 
 	if !m.mayWrite(b) {
 		return // another process works on the project
 	}
-	if st := b.snapshot(); st == nil || st.ContainerID != id || st.Status != StatusRunning || !still() {
+	if st := b.snapshot(); st == nil || st.ContainerID != id || (st.Status != StatusRunning && st.Status != StatusPaused) || !still() {
 		return
 	}
 	b.setStopReason(id, why)

@@ -40,6 +40,11 @@ func (m *Manager) Start(ctx context.Context, path string) (State, error) {
 	trace.step("lock")
 	c, err := m.find(ctx, b)
 	trace.step("inspect")
+	if err == nil && c.Paused() {
+		st, err := m.resume(ctx, b, c, trace)
+		m.logTimeline(b, trace, err)
+		return st, err
+	}
 	if (err == nil && !c.Running) || errors.Is(err, ErrContainerNotFound) {
 		release, err := m.admit(ctx, b)
 		if err != nil {
@@ -56,10 +61,15 @@ func (m *Manager) Start(ctx context.Context, path string) (State, error) {
 		return State{}, err
 	}
 	st, err := m.launch(ctx, b, c, trace)
-	if err == nil {
-		m.log.Debug().Str("project", b.project).Str("steps", trace.steps.String()).Int("probes", trace.probes).Msg("start timeline")
-	}
+	m.logTimeline(b, trace, err)
 	return st, err
+}
+
+// logTimeline notes where a start's time went, if it worked.
+func (m *Manager) logTimeline(b *box, t *startTrace, err error) {
+	if err == nil {
+		m.log.Debug().Str("project", b.project).Str("steps", t.steps.String()).Int("probes", t.probes).Msg("start timeline")
+	}
 }
 
 // find looks the project's container up by its name, which is derived from
@@ -189,6 +199,14 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container, trace *startT
 		}
 		installed = secret
 	}
+	return m.awaitDesktop(ctx, b, c, installed, trace)
+}
+
+// awaitDesktop waits until the running container's desktop answers, with
+// its network's rules in place, and makes the sandbox running. installed
+// is the passwords a start put in, if it did.
+func (m *Manager) awaitDesktop(ctx context.Context, b *box, c Container, installed desktop.Secret, trace *startTrace) (State, error) {
+	display := displayOf(c, m.cfg.Display)
 	netUp := m.networkUp(ctx, b.project, c)
 	ready, err := m.waitReady(ctx, b.project, c.ID, installed, trace)
 	if nerr := <-netUp; err == nil {

@@ -43,6 +43,8 @@ func (s runningSandboxes) Running(ctx context.Context, project string) (workspac
 		return nil, err
 	case st == nil:
 		return nil, service.ErrNoSandbox
+	case st.Status == service.StatusPaused:
+		return nil, service.ErrPaused
 	case st.Status != service.StatusRunning:
 		return nil, fmt.Errorf("%w (it is %s)", service.ErrNotRunning, st.Status)
 	}

@@ -11,7 +11,7 @@
  * @property {string} [error] what is wrong and what to do, in plain words
  */
 
-/** @typedef {'starting' | 'running' | 'stopping' | 'stopped' | 'error'} SandboxStatus */
+/** @typedef {'starting' | 'running' | 'stopping' | 'stopped' | 'error' | 'paused'} SandboxStatus */
 
 /**
  * @typedef {object} SandboxState
@@ -33,6 +33,7 @@
  * @property {boolean} [carried] its ports are the sidecar's relays (no network, or a remote engine): they last while the sidecar runs
  * @property {string} [stopReason] why the lifecycle policy stopped it ("stopped after 30m without activity")
  * @property {number} [diskBytes] its own files, as last measured, when a disk limit is set
+ * @property {number} [memoryBytes] the memory a paused sandbox holds
  */
 
 /**

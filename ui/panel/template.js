@@ -93,7 +93,7 @@ export function panelMarkup(stylesheet) {
       <p class="hint">The sandbox runs in Docker. Install Docker Desktop (macOS, Windows) or Docker Engine (Linux), or start it if it is installed. This panel notices when Docker answers.</p>
       <button type="button" class="recheck">Check again</button>
     </section>
-    <section data-phase="stopped error" class="message" hidden>
+    <section data-phase="stopped error paused" class="message" hidden>
       ${monitorIcon}
       <h2>No sandbox running</h2>
       <div class="failure" role="alert" hidden>
