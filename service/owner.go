@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/user"
 	"slices"
@@ -125,4 +127,21 @@ func (m *Manager) OthersOnEngine(ctx context.Context) ([]Foreign, error) {
 		return strings.Compare(a.Owner+"\x00"+a.ProjectPath, b.Owner+"\x00"+b.ProjectPath)
 	})
 	return out, nil
+}
+
+// find looks the project's container up by its name, which is derived from
+// the project path, so it is found even when .pilot/ was lost.
+func (m *Manager) find(ctx context.Context, b *box) (Container, error) {
+	name := m.containerName(b.project)
+	c, err := m.docker.InspectContainer(ctx, name)
+	if errors.Is(err, ErrContainerNotFound) {
+		return m.findLegacy(ctx, b.project)
+	}
+	if err != nil {
+		return c, err
+	}
+	if c.Labels[LabelProject] != b.project || c.Labels[LabelSandbox] != m.cfg.Scope {
+		return c, fmt.Errorf("%w: a container named %s exists but is not this project's sandbox: remove or rename it", ErrNameConflict, name)
+	}
+	return c, nil
 }

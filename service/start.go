@@ -72,23 +72,6 @@ func (m *Manager) logTimeline(b *box, t *startTrace, err error) {
 	}
 }
 
-// find looks the project's container up by its name, which is derived from
-// the project path, so it is found even when .pilot/ was lost.
-func (m *Manager) find(ctx context.Context, b *box) (Container, error) {
-	name := m.containerName(b.project)
-	c, err := m.docker.InspectContainer(ctx, name)
-	if errors.Is(err, ErrContainerNotFound) {
-		return m.findLegacy(ctx, b.project)
-	}
-	if err != nil {
-		return c, err
-	}
-	if c.Labels[LabelProject] != b.project || c.Labels[LabelSandbox] != m.cfg.Scope {
-		return c, fmt.Errorf("%w: a container named %s exists but is not this project's sandbox: remove or rename it", ErrNameConflict, name)
-	}
-	return c, nil
-}
-
 // create makes the project's container, building the image first if needed.
 func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 	spec, plan, err := m.containerSpec(ctx, b)
