@@ -283,7 +283,14 @@ export class PilotSandboxPanel extends HTMLElement {
     await this.#load();
     if (frame !== this.#frame || phase(this.#model) !== 'running' || this.#viewerReloads >= VIEWER_RELOADS) return;
     this.#viewerReloads++;
-    setTimeout(() => { if (frame === this.#frame) this.#reloadFrame(); }, 1000);
+    // A sandbox being stopped (docker stop) still reads as running for as
+    // long as its stop takes: ask again before connecting again, so the
+    // viewer never dials the ports of a desktop that went away.
+    setTimeout(async () => {
+      if (frame !== this.#frame) return;
+      await this.#load();
+      if (frame === this.#frame && phase(this.#model) === 'running') this.#reloadFrame();
+    }, 1000);
   }
 
   #onVisibility = () => {
