@@ -25,13 +25,17 @@ type image struct {
 	labels     map[string]string // more labels for the image
 }
 
-// variant lists the images a variant needs, the one below first.
+// variant lists the images a variant needs, the one below first: the dev
+// image is a layer on the browser image, which is one on the desktop's.
 func (b *Builder) variant(name string) []image {
-	desktop := image{tag: b.cfg.Tag, build: b.desktop, args: b.cfg.BuildArgs}
-	if name != VariantBrowser {
-		return []image{desktop}
+	all := []image{{tag: b.cfg.Tag, build: b.desktop, args: b.cfg.BuildArgs}}
+	if name == VariantBrowser || name == VariantDev {
+		all = append(all, image{tag: b.cfg.BrowserTag, build: b.browser, args: map[string]string{"DESKTOP": b.cfg.Tag}})
 	}
-	return []image{desktop, {tag: b.cfg.BrowserTag, build: b.browser, args: map[string]string{"DESKTOP": b.cfg.Tag}}}
+	if name == VariantDev {
+		all = append(all, image{tag: b.cfg.DevTag, build: b.dev, args: map[string]string{"BROWSER": b.cfg.BrowserTag}})
+	}
+	return all
 }
 
 // top is the variant's own image, the last it needs.
@@ -45,8 +49,11 @@ func (b *Builder) top(variant string) image {
 // others wait for it. A build that fails is a *BuildError.
 func (b *Builder) Ensure(ctx context.Context, variant string, report Report) error {
 	report = report.orNothing()
-	if variant == VariantBrowser && !b.HasBrowser() {
+	switch {
+	case (variant == VariantBrowser || variant == VariantDev) && !b.HasBrowser():
 		return fmt.Errorf("%w: this sidecar has no browser image to build", ErrNoBrowser)
+	case variant == VariantDev && b.dev.Tar == nil:
+		return errors.New("this sidecar has no dev image to build")
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -92,6 +92,10 @@ const (
 	VariantBrowser = "browser"
 	// VariantDesktop is the desktop without a browser.
 	VariantDesktop = "desktop"
+	// VariantDev is the browser image with tools to build and run a
+	// project inside: git, curl, Node.js and npm, Python with pip and
+	// venv, make and a C toolchain.
+	VariantDev = "dev"
 	// VariantProject is the image of a project that brings its own
 	// Dockerfile (sandbox.image {"dockerfile": PATH}): built on the
 	// browser image, once the user approved it.
@@ -122,6 +126,13 @@ func BrowserTag(desktop string) string {
 	return repo + "-browser:" + tag
 }
 
+// DevTag is the dev image's tag for a desktop image tag:
+// pilot-sandbox:latest -> pilot-sandbox-dev:latest.
+func DevTag(desktop string) string {
+	repo, tag := splitTag(desktop)
+	return repo + "-dev:" + tag
+}
+
 // splitTag cuts a reference into its repository and tag ("latest" when it
 // has none).
 func splitTag(ref string) (repo, tag string) {
@@ -143,6 +154,11 @@ type Config struct {
 	// BrowserResources is the browser image's build context, a layer on
 	// the desktop image; nil means there is no browser variant.
 	BrowserResources fs.FS
+	// DevTag is the dev image's tag (DevTag(Tag)).
+	DevTag string
+	// DevResources is the dev image's build context, a layer on the
+	// browser image; nil means there is no dev variant.
+	DevResources fs.FS
 	// BuildArgs are passed to the desktop image's build, e.g. BASE_IMAGE.
 	BuildArgs map[string]string
 	// Labels go on every image built, beside the images' own.
@@ -163,8 +179,9 @@ type Builder struct {
 	cfg     Config
 	log     zerolog.Logger
 	desktop buildContext
-	// browser is the browser image's context, hashed on the desktop's.
-	browser buildContext
+	// browser is the browser image's context, hashed on the desktop's;
+	// dev the dev image's, hashed on the browser's.
+	browser, dev buildContext
 
 	mu sync.Mutex // serializes image checks and builds
 }
@@ -179,6 +196,9 @@ func New(engine Engine, cfg Config) (*Builder, error) {
 	}
 	if cfg.BrowserTag == "" {
 		cfg.BrowserTag = BrowserTag(cfg.Tag)
+	}
+	if cfg.DevTag == "" {
+		cfg.DevTag = DevTag(cfg.Tag)
 	}
 	if cfg.RebuildAfter == nil {
 		cfg.RebuildAfter = func() time.Duration { return 0 }
@@ -197,6 +217,13 @@ func New(engine Engine, cfg Config) (*Builder, error) {
 			return nil, fmt.Errorf("read browser image resources: %w", err)
 		}
 		b.browser = browser.on(desktop.Hash)
+	}
+	if cfg.DevResources != nil && cfg.BrowserResources != nil {
+		dev, err := newBuildContext(cfg.DevResources, map[string]string{"BROWSER": cfg.BrowserTag})
+		if err != nil {
+			return nil, fmt.Errorf("read dev image resources: %w", err)
+		}
+		b.dev = dev.on(b.browser.Hash)
 	}
 	return b, nil
 }

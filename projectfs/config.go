@@ -33,8 +33,8 @@ type Config struct {
 	// ShmSize is the size of /dev/shm, which browsers use heavily.
 	ShmSize *string  `json:"shmSize,omitempty"`
 	Display *Display `json:"display,omitempty"`
-	// Image is the image variant: "browser" or "desktop" (docs/protocol.md,
-	// Images), or the project's own Dockerfile ({"dockerfile": PATH}),
+	// Image is the image variant: "browser", "desktop" or "dev"
+	// (docs/images.md), or the project's own Dockerfile ({"dockerfile": PATH}),
 	// which is built only once the user approved it (ReadBuildContext).
 	Image ImageChoice `json:"image,omitempty"`
 	// Network is the repository's network policy: "none" (no network at
@@ -68,6 +68,7 @@ func (c *ImageChoice) UnmarshalJSON(raw []byte) error {
 const (
 	ImageBrowser = "browser"
 	ImageDesktop = "desktop"
+	ImageDev     = "dev"
 )
 
 // ImageVariant is the variant the project names, or "" for the default.
@@ -110,13 +111,13 @@ func (c Config) NetworkPolicy() netpolicy.Repository {
 // network): no network at all.
 const NetworkNone = "none"
 
-const wantImage = `must be "browser", "desktop" or {"dockerfile": "PATH"}`
+const wantImage = `must be "browser", "desktop", "dev" or {"dockerfile": "PATH"}`
 
 // checkImage says what is wrong with sandbox.image, or "".
 func checkImage(raw json.RawMessage) string {
 	var v string
 	if json.Unmarshal(raw, &v) == nil {
-		if v == ImageBrowser || v == ImageDesktop {
+		if v == ImageBrowser || v == ImageDesktop || v == ImageDev {
 			return ""
 		}
 		return fmt.Sprintf("%s; it is %q", wantImage, v)

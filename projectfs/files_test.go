@@ -254,8 +254,9 @@ func TestProjectConfigImage(t *testing.T) {
 		{`{"sandbox": {}}`, "", ""},
 		{`{"sandbox": {"image": "browser"}}`, "browser", ""},
 		{`{"sandbox": {"image": "desktop"}}`, "desktop", ""},
-		{`{"sandbox": {"image": "firefox"}}`, "", `must be "browser", "desktop" or {"dockerfile": "PATH"}; it is "firefox"`},
-		{`{"sandbox": {"image": 3}}`, "", `must be "browser", "desktop" or {"dockerfile": "PATH"}; it is 3`},
+		{`{"sandbox": {"image": "dev"}}`, "dev", ""},
+		{`{"sandbox": {"image": "firefox"}}`, "", `must be "browser", "desktop", "dev" or {"dockerfile": "PATH"}; it is "firefox"`},
+		{`{"sandbox": {"image": 3}}`, "", `must be "browser", "desktop", "dev" or {"dockerfile": "PATH"}; it is 3`},
 		{`{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`, "", ""},
 		{`{"sandbox": {"image": {"dockerfile": "docker/dev.Dockerfile"}}}`, "", ""},
 		{`{"sandbox": {"image": {"dockerfile": "../Dockerfile"}}}`, "", "inside it"},
@@ -266,7 +267,7 @@ func TestProjectConfigImage(t *testing.T) {
 		{`{"sandbox": {"image": {"dockerfile": ""}}}`, "", "is empty"},
 		{`{"sandbox": {"image": {"dockerfile": 7}}}`, "", "PATH must be a string"},
 		{`{"sandbox": {"image": {"dockerfile": "Dockerfile", "context": "."}}}`, "", `{"dockerfile": "PATH"}`},
-		{`{"sandbox": {"image": {"other": 1}}}`, "", `must be "browser", "desktop" or {"dockerfile": "PATH"}`},
+		{`{"sandbox": {"image": {"other": 1}}}`, "", `must be "browser", "desktop", "dev" or {"dockerfile": "PATH"}`},
 	} {
 		dir := t.TempDir()
 		os.MkdirAll(filepath.Join(dir, Dir), 0o755)

@@ -20,7 +20,7 @@ import (
 // UserConfig is the user's own lifecycle policy: pilot-sandbox/config.json
 // under the XDG config directory. Every key is optional.
 //
-//	{"idleStop": "30m", "maxRunning": 4, "disk": "10g", "rebuildAfter": "168h",
+//	{"idleStop": "30m", "maxRunning": 4, "maxTasks": 1, "disk": "10g", "rebuildAfter": "168h",
 //	 "caps": {"memory": "4g", "cpus": 2, "processes": 4096, "shmSize": "2g"},
 //	 "network": {"preset": "dev", "allow": ["example.org"]}}
 //
@@ -31,6 +31,9 @@ type UserConfig struct {
 	IdleStop time.Duration
 	// MaxRunning is how many sandboxes may run at once; 0 is no cap.
 	MaxRunning int
+	// MaxTasks is how many tasks may run at once in one sandbox
+	// (docs/tasks.md): they share its /workspace.
+	MaxTasks int
 	// DiskBytes bounds a sandbox's own files (its container's writable
 	// layer); 0 is no limit.
 	DiskBytes int64
@@ -60,6 +63,7 @@ func DefaultUserConfig() UserConfig {
 	return UserConfig{
 		IdleStop:   30 * time.Minute,
 		MaxRunning: 4,
+		MaxTasks:   1,
 		DiskBytes:  10 << 30,
 		Caps:       Caps{MemoryBytes: 4 << 30, CPUs: 2, Processes: 4096, ShmBytes: 2 << 30},
 
@@ -76,6 +80,7 @@ const (
 	// the image at every new sandbox.
 	minRebuildAfter = time.Hour
 	maxMaxRunning   = 1000
+	maxMaxTasks     = 16
 	minDisk         = 64 << 20
 )
 
@@ -159,7 +164,7 @@ func (p *configParser) fail(key, format string, args ...any) {
 	p.problems = append(p.problems, ConfigProblem{Key: key, Reason: fmt.Sprintf(format, args...)})
 }
 
-var userConfigKeys = []string{"idleStop", "maxRunning", "disk", "caps", "network", "rebuildAfter"}
+var userConfigKeys = []string{"idleStop", "maxRunning", "maxTasks", "disk", "caps", "network", "rebuildAfter"}
 
 func (p *configParser) parse(doc map[string]json.RawMessage, cfg *UserConfig) {
 	for _, key := range sortedNames(doc) {
@@ -169,6 +174,8 @@ func (p *configParser) parse(doc map[string]json.RawMessage, cfg *UserConfig) {
 			p.duration(key, raw, p.minIdle, `"30m" or "2h"`, &cfg.IdleStop)
 		case "maxRunning":
 			p.integer(key, raw, 0, maxMaxRunning, "0 for no cap", func(n int64) { cfg.MaxRunning = int(n) })
+		case "maxTasks":
+			p.integer(key, raw, 1, maxMaxTasks, "1, one task at a time", func(n int64) { cfg.MaxTasks = int(n) })
 		case "disk":
 			p.size(key, raw, minDisk, true, &cfg.DiskBytes)
 		case "caps":
@@ -296,6 +303,7 @@ func (c UserConfig) String() string {
 	} else {
 		fmt.Fprintf(&b, ", maxRunning %d", c.MaxRunning)
 	}
+	fmt.Fprintf(&b, ", maxTasks %d", c.MaxTasks)
 	if c.DiskBytes == 0 {
 		b.WriteString(", disk 0 (no limit)")
 	} else {

@@ -30,8 +30,8 @@ func TestReadUserConfig(t *testing.T) {
 		{name: "empty object", file: "{}", want: def},
 		{
 			name: "every key",
-			file: `{"idleStop": "1h30m", "maxRunning": 2, "disk": "20g", "caps": {"memory": "8g", "cpus": 3.5, "processes": 8192, "shmSize": "1g"}, "rebuildAfter": "72h"}`,
-			want: UserConfig{IdleStop: 90 * time.Minute, MaxRunning: 2, DiskBytes: 20 << 30,
+			file: `{"idleStop": "1h30m", "maxRunning": 2, "maxTasks": 3, "disk": "20g", "caps": {"memory": "8g", "cpus": 3.5, "processes": 8192, "shmSize": "1g"}, "rebuildAfter": "72h"}`,
+			want: UserConfig{IdleStop: 90 * time.Minute, MaxRunning: 2, MaxTasks: 3, DiskBytes: 20 << 30,
 				Caps: Caps{MemoryBytes: 8 << 30, CPUs: 3.5, Processes: 8192, ShmBytes: 1 << 30}, RebuildAfter: 72 * time.Hour},
 		},
 		{name: "zeros turn policies off", file: `{"idleStop": "0", "maxRunning": 0, "disk": "0", "rebuildAfter": "0"}`,
@@ -52,6 +52,9 @@ func TestReadUserConfig(t *testing.T) {
 		{name: "maxRunning fractional", file: `{"maxRunning": 2.5}`, want: def,
 			badKeys: []string{"maxRunning"}, reason: "maxRunning must be a whole number from 0 to 1000 (0 for no cap); it is 2.5"},
 		{name: "maxRunning negative", file: `{"maxRunning": -1}`, want: def, badKeys: []string{"maxRunning"}},
+		{name: "maxTasks zero", file: `{"maxTasks": 0}`, want: def,
+			badKeys: []string{"maxTasks"}, reason: "maxTasks must be a whole number from 1 to 16 (1, one task at a time); it is 0"},
+		{name: "maxTasks too many", file: `{"maxTasks": 17}`, want: def, badKeys: []string{"maxTasks"}},
 		{name: "maxRunning a string", file: `{"maxRunning": "4"}`, want: def, badKeys: []string{"maxRunning"}},
 		{name: "disk too small", file: `{"disk": "1m"}`, want: def, badKeys: []string{"disk"}, reason: "disk must be at least 64MiB"},
 		{name: "disk not a size", file: `{"disk": "lots"}`, want: def, badKeys: []string{"disk"}, reason: `disk must be a size such as "512m"`},
@@ -59,7 +62,7 @@ func TestReadUserConfig(t *testing.T) {
 		{name: "cap below the bound", file: `{"caps": {"memory": "100m", "processes": 10, "cpus": 0.1, "shmSize": "1m"}}`, want: def,
 			badKeys: []string{"caps.cpus", "caps.memory", "caps.processes", "caps.shmSize"}},
 		{name: "unknown cap", file: `{"caps": {"gpus": 1}}`, want: def, badKeys: []string{"caps.gpus"}, reason: "caps.gpus is not a known key"},
-		{name: "unknown key", file: `{"idlestop": "5m"}`, want: def, badKeys: []string{"idlestop"}, reason: "idlestop is not a known key (known: idleStop, maxRunning, disk, caps, network, rebuildAfter)"},
+		{name: "unknown key", file: `{"idlestop": "5m"}`, want: def, badKeys: []string{"idlestop"}, reason: "idlestop is not a known key (known: idleStop, maxRunning, maxTasks, disk, caps, network, rebuildAfter)"},
 		{name: "good keys apply beside bad ones", file: `{"maxRunning": 1, "disk": "1k"}`,
 			want: with(func(c *UserConfig) { c.MaxRunning = 1 }), badKeys: []string{"disk"}},
 		{name: "network none", file: `{"network": "none"}`, want: with(func(c *UserConfig) { c.Network.None = true })},
@@ -135,11 +138,11 @@ func TestReadUserConfigUnreadable(t *testing.T) {
 }
 
 func TestUserConfigString(t *testing.T) {
-	if got, want := DefaultUserConfig().String(), "idleStop 30m, maxRunning 4, disk 10GiB, caps: memory 4GiB, cpus 2, processes 4096, shmSize 2GiB, network preset dev, rebuildAfter 168h"; got != want {
+	if got, want := DefaultUserConfig().String(), "idleStop 30m, maxRunning 4, maxTasks 1, disk 10GiB, caps: memory 4GiB, cpus 2, processes 4096, shmSize 2GiB, network preset dev, rebuildAfter 168h"; got != want {
 		t.Errorf("defaults = %q, want %q", got, want)
 	}
-	off := UserConfig{Caps: DefaultUserConfig().Caps}
-	if got := off.String(); !strings.HasPrefix(got, "idleStop 0 (never), maxRunning 0 (no cap), disk 0 (no limit)") {
+	off := UserConfig{MaxTasks: 1, Caps: DefaultUserConfig().Caps}
+	if got := off.String(); !strings.HasPrefix(got, "idleStop 0 (never), maxRunning 0 (no cap), maxTasks 1, disk 0 (no limit)") {
 		t.Errorf("off = %q", got)
 	}
 	for d, want := range map[time.Duration]string{90 * time.Minute: "1h30m", 2 * time.Hour: "2h", 45 * time.Second: "45s", time.Minute: "1m"} {

@@ -7,7 +7,7 @@ import (
 	"io/fs"
 )
 
-//go:embed docker/sandbox docker/browser
+//go:embed docker/sandbox docker/browser docker/dev
 var files embed.FS
 
 // seccomp is the seccomp profile of browser sandboxes: Docker's default
@@ -31,6 +31,12 @@ var agentModules = []string{"dbuswire", "atspi", "cdp", "web", "xscreen", "perce
 //go:embed relay/pilot_relay.py
 var relayProgram string
 
+//go:embed workspace/workspace.py
+var workspaceProgram []byte
+
+//go:embed tasks/runner.py
+var taskRunner []byte
+
 // SandboxImage is the Docker build context of the sandbox image: the
 // Dockerfile at its root, with the entrypoint and desktop configuration.
 func SandboxImage() fs.FS {
@@ -46,6 +52,17 @@ func SandboxImage() fs.FS {
 // sandbox image (build argument DESKTOP names it).
 func BrowserImage() fs.FS {
 	sub, err := fs.Sub(files, "docker/browser")
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}
+
+// DevImage is the build context of the dev image, a layer on the browser
+// image (build argument BROWSER names it): tools to build and run a
+// project inside its sandbox.
+func DevImage() fs.FS {
+	sub, err := fs.Sub(files, "docker/dev")
 	if err != nil {
 		panic(err)
 	}
@@ -89,3 +106,13 @@ func DesktopAgentModules() []Module {
 // Like the agent, it is passed to the sandbox at run time, so it always
 // matches the binary, whatever image a container was made from.
 func Relay() string { return relayProgram }
+
+// WorkspaceProgram is the source of the program that keeps a sandbox's
+// /workspace (the project's copy a task works on; workspace/ in the
+// repository is its other half). Like the agent, it is passed at run time.
+func WorkspaceProgram() []byte { return workspaceProgram }
+
+// TaskRunner is the source of the program that runs a task's agent in a
+// sandbox and writes what it prints to records the sidecar follows
+// (tasks/ in the repository is its other half).
+func TaskRunner() []byte { return taskRunner }

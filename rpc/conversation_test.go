@@ -172,7 +172,7 @@ func startConversation(t *testing.T, framing wire.Framing, root string) *convers
 		out: &recorder{framing: framing, root: root}, done: make(chan struct{}),
 	}
 	svc := c.fake.services()
-	svc.Permissions, svc.NetworkPolicy = c.net, c.net
+	svc.Permissions, svc.NetworkPolicy, svc.Tasks = c.net, c.net, newFakeTasks()
 	s := NewServer(svc, Info{Name: "pilot-sandbox", Version: "golden"}, zerolog.Nop())
 	ctx, cancel := context.WithCancel(context.Background())
 	opts := ConnOptions{OnExit: func(code int) {

@@ -14,7 +14,9 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/rpc/wire"
 	"github.com/pilot-sandbox/pilot-sandbox/sandboxfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
+	"github.com/pilot-sandbox/pilot-sandbox/tasks"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
+	"github.com/pilot-sandbox/pilot-sandbox/workspace"
 )
 
 // Error codes (docs/protocol.md, Errors). The two that a bad frame gets are
@@ -43,6 +45,18 @@ const (
 	// codeNeedsApproval: repository content asks for what the user has
 	// not approved.
 	codeNeedsApproval int64 = -32011
+	// codeConflict: sandbox/tasks/apply found the host's files changed
+	// since the task's base; nothing written.
+	codeConflict int64 = -32012
+	// codeTaskNotFound: no such task.
+	codeTaskNotFound int64 = -32013
+	// codeBusy: a task runs where the method would change its files, or
+	// the sandbox runs as many as it may, or the task has not ended (an
+	// addition: docs/protocol.md, Errors).
+	codeBusy int64 = -32015
+	// codeUnsafeChange: apply refused a change that reaches outside the
+	// project (an addition: docs/protocol.md, Errors).
+	codeUnsafeChange int64 = -32016
 	// codeRequestCancelled is LSP's answer to a request the client
 	// cancelled with $/cancelRequest (an addition: docs/protocol.md, Errors).
 	codeRequestCancelled int64 = -32800
@@ -74,6 +88,10 @@ var errorTable = map[int64]errorInfo{
 	codeNoBrowser:         {"no_browser", "sandbox/browser on a sandbox whose image has no browser (sandbox.image \"desktop\")."},
 	codeNotFound:          {"not_found", "No such file or directory in the sandbox (sandbox/files/*); message names the path."},
 	codeNeedsApproval:     {"needs_approval", "The project's repository content (.pilot/settings.json, its Dockerfile) asks for what the user has not approved: a Dockerfile to build, or limits above the caps in config.json. data.approval is {kind: \"dockerfile\" | \"limits\", summary, digest}; sandbox/approve with the digest records the approval."},
+	codeConflict:          {"conflict", "sandbox/tasks/apply: the host's files changed since the task's base; data.paths names every one; nothing was written."},
+	codeTaskNotFound:      {"task_not_found", "No such task."},
+	codeBusy:              {"busy", "A task runs: the sandbox runs as many as config.json maxTasks allows, or a sync or a discard would change the files under it, or the task asked about has not ended."},
+	codeUnsafeChange:      {"unsafe_change", "sandbox/tasks/apply refused a change that reaches outside the project (a path out of it or into .git or .pilot, a link that leads out, a link of the host's on the way); data.paths names it; nothing was written."},
 	codeRequestCancelled:  {"request_cancelled", "The client cancelled the request with $/cancelRequest."},
 }
 
@@ -93,6 +111,8 @@ type errorData struct {
 	Running []service.RunningSandbox `json:"running,omitempty"`
 	// Approval is what the user is asked to approve (needs_approval).
 	Approval *service.Approval `json:"approval,omitempty"`
+	// Paths are the files at fault (conflict, unsafe_change).
+	Paths []string `json:"paths,omitempty"`
 }
 
 func newError(code int64, message string, data *errorData) *jsonrpc2.Error {
@@ -143,6 +163,8 @@ func toWire(err error) *jsonrpc2.Error {
 		return newError(codeStartFailed, err.Error(), &errorData{Log: logged.Log})
 	case projectWire(err) != nil:
 		return projectWire(err)
+	case taskWire(err) != nil:
+		return taskWire(err)
 	case errors.As(err, &tooMany):
 		return newError(codeTooManySandboxes, err.Error(), &errorData{Running: tooMany.Running})
 	case errors.Is(err, service.ErrNoBrowser):
@@ -181,6 +203,40 @@ func projectWire(err error) *jsonrpc2.Error {
 		return newError(codeStartFailed, "the project's sandbox settings are wrong: "+config.Error(), &errorData{File: config.File})
 	case errors.As(err, &file):
 		return newError(codeProjectFile, file.Error(), &errorData{File: file.Path})
+	}
+	return nil
+}
+
+// taskWire is what an error of the workspace or the tasks means to a
+// client, or nil.
+func taskWire(err error) *jsonrpc2.Error {
+	var (
+		conflict *workspace.ConflictError
+		unsafe   *workspace.UnsafeError
+		write    *workspace.WriteError
+		argument *tasks.ArgumentError
+	)
+	switch {
+	case errors.As(err, &conflict):
+		return newError(codeConflict, err.Error(), &errorData{Paths: conflict.Paths})
+	case errors.As(err, &unsafe):
+		return newError(codeUnsafeChange, err.Error(), &errorData{Paths: []string{unsafe.Path}})
+	case errors.As(err, &write):
+		return newError(codeProjectFile, err.Error(), &errorData{File: write.Path})
+	case errors.As(err, &argument):
+		return newError(codeInvalidParams, "invalid params: "+argument.Name+": "+argument.Reason, &errorData{Field: argument.Name})
+	case errors.Is(err, workspace.ErrBadPath):
+		return newError(codeInvalidParams, "invalid params: paths: "+err.Error(), &errorData{Field: "paths"})
+	case errors.Is(err, workspace.ErrNotSynced):
+		return newError(codeInvalidParams, "invalid params: sync: "+err.Error(), &errorData{Field: "sync"})
+	case errors.Is(err, tasks.ErrProjectGone):
+		return newError(codeInvalidParams, "invalid params: taskId: "+err.Error(), &errorData{Field: "taskId"})
+	case errors.Is(err, tasks.ErrTaskNotFound):
+		return newError(codeTaskNotFound, err.Error(), nil)
+	case errors.Is(err, tasks.ErrBusy), errors.Is(err, tasks.ErrNotFinished):
+		return newError(codeBusy, err.Error(), nil)
+	case errors.Is(err, tasks.ErrSandboxGone):
+		return newError(codeNotRunning, err.Error(), nil)
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ const fakeEndpoint = "unix:///var/run/docker.sock"
 // fakeProjects makes the project directories fakeService knows under root,
 // plus a file and a symlink to ok.
 func fakeProjects(root string) error {
-	for _, name := range []string{"ok", "other", "none", "buildfail", "startfail", "bug", "slowdocker", "held", "readonly", "badsettings", "crowded", "stranger"} {
+	for _, name := range []string{"ok", "other", "none", "buildfail", "startfail", "bug", "slowdocker", "held", "readonly", "badsettings", "crowded", "stranger", "busy"} {
 		if err := os.Mkdir(filepath.Join(root, name), 0o755); err != nil {
 			return err
 		}

@@ -15,7 +15,9 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/sandboxfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
+	"github.com/pilot-sandbox/pilot-sandbox/tasks"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
+	"github.com/pilot-sandbox/pilot-sandbox/workspace"
 )
 
 // schema is a JSON Schema object in the OpenRPC document. Maps marshal
@@ -54,6 +56,11 @@ var schemaNames = map[reflect.Type]string{
 	reflect.TypeFor[permission.Rule]():           "KeptDecision",
 	reflect.TypeFor[netpolicy.View]():            "NetworkPolicy",
 	reflect.TypeFor[projectfs.NetLogEntry]():     "NetworkLogEntry",
+	reflect.TypeFor[tasks.Record]():              "Task",
+	reflect.TypeFor[tasks.Event]():               "TaskEvent",
+	reflect.TypeFor[tasks.Finished]():            "TaskFinished",
+	reflect.TypeFor[workspace.Synced]():          "WorkspaceSync",
+	reflect.TypeFor[workspace.Diff]():            "TaskDiff",
 }
 
 // schemaAlternatives are results that are one of several types.
@@ -73,6 +80,9 @@ var schemaOverrides = map[reflect.Type]schema{
 	reflect.TypeFor[[]byte](): {"type": "string"},
 	// JSON as it is: a log entry's cause and process.
 	reflect.TypeFor[json.RawMessage](): {},
+	// One object: type and timeMs, and the fields of the type's body
+	// (tasks.Event.MarshalJSON; docs/protocol.md, Tasks).
+	reflect.TypeFor[tasks.Event](): taskEventSchema,
 	// An address range is written as text: "10.0.0.0/8".
 	reflect.TypeFor[netip.Prefix](): {"type": "string"},
 }
@@ -180,4 +190,38 @@ func jsonFields(t reflect.Type) []jsonField {
 		out = append(out, jsonField{name: name, typ: f.Type, required: !optional})
 	}
 	return out
+}
+
+// taskEventSchema is a task event's JSON: its type, when, and the fields
+// each type carries.
+var taskEventSchema = schema{
+	"type":     "object",
+	"required": []string{"type", "timeMs"},
+	"properties": map[string]schema{
+		"type":              {"type": "string", "enum": []string{tasks.TypeStarted, tasks.TypeText, tasks.TypeTool, tasks.TypeToolResult, tasks.TypeLine, tasks.TypeUsage, tasks.TypeFinished}},
+		"timeMs":            {"type": "integer", "description": "milliseconds since the task started"},
+		"agent":             {"type": "string", "description": "started"},
+		"argv":              {"type": "array", "items": schema{"type": "string"}, "description": "started"},
+		"base":              {"type": "string", "description": "started: the commit the task starts from"},
+		"text":              {"type": "string", "description": "text: the agent's words; line: the line"},
+		"reasoning":         {"type": "boolean", "description": "text: the agent's thinking"},
+		"cut":               {"description": "text, toolResult: true when cut; line: the line's whole length in bytes"},
+		"name":              {"type": "string", "description": "tool, toolResult: the tool"},
+		"input":             {"description": "tool: its input, JSON (a string preview when over 32 KiB)"},
+		"callId":            {"type": "string", "description": "tool, toolResult: pairs a result with its use"},
+		"output":            {"type": "string", "description": "toolResult"},
+		"isError":           {"type": "boolean", "description": "toolResult"},
+		"stream":            {"type": "string", "enum": []string{"stdout", "stderr"}, "description": "line"},
+		"inputTokens":       {"type": "integer", "description": "usage"},
+		"outputTokens":      {"type": "integer", "description": "usage"},
+		"cachedInputTokens": {"type": "integer", "description": "usage"},
+		"costUsd":           {"type": "number", "description": "usage, finished: as the agent reports it"},
+		"status":            {"type": "string", "enum": []string{tasks.StatusSucceeded, tasks.StatusFailed, tasks.StatusCancelled, tasks.StatusTimedOut, tasks.StatusLost}, "description": "finished"},
+		"exitCode":          {"type": "integer", "description": "finished"},
+		"durationMs":        {"type": "integer", "description": "finished"},
+		"turns":             {"type": "integer", "description": "finished"},
+		"error":             {"type": "string", "description": "finished: why, when the agent or the task said"},
+		"droppedLines":      {"type": "integer", "description": "finished: output lines past the flood bound, in the sandbox's output file only"},
+		"commit":            {"type": "string", "description": "finished: the task's change, saved"},
+	},
 }

@@ -37,6 +37,9 @@ type Services struct {
 	// connection hears no questions.
 	Permissions   Permissions
 	NetworkPolicy NetworkPolicy
+	// Tasks serves the workspace and the tasks (tasks.go); without it a
+	// connection hears no task events.
+	Tasks Tasks
 }
 
 // Info names the server in initialize's answer.
@@ -119,6 +122,7 @@ func (s *Server) Serve(ctx context.Context, stream jsonrpc2.ObjectStream, opts C
 	events, unsubscribe := s.svc.Events.Subscribe()
 	defer unsubscribe()
 	defer sess.stopNotices(s.listenPermissions(sess))
+	defer s.listenTasks(sess)()
 	if opts.OnSubscribed != nil {
 		opts.OnSubscribed()
 	}

@@ -67,6 +67,14 @@ if command -v python3 >/dev/null; then
   (cd resources/pilotnet && python3 -B -m unittest)
 fi
 
+# The workspace program's and the task runner's tests need git, /proc and
+# PR_SET_CHILD_SUBREAPER (Linux): they run here when the machine has them
+# (resources/programs_test.go ran them in the image).
+if command -v python3 >/dev/null && command -v git >/dev/null && [ -d /proc/self ]; then
+  (cd resources/workspace && python3 -B -m unittest)
+  (cd resources/tasks && python3 -B -m unittest)
+fi
+
 if [ "$#" -gt 0 ] && [ "${PILOT_UI_TESTS:-}" != 1 ]; then
   exit 0
 fi

@@ -54,6 +54,10 @@ type Config struct {
 	// BrowserResources is the browser image's build context, a layer on
 	// the desktop image; nil means the sidecar has no browser variant.
 	BrowserResources fs.FS
+	// DevResources is the dev image's build context, a layer on the
+	// browser image (its tag images.DevTag(Image)); nil means the sidecar
+	// has no dev variant.
+	DevResources fs.FS
 	// Seccomp is the seccomp profile (JSON) of browser sandboxes: Docker's
 	// default plus what Chromium's own sandbox needs. "" leaves Docker's.
 	Seccomp string
@@ -216,6 +220,7 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 	m.images, err = images.New(docker, images.Config{
 		Tag: cfg.Image, Resources: cfg.Resources, BuildArgs: cfg.BuildArgs,
 		BrowserTag: cfg.BrowserImage, BrowserResources: cfg.BrowserResources,
+		DevResources: cfg.DevResources,
 		Labels:       map[string]string{LabelSandbox: "image"},
 		RebuildAfter: m.rebuildAfter,
 		Logger:       cfg.Logger,

@@ -16,6 +16,7 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
+	"github.com/pilot-sandbox/pilot-sandbox/tasks"
 )
 
 // cli is what a user command gets: a manager and its flags parsed.
@@ -23,6 +24,7 @@ type cli struct {
 	env     *env
 	manager *service.Manager
 	net     *network
+	tasks   *tasks.Manager
 	project string
 	json    bool
 	close   func()
@@ -58,7 +60,7 @@ func newCLI(e *env, name string, args []string, extra func(*flag.FlagSet)) (*cli
 	if err != nil {
 		return nil, nil, err
 	}
-	return &cli{env: e, manager: a.m, net: a.net, project: abs, json: *asJSON, close: a.close}, fs, nil
+	return &cli{env: e, manager: a.m, net: a.net, tasks: a.tasks, project: abs, json: *asJSON, close: a.close}, fs, nil
 }
 
 func absProject(p string) (string, error) {
@@ -126,6 +128,7 @@ func imageLine(st *service.State) string {
 	kind := map[string]string{
 		images.VariantDesktop: "desktop",
 		images.VariantBrowser: "browser (the desktop with Chromium)",
+		images.VariantDev:     "dev (the browser image with git, Node.js, Python and a C toolchain)",
 		images.VariantProject: "the project's own Dockerfile",
 	}[st.ImageVariant]
 	if kind == "" {

@@ -11,6 +11,9 @@
 //	pilot-sandbox screenshot [--project DIR] [-o FILE]
 //	pilot-sandbox tool [NAME [--project DIR] [JSON arguments]]
 //	pilot-sandbox net [--project DIR] [allow HOST | deny HOST | preset NAME | forget RULE]
+//	pilot-sandbox sync [--project DIR]
+//	pilot-sandbox task run [--project DIR] [--agent A] [--timeout D] PROMPT | -- ARGV...
+//	pilot-sandbox task list | diff ID | apply ID [PATH...]
 //	pilot-sandbox list | prune [--yes] | doctor | build | version
 package main
 
@@ -51,6 +54,8 @@ func commands() []command {
 		{"screenshot", "save a PNG of the project's sandbox display", runScreenshot},
 		{"tool", "run one of the agent tools, or list them", runTool},
 		{"net", "show the network policy and the connections; allow, deny, preset, forget", runNet},
+		{"sync", "copy the project's files into the sandbox's /workspace (what changed)", runSync},
+		{"task", "run a coding agent or a command in the sandbox on /workspace; list, diff, apply", runTask},
 		{"build", "build the sandbox image now (start builds it when needed)", runBuild},
 		{"doctor", "check Docker and the sandbox image, and say what to fix", runDoctor},
 		{"version", "print the version", runVersion},

@@ -21,8 +21,11 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	// Every sidecar these tests run sees only the tests' sandboxes.
-	os.Setenv("PILOT_SCOPE", dockertest.TestScope)
+	// Every sidecar these tests run sees only these tests' sandboxes: not
+	// a user's, and not those of other packages' tests running at the same
+	// time, which a sidecar would otherwise adopt (and carry their network
+	// with its own judge, in place of the test's).
+	os.Setenv("PILOT_SCOPE", dockertest.TestScope+"-cmd")
 	dir, err := os.MkdirTemp("", "pilot-sandbox-e2e")
 	if err != nil {
 		panic(err)

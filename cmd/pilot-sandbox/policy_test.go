@@ -106,9 +106,9 @@ func TestDoctorShowsThePolicy(t *testing.T) {
 		fails        bool
 		want         []string
 	}{
-		{name: "no file", want: []string{"ok   the lifecycle policy is the default (", "does not exist): idleStop 30m, maxRunning 4, disk 10GiB, caps: memory 4GiB, cpus 2, processes 4096, shmSize 2GiB"}},
+		{name: "no file", want: []string{"ok   the lifecycle policy is the default (", "does not exist): idleStop 30m, maxRunning 4, maxTasks 1, disk 10GiB, caps: memory 4GiB, cpus 2, processes 4096, shmSize 2GiB"}},
 		{name: "a file", config: `{"idleStop": "1h", "maxRunning": 2, "disk": "0"}`,
-			want: []string{"ok   the lifecycle policy from ", "config.json: idleStop 1h, maxRunning 2, disk 0 (no limit)"}},
+			want: []string{"ok   the lifecycle policy from ", "config.json: idleStop 1h, maxRunning 2, maxTasks 1, disk 0 (no limit)"}},
 		{name: "a bad file", config: `{"idleStop": "5s", "maxRunning": 2, "cpus": 4}`, fails: true, want: []string{
 			"FAIL the lifecycle policy in ", "     cpus is not a known key", `     idleStop must be at least 1m, or "0" for never; it is "5s"`,
 			"no sandbox is\n     stopped for idleness or disk use. Read as: idleStop 30m, maxRunning 2,"}},

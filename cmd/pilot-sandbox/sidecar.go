@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/rpc"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
@@ -18,10 +20,11 @@ func newCarrier(a *app, project string) *ports.Carrier {
 
 // sidecarServices is what the protocol serves: the manager for the
 // sandboxes, their files and settings, the carrier for the ports and the
-// browser, set for the agent tools, and net for the permission questions
-// and network policy.
-func sidecarServices(m *service.Manager, relays *ports.Carrier, set rpc.Tools, net *network) rpc.Services {
+// browser, set for the agent tools, net for the permission questions and
+// network policy, and the task manager for the workspace and the tasks.
+func sidecarServices(m *service.Manager, relays *ports.Carrier, set rpc.Tools, net *network, tasks rpc.Tasks) rpc.Services {
 	return rpc.Services{
+		Tasks:         tasks,
 		Permissions:   net,
 		NetworkPolicy: net,
 		Lifecycle:     m,
@@ -34,5 +37,16 @@ func sidecarServices(m *service.Manager, relays *ports.Carrier, set rpc.Tools, n
 		ToolAccess:    m,
 		Tools:         set,
 		Events:        m,
+	}
+}
+
+// reattachTasks follows the tasks an earlier sidecar left running, once
+// the manager has found the sandboxes (a task whose container no longer
+// runs is recorded lost).
+func reattachTasks(ctx context.Context, a *app) {
+	select {
+	case <-a.m.Reconciled():
+		a.tasks.Reattach(ctx)
+	case <-ctx.Done():
 	}
 }

@@ -54,6 +54,7 @@ func runUI(ctx context.Context, e *env, args []string) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { a.m.Run(ctx) })
+	wg.Go(func() { reattachTasks(ctx, a) })
 
 	address := fmt.Sprintf("http://127.0.0.1:%d/#token=%s", port, token)
 	fmt.Fprintln(e.stdout, address)
@@ -103,7 +104,7 @@ func parseUIFlags(e *env, args []string) (uiOptions, error) {
 func panelHandler(a *app, project string, port int, token string) (http.Handler, error) {
 	m := a.m
 	// The relays last as long as this process.
-	server := rpc.NewServer(sidecarServices(m, newCarrier(a, ""), tools.New(m), a.net), rpc.Info{Name: "pilot-sandbox", Version: version}, a.log)
+	server := rpc.NewServer(sidecarServices(m, newCarrier(a, ""), tools.New(m), a.net, a.tasks), rpc.Info{Name: "pilot-sandbox", Version: version}, a.log)
 	ws, err := server.WebSocketHandler(rpc.WebSocketOptions{
 		Token: token,
 		Origins: []string{

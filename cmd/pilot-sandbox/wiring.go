@@ -16,6 +16,7 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/resources"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
+	"github.com/pilot-sandbox/pilot-sandbox/tasks"
 )
 
 // stateDir is the sidecar's directory under the XDG state home: the project
@@ -64,6 +65,7 @@ type app struct {
 	desktops *ports.DesktopRelay
 	net      *network
 	egress   *enforcement
+	tasks    *tasks.Manager
 	close    func()
 }
 
@@ -89,10 +91,12 @@ func openApp(stderr io.Writer, level zerolog.Level) (*app, error) {
 	enf.log.Store(net.netLog)
 	events, unsubscribe := m.Subscribe()
 	go net.followStops(events) // ends with unsubscribe
+	tasks := newTasks(m, log)
 	// The process's proxies end with it: another process takes each
-	// sandbox over, or it has no way out (docs/network.md).
-	closeAll := func() { unsubscribe(); enf.Close(); net.close(); closeLog() }
-	return &app{log: log, m: m, docker: docker, desktops: desktops, net: net, egress: enf, close: closeAll}, nil
+	// sandbox over, or it has no way out (docs/network.md). The tasks go
+	// on in their sandboxes: closing stops following them.
+	closeAll := func() { tasks.Close(); unsubscribe(); enf.Close(); net.close(); closeLog() }
+	return &app{log: log, m: m, docker: docker, desktops: desktops, net: net, egress: enf, tasks: tasks, close: closeAll}, nil
 }
 
 // newManager builds the manager the way every command uses it, its
@@ -104,6 +108,7 @@ func newManager(log zerolog.Logger, docker *engine.Client, desktops service.Desk
 		Agent:     resources.DesktopAgent(),
 		// The browser image's tag follows PILOT_IMAGE (BrowserTag).
 		BrowserResources: resources.BrowserImage(),
+		DevResources:     resources.DevImage(),
 		Seccomp:          resources.ChromiumSeccomp(),
 		DefaultVariant:   os.Getenv(envDefaultImage),
 		StateDir:         stateDir(),

@@ -63,6 +63,7 @@ func Config(t testing.TB) service.Config {
 		// otherwise, so the suite does not build and run Chromium's image
 		// for every sandbox.
 		BrowserResources: resources.BrowserImage(),
+		DevResources:     resources.DevImage(),
 		Seccomp:          resources.ChromiumSeccomp(),
 		DefaultVariant:   cmp.Or(os.Getenv("PILOT_DEFAULT_IMAGE"), images.VariantDesktop),
 		StateDir:         t.TempDir(),

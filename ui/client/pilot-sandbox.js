@@ -28,6 +28,11 @@
 /** @typedef {import('./types.js').PortsList} PortsList */
 /** @typedef {import('./types.js').PermissionRequest} PermissionRequest */
 /** @typedef {import('./types.js').PermissionResolved} PermissionResolved */
+/** @typedef {import('./types.js').WorkspaceSync} WorkspaceSync */
+/** @typedef {import('./types.js').Task} Task */
+/** @typedef {import('./types.js').TaskEvent} TaskEvent */
+/** @typedef {import('./types.js').TaskDiff} TaskDiff */
+/** @typedef {import('./types.js').TaskStartOptions} TaskStartOptions */
 /** @typedef {import('./types.js').KeptDecision} KeptDecision */
 /** @typedef {import('./types.js').NetworkLogEntry} NetworkLogEntry */
 
@@ -209,6 +214,16 @@ export class Client {
    * @returns {() => void} unsubscribe
    */
   onNetwork(handler) { return this.on('sandbox/network', handler); }
+
+  /**
+   * sandbox/task: an event of a task (every project's), in order for each
+   * task; seq numbers a task's events from 1 (a seq seen again after a
+   * sidecar restart is the same event).
+   *
+   * @param {(notice: {taskId: string, projectPath: string, seq: number, event: TaskEvent}) => void} handler
+   * @returns {() => void} unsubscribe
+   */
+  onTask(handler) { return this.on('sandbox/task', handler); }
 
   /**
    * Called once when the connection closes, with the reason if it failed.
@@ -466,6 +481,75 @@ export class Client {
    * @returns {Promise<{entries: NetworkLogEntry[]}>}
    */
   networkLog(projectPath, options = {}) { return this.request('sandbox/network/log', { projectPath, ...options }); }
+
+  /**
+   * Makes the sandbox's /workspace hold the project's files as they are
+   * now (only what changed crosses), with sandbox/progress stage sync.
+   *
+   * @param {string} projectPath
+   * @returns {Promise<WorkspaceSync>}
+   */
+  syncWorkspace(projectPath) { return this.request('sandbox/workspace/sync', { projectPath }); }
+
+  /**
+   * Starts a task in the running sandbox (syncing first unless sync is
+   * false); resolves once its program started. Its events come as
+   * sandbox/task (onTask).
+   *
+   * @param {string} projectPath
+   * @param {TaskStartOptions} options
+   * @returns {Promise<{taskId: string, task: Task}>}
+   */
+  startTask(projectPath, options) { return this.request('sandbox/tasks/start', { projectPath, ...options }); }
+
+  /**
+   * @param {string} projectPath
+   * @returns {Promise<{tasks: Task[]}>} newest first
+   */
+  listTasks(projectPath) { return this.request('sandbox/tasks/list', { projectPath }); }
+
+  /**
+   * A task and its events so far.
+   *
+   * @param {string} taskId
+   * @returns {Promise<{task: Task, events: TaskEvent[], droppedEvents: number}>}
+   */
+  getTask(taskId) { return this.request('sandbox/tasks/get', { taskId }); }
+
+  /**
+   * Ends a running task and everything it started; resolves once it ended.
+   *
+   * @param {string} taskId
+   * @returns {Promise<{task: Task}>}
+   */
+  cancelTask(taskId) { return this.request('sandbox/tasks/cancel', { taskId }); }
+
+  /**
+   * An ended task's change against its base.
+   *
+   * @param {string} taskId
+   * @returns {Promise<TaskDiff>}
+   */
+  diffTask(taskId) { return this.request('sandbox/tasks/diff', { taskId }); }
+
+  /**
+   * Writes an ended task's change (or the paths named) into the project;
+   * rejects with kind conflict (data.paths) and writes nothing if the user
+   * changed one of its files since the task's base.
+   *
+   * @param {string} taskId
+   * @param {string[]} [paths]
+   * @returns {Promise<{applied: string[]}>}
+   */
+  applyTask(taskId, paths) { return this.request('sandbox/tasks/apply', paths ? { taskId, paths } : { taskId }); }
+
+  /**
+   * Drops an ended task's change and puts /workspace back to its base.
+   *
+   * @param {string} taskId
+   * @returns {Promise<{}>}
+   */
+  discardTask(taskId) { return this.request('sandbox/tasks/discard', { taskId }); }
 
   /**
    * The address of the sandbox's Chromium DevTools Protocol, for

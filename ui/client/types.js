@@ -106,7 +106,7 @@
 /**
  * @typedef {object} SandboxProgress params of sandbox/progress
  * @property {string} projectPath
- * @property {'image' | 'create' | 'start' | 'ready' | 'copy'} stage copy: an upload or download, current and total in bytes
+ * @property {'image' | 'create' | 'start' | 'ready' | 'copy' | 'sync'} stage copy: an upload or download; sync: the project into /workspace (current and total in bytes)
  * @property {string} message
  * @property {number} [current]
  * @property {number} [total]
@@ -216,6 +216,61 @@
  * @property {number} bytesOut
  * @property {any} [cause]
  * @property {any} [process]
+ */
+
+/**
+ * What a sync did (sandbox/workspace/sync).
+ * @typedef {object} WorkspaceSync
+ * @property {number} files the project's files, as /workspace now holds them
+ * @property {number} bytes
+ * @property {boolean} changed a new base was committed
+ * @property {string} base the commit of the snapshot
+ * @property {number} sent
+ * @property {number} sentBytes
+ * @property {number} removed
+ * @property {string} [saved] the ref keeping changes no task saved
+ */
+
+/**
+ * A task (sandbox/tasks/*).
+ * @typedef {object} Task
+ * @property {string} taskId
+ * @property {string} projectPath
+ * @property {'claude' | 'codex' | 'command'} agent
+ * @property {string} [prompt]
+ * @property {string[]} argv
+ * @property {string} timeout
+ * @property {string} container
+ * @property {string} base
+ * @property {'running' | 'succeeded' | 'failed' | 'cancelled' | 'timed_out' | 'lost'} status
+ * @property {number} startedAt Unix milliseconds
+ * @property {number} events how many events it had
+ * @property {number} [finishedAt]
+ * @property {any} [finished] its finished event's fields
+ */
+
+/**
+ * One event of a task: type, timeMs and the type's fields (docs/protocol.md, Tasks).
+ * @typedef {{type: 'started' | 'text' | 'tool' | 'toolResult' | 'line' | 'usage' | 'finished', timeMs: number, [field: string]: any}} TaskEvent
+ */
+
+/**
+ * A task's change (sandbox/tasks/diff).
+ * @typedef {object} TaskDiff
+ * @property {string} base
+ * @property {{path: string, status: 'added' | 'modified' | 'deleted' | 'typechange', additions: number, deletions: number, binary: boolean}[]} files
+ * @property {string} patch
+ * @property {boolean} patchTruncated
+ */
+
+/**
+ * @typedef {object} TaskStartOptions
+ * @property {'claude' | 'codex' | 'command'} agent
+ * @property {string} [prompt]
+ * @property {string[]} [command]
+ * @property {Record<string, string>} [env]
+ * @property {string} [timeout] a duration: 30m (the default), 2h
+ * @property {boolean} [sync] false: start on /workspace as it is
  */
 
 /**

@@ -44,6 +44,14 @@ const wrappers = {
   'sandbox/permission/forget': 'forgetPermission',
   'sandbox/network/policy': 'networkPolicy',
   'sandbox/network/log': 'networkLog',
+  'sandbox/workspace/sync': 'syncWorkspace',
+  'sandbox/tasks/start': 'startTask',
+  'sandbox/tasks/list': 'listTasks',
+  'sandbox/tasks/get': 'getTask',
+  'sandbox/tasks/cancel': 'cancelTask',
+  'sandbox/tasks/diff': 'diffTask',
+  'sandbox/tasks/apply': 'applyTask',
+  'sandbox/tasks/discard': 'discardTask',
   'sandbox/setToolsEnabled': 'setToolsEnabled',
   'sandbox/getToolsEnabled': 'getToolsEnabled',
   'project/close': 'closeProject',
@@ -72,9 +80,9 @@ test('rpc.discover is a valid OpenRPC document', async () => {
   assert.equal(doc.openrpc, '1.3.2');
   assert.deepEqual(
     Object.keys(doc.components.errors).map((k) => doc.components.errors[k].code).sort(),
-    [-32800, -32700, -32603, -32602, -32601, -32600, -32011, -32010, -32009, -32008, -32007, -32006, -32005, -32004, -32003, -32002, -32001].sort(),
+    [-32800, -32700, -32603, -32602, -32601, -32600, -32016, -32015, -32013, -32012, -32011, -32010, -32009, -32008, -32007, -32006, -32005, -32004, -32003, -32002, -32001].sort(),
   );
-  assert.deepEqual(doc['x-notifications'].map((/** @type {any} */ n) => n.name), ['sandbox/event', 'sandbox/progress', 'sandbox/output', 'sandbox/permission', 'sandbox/permission/resolved', 'sandbox/network', 'sandbox/warning']);
+  assert.deepEqual(doc['x-notifications'].map((/** @type {any} */ n) => n.name), ['sandbox/event', 'sandbox/progress', 'sandbox/output', 'sandbox/permission', 'sandbox/permission/resolved', 'sandbox/network', 'sandbox/task', 'sandbox/warning']);
   assert.equal(await stop(), 0);
 });
 
@@ -100,6 +108,7 @@ test('answers match the schemas rpc.discover gives for them', async () => {
   check('sandbox/permission/list', await client.listPermissions(project));
   check('sandbox/network/policy', await client.networkPolicy(project));
   check('sandbox/network/log', await client.networkLog(project, { limit: 5 }));
+  check('sandbox/tasks/list', await client.listTasks(project));
   assert.throws(() => check('docker/status', { available: 'yes' }), /does not match/);
   check('shutdown', await client.request('shutdown'));
   client.exit();
