@@ -267,8 +267,12 @@ def locate(browser, target_id, backend):
 
 
 def focus(browser, page, backend):
-    """Gives an element the page's focus; an error's words, or None."""
+    """Gives an element the keyboard focus; an error's words, or None.
+    DOM.focus alone moves the page's focus, but keys still go to the view
+    that had Chromium's (the toolbar, or none after a window came to the
+    front): Page.bringToFront gives the page's view the focus first."""
     try:
+        browser.call("Page.bringToFront", {}, page.session)
         browser.call("DOM.focus", {"backendNodeId": backend}, page.session)
     except cdp.CommandError as e:
         return str(e)
