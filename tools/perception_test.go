@@ -50,7 +50,7 @@ func (d *desk) treeUntil(args, want string) string {
 }
 
 // refOf is the ref of the element of role and name in a tree's text.
-func refOf(t *testing.T, tree, role, name string) string {
+func refOf(t testing.TB, tree, role, name string) string {
 	t.Helper()
 	m := regexp.MustCompile(`\[ref=(e[0-9]+)\] ` + role + ` "` + regexp.QuoteMeta(name) + `"`).FindStringSubmatch(tree)
 	if m == nil {
@@ -134,4 +134,31 @@ func TestTreeOfAGTKDialog(t *testing.T) {
 	yes := refOf(t, tree, "button", "Yes")
 	mustSay(t, "click by ref", d.must("sandbox_click", `{"ref": "`+yes+`"}`), "Left-clicked "+yes+` (button "Yes")`)
 	d.poll("the dialog answered yes", "grep -qx 'answer -8' /tmp/dialog.log")
+}
+
+// BenchmarkTree: sandbox_screenshot with tree: true on a typical page (a
+// news article with the site's navigation, a search form, a table,
+// related links and a footer: testdata/perception/article.html), beside
+// the screenshot alone; with the tree's size as the model reads it, in
+// bytes and in tokens counted as characters/4 (docs/agent-tools.md).
+func BenchmarkTree(b *testing.B) {
+	d := newDesk(b, browserSettings)
+	d.serve("article.html")
+	d.sh("pilot-open http://127.0.0.1:8000/article.html")
+	d.treeUntil(`{"tree": true}`, `searchbox "Search"`)
+	for _, args := range []string{`{}`, `{"tree": true}`} {
+		b.Run(args, func(b *testing.B) {
+			var got string
+			for b.Loop() {
+				got = text(d.call("sandbox_screenshot", args))
+			}
+			if args == `{}` {
+				return
+			}
+			b.ReportMetric(float64(len(got)), "bytes/tree")
+			b.ReportMetric(float64(len([]rune(got)))/4, "tokens/tree")
+			b.ReportMetric(float64(strings.Count(got, "[ref=")), "elements/tree")
+			b.Logf("the tree:\n%s", got)
+		})
+	}
 }

@@ -23,12 +23,14 @@ GEOMETRY = ("JSON.stringify([document.visibilityState, screenX, screenY, outerWi
 
 # Roles that are containers and say nothing by themselves: listed only
 # with a name. InlineTextBox and LineBreak are pieces of text already in
-# their StaticText.
+# their StaticText; a ListMarker is a list's bullet or number, which says
+# nothing the listitem does not (eight lines of "•" in a typical page's
+# list of links: BenchmarkTree).
 PLAIN = {"generic", "none", "presentation", "LabelText", "GenericContainer", "Section", "Div", "Pre", "LayoutTable",
          "LayoutTableRow", "LayoutTableCell", "Unknown", "IframePresentational", "Ignored"}
-SKIP = {"InlineTextBox", "LineBreak"}
+SKIP = {"InlineTextBox", "LineBreak", "ListMarker"}
 ROLE_WORDS = {"RootWebArea": "document", "StaticText": "text", "LabelText": "label", "WebArea": "document",
-              "ListMarker": "text", "DescriptionListTerm": "term", "DescriptionListDetail": "definition",
+              "DescriptionListTerm": "term", "DescriptionListDetail": "definition",
               "MenuListPopup": "listbox", "MenuListOption": "option"}
 VALUE_ROLES = {"textbox", "searchbox", "combobox", "spinbutton", "slider", "progressbar", "meter", "TextField"}
 
@@ -112,7 +114,8 @@ def attach(browser, target_id):
 
 
 def prop(node, name):
-    for p in node.get("properties") or ():
+    props = node.get("properties")
+    for p in props if isinstance(props, list) else ():
         if isinstance(p, dict) and p.get("name") == name and isinstance(p.get("value"), dict):
             return p["value"].get("value")
     return None
@@ -141,7 +144,7 @@ def state_words(node):
         out.append("expanded" if expanded is True else "collapsed")
     if prop(node, "disabled") is True:
         out.append("disabled")
-    if prop(node, "readonly") is True and node.get("role", {}).get("value") in VALUE_ROLES:
+    if prop(node, "readonly") is True and value_of(node.get("role")) in VALUE_ROLES:
         out.append("readonly")
     if prop(node, "required") is True:
         out.append("required")
@@ -188,7 +191,8 @@ def fold(by_id, node, target, depth=0):
     if depth > 200:
         return None
     kids = []
-    for cid in node.get("childIds") or ():
+    child_ids = node.get("childIds")
+    for cid in child_ids if isinstance(child_ids, list) else ():
         child = by_id.get(cid) if isinstance(cid, str) else None
         if child is not None:
             got = fold(by_id, child, target, depth + 1)
@@ -196,7 +200,7 @@ def fold(by_id, node, target, depth=0):
                 kids.extend(got)
             elif got is not None:
                 kids.append(got)
-    role = (node.get("role") or {}).get("value")
+    role = value_of(node.get("role"))
     role = role if isinstance(role, str) else "generic"
     name = value_of(node.get("name"))
     name = str(name) if name is not None else ""
