@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"io"
 	"sync"
 
@@ -31,16 +32,21 @@ func (e *Client) ExecAttach(ctx context.Context, id string, spec service.ExecSpe
 	if err != nil {
 		return nil, e.classify(err)
 	}
-	go s.pipe(inR, outW)
+	go s.pipe(inR, outW, e)
 	return s, nil
 }
 
 // pipe ends the session's pipes when its stream ends: when the command
-// exits or the session is closed.
-func (s *session) pipe(inR *io.PipeReader, outW *io.PipeWriter) {
+// exits or the session is closed, or, over ssh, when the link dropped
+// (then reads end with an ErrDockerUnavailable error: the command may run
+// on, and its caller may start another once the engine answers).
+func (s *session) pipe(inR *io.PipeReader, outW *io.PipeWriter, e *Client) {
 	err := s.stream.Wait()
-	if err == nil {
+	switch {
+	case err == nil:
 		err = io.EOF
+	case errors.Is(err, errDropped):
+		err = e.unavailable(err)
 	}
 	outW.CloseWithError(err)
 	inR.Close()
@@ -72,8 +78,4 @@ func (s *session) Close() error {
 	return nil
 }
 
-func (s *session) Stderr() string {
-	s.stderr.mu.Lock()
-	defer s.stderr.mu.Unlock()
-	return string(s.stderr.buf)
-}
+func (s *session) Stderr() string { return s.stderr.String() }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -30,7 +31,16 @@ import (
 // ErrDockerUnavailable error, and a later call tries again.
 type Client struct {
 	endpoint string
-	fromEnv  bool // DOCKER_HOST is set: let the library read the TLS settings too
+	source   string // where endpoint came from (endpoint.go), for doctor
+	fromEnv  bool   // DOCKER_HOST is set: let the library read the TLS settings too
+	tlsDir   string // a docker context's TLS files, if it has them
+	// ssh is the dialer of an ssh:// endpoint (sshdial.go); nil for the
+	// others.
+	ssh *sshDialer
+	// unusable is why the endpoint cannot be used at all (a docker
+	// context that cannot be read, a malformed ssh:// address): every
+	// call says it.
+	unusable error
 
 	mu  sync.Mutex     // guards api, short, apiVersion and diskLimit*
 	api *docker.Client // nil until an engine answered
@@ -49,20 +59,39 @@ type Client struct {
 
 var _ service.Docker = (*Client)(nil)
 
-// New returns a client for the engine at endpoint, or, when endpoint is empty,
-// at $DOCKER_HOST or the first Docker socket found in the usual places.
+// New returns a client for the engine at endpoint, or, when endpoint is
+// empty, at the engine the docker CLI would use (endpoint.go): DOCKER_HOST,
+// the current docker context, or the first Docker socket found in the
+// usual places.
 func New(endpoint string) *Client {
-	if endpoint != "" {
-		return &Client{endpoint: endpoint}
+	c := choice{endpoint: endpoint, source: "given"}
+	if endpoint == "" {
+		c = chooseEngine()
 	}
-	if host := os.Getenv("DOCKER_HOST"); host != "" {
-		return &Client{endpoint: host, fromEnv: true}
+	e := &Client{endpoint: c.endpoint, source: c.source, fromEnv: c.fromEnv, tlsDir: c.tls, unusable: c.err}
+	if e.unusable == nil && strings.HasPrefix(e.endpoint, "ssh://") {
+		e.ssh, e.unusable = newSSHDialer(e.endpoint)
 	}
-	return &Client{endpoint: findSocket()}
+	return e
 }
 
 // Endpoint is where the client looks for the engine.
 func (e *Client) Endpoint() string { return e.endpoint }
+
+// Remote says whether the engine runs on another machine (ssh://, or TCP
+// to an address other than this machine's loopback): the ports it
+// publishes on its 127.0.0.1 and its containers' addresses are then out
+// of this machine's reach, and the sidecar carries what it needs itself.
+func (e *Client) Remote() bool { return remoteEndpoint(e.endpoint) }
+
+// Route says where the endpoint came from and, over ssh, how the engine
+// is reached, for doctor.
+func (e *Client) Route() string {
+	if e.ssh != nil {
+		return e.source + "; " + e.ssh.Route()
+	}
+	return e.source
+}
 
 // findSocket returns the first Docker socket that exists among the places
 // Docker Engine, Docker Desktop, rootless Docker, Colima and Rancher Desktop
@@ -95,28 +124,27 @@ func (e *Client) connect(ctx context.Context) (*docker.Client, error) {
 	if e.api != nil {
 		return e.api, nil
 	}
-	if strings.HasPrefix(e.endpoint, "ssh://") {
-		return nil, &service.UnavailableError{Endpoint: e.endpoint,
-			Err: errors.New("ssh:// endpoints are not supported; forward the socket and use unix:// or tcp://")}
+	if e.unusable != nil {
+		return nil, e.unavailable(e.unusable)
 	}
 	probe, err := e.newClient("")
 	if err != nil {
-		return nil, &service.UnavailableError{Endpoint: e.endpoint, Err: err}
+		return nil, e.unavailable(err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, e.connectTimeout())
 	defer cancel()
 	env, err := probe.VersionWithContext(ctx)
 	if err != nil {
-		return nil, &service.UnavailableError{Endpoint: e.endpoint, Err: err}
+		return nil, e.unavailable(err)
 	}
 	version := env.Get("ApiVersion")
 	api, err := e.newClient(version)
 	if err != nil {
-		return nil, &service.UnavailableError{Endpoint: e.endpoint, Err: err}
+		return nil, e.unavailable(err)
 	}
 	short, err := e.newClient(version)
 	if err != nil {
-		return nil, &service.UnavailableError{Endpoint: e.endpoint, Err: err}
+		return nil, e.unavailable(err)
 	}
 	short.SetTimeout(callTimeout)
 	e.api, e.short, e.apiVersion = api, short, version
@@ -142,9 +170,15 @@ func (e *Client) newClient(apiVersion string) (*docker.Client, error) {
 		c   *docker.Client
 		err error
 	)
-	if e.fromEnv {
+	switch {
+	case e.ssh != nil:
+		c, err = e.ssh.client(apiVersion)
+	case e.fromEnv:
 		c, err = docker.NewVersionedClientFromEnv(apiVersion)
-	} else {
+	case e.tlsDir != "":
+		c, err = docker.NewVersionedTLSClient(e.endpoint, filepath.Join(e.tlsDir, "cert.pem"),
+			filepath.Join(e.tlsDir, "key.pem"), filepath.Join(e.tlsDir, "ca.pem"), apiVersion)
+	default:
 		c, err = docker.NewVersionedClient(e.endpoint, apiVersion)
 	}
 	if err != nil {
@@ -206,8 +240,9 @@ func (e *Client) classify(err error) error {
 	case errors.Is(err, context.Canceled):
 		return err
 	case errors.Is(err, docker.ErrConnectionRefused), errors.Is(err, syscall.ECONNREFUSED),
-		errors.Is(err, syscall.ENOENT), errors.As(err, &opErr), errors.As(err, &urlErr):
-		return &service.UnavailableError{Endpoint: e.endpoint, Err: err}
+		errors.Is(err, syscall.ENOENT), errors.As(err, &opErr), errors.As(err, &urlErr),
+		e.ssh != nil && dropped(err):
+		return e.unavailable(err)
 	default:
 		return err
 	}
@@ -227,4 +262,40 @@ func apiError(err *docker.Error) error {
 	default:
 		return fmt.Errorf("docker: %s", err.Message)
 	}
+}
+
+// unavailable is ErrDockerUnavailable for err, saying what to do about an
+// engine over ssh, where starting Docker here is not the answer.
+func (e *Client) unavailable(err error) error {
+	u := &service.UnavailableError{Endpoint: e.endpoint, Err: err}
+	if e.ssh == nil {
+		return u
+	}
+	check := fmt.Sprintf("check it with: %s docker version", e.ssh.target.command())
+	var se *sshError
+	switch {
+	case errors.As(err, &se) && se.advice != "":
+		u.Advice = se.advice
+	case errors.As(err, &se):
+		u.Advice = check
+	default:
+		u.Advice = "the next call connects again (" + check + ")"
+	}
+	return u
+}
+
+// connectTimeout bounds the first answer of an engine: over ssh it
+// includes a login (ssh's ConnectTimeout is 15 s) and a first command.
+func (e *Client) connectTimeout() time.Duration {
+	if e.ssh != nil {
+		return 45 * time.Second
+	}
+	return 5 * time.Second
+}
+
+// dropped says whether err is a connection that ended under a call: over
+// ssh, a link that dropped (the master ended, and every channel with it).
+func dropped(err error) bool {
+	return errors.Is(err, errDropped) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }

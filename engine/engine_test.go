@@ -32,9 +32,6 @@ func TestNoEngineIsUnavailableNotAnError(t *testing.T) {
 	if time.Since(started) > 5*time.Second {
 		t.Logf("took %s to give up", time.Since(started)) // informational: never assert time
 	}
-	if _, err := engine.New("ssh://me@host").Info(ctx); !errors.Is(err, service.ErrDockerUnavailable) || !strings.Contains(err.Error(), "ssh://") {
-		t.Errorf("ssh endpoint: %v", err)
-	}
 }
 
 // runningSandbox starts a real sandbox and returns its container ID.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"io"
 	"sync"
 	"time"
@@ -42,6 +43,9 @@ func (e *Client) Exec(ctx context.Context, id string, spec service.ExecSpec) (se
 		TimedOut:  end == streamTimedOut,
 		Truncated: stdout.truncated() || stderr.truncated(),
 		ExitCode:  -1,
+	}
+	if end == streamBroken {
+		return res, e.classify(err)
 	}
 	if err != nil || end == streamFinished {
 		// Finished: the caller knows the exit code. The engine may not
@@ -86,6 +90,7 @@ const (
 	streamFinished                  // the caller said the command is over
 	streamTimedOut
 	streamCancelled
+	streamBroken // the connection under it ended
 )
 
 // waitStream waits for the exec stream to end, or for finished to close,
@@ -101,7 +106,14 @@ func waitStream(ctx context.Context, stream docker.CloseWaiter, timeout time.Dur
 	}
 	end := streamEnded
 	select {
-	case <-done:
+	case err := <-done:
+		if errors.Is(err, errDropped) {
+			// The stream broke with its ssh connection: the command
+			// may run on. (The library's other errors, such as the
+			// input's copy failing once the command has ended, are
+			// not the stream's end.)
+			return streamBroken, err
+		}
 		return streamEnded, nil
 	case <-finished:
 		end = streamFinished
@@ -190,4 +202,11 @@ func (b *cappedBuffer) truncated() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.dropped > 0
+}
+
+// String is what was kept so far.
+func (b *cappedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
 }

@@ -64,7 +64,7 @@ func (e *Client) RunAttached(ctx context.Context, spec service.HelperSpec) (serv
 		}
 		return nil, fmt.Errorf("start helper: %w", e.classify(err))
 	}
-	go s.pipe(inR, outW)
+	go s.pipe(inR, outW, e)
 	return s, nil
 }
 

@@ -10,9 +10,11 @@ import (
 )
 
 // DesktopRelay carries the desktop ports (websockify, VNC) of sandboxes
-// without a network to host ports on 127.0.0.1 (service.DesktopPorts),
-// over exec relays like an exposed port's: the engine publishes no port of
-// such a container, and the host has no route to it. The ports live until
+// without a network, and of every sandbox on a remote engine, to host
+// ports on 127.0.0.1 (service.DesktopPorts), over exec relays like an
+// exposed port's: the engine publishes no port of such a container (on a
+// remote engine it would be on that machine's 127.0.0.1), and the host
+// has no route to it. The ports live until
 // the sandbox stops, another container of the project is carried, or the
 // process that serves them ends (Carrier).
 type DesktopRelay struct {

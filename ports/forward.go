@@ -51,6 +51,7 @@ type forwarder struct {
 	mu       sync.Mutex // guards projects and stopped
 	projects map[string]*forwardSet
 	stopped  bool
+	quit     chan struct{} // closed as it stops
 }
 
 // forwardSet is a project's listeners in its sandbox's current run.
@@ -63,7 +64,7 @@ type forwardSet struct {
 // newForwarder returns a forwarder of sb's sandboxes that keeps its
 // lists in store and runs its relays through docker.
 func newForwarder(sb Sandboxes, docker Containers, store projectfs.Forwards, log zerolog.Logger) *forwarder {
-	return &forwarder{sb: sb, docker: docker, store: store, log: log, projects: map[string]*forwardSet{}}
+	return &forwarder{sb: sb, docker: docker, store: store, log: log, projects: map[string]*forwardSet{}, quit: make(chan struct{})}
 }
 
 // target is where the project's listeners run; ok false when its sandbox
@@ -227,8 +228,10 @@ func (f *forwarder) drop(project string, l *listener) {
 }
 
 // ended forgets a listener whose process ended on its own (killed in
-// the sandbox, or the sandbox stopping), saying why.
-func (f *forwarder) ended(l *listener) {
+// the sandbox, or the sandbox stopping), saying why; err is how its
+// output ended. One lost with the engine's connection (a remote engine's
+// link dropped) is started again once the engine answers.
+func (f *forwarder) ended(l *listener, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	set := f.projects[l.target.Project]
@@ -237,5 +240,9 @@ func (f *forwarder) ended(l *listener) {
 	}
 	delete(set.live, l.Port)
 	set.errs[l.Port] = "its listener in the sandbox ended; it is applied again at the next start"
-	f.log.Info().Str("project", l.target.Project).Int("port", l.Port).Str("stderr", l.ctl.Stderr()).Msg("a forwarded port's listener ended")
+	f.log.Info().Err(err).Str("project", l.target.Project).Int("port", l.Port).Str("stderr", l.ctl.Stderr()).Msg("a forwarded port's listener ended")
+	if errors.Is(err, service.ErrDockerUnavailable) && !f.stopped {
+		set.errs[l.Port] = "the connection to the engine dropped; it is applied again once the engine answers"
+		f.applies.Go(func() { f.restore(l.target.Project) })
+	}
 }

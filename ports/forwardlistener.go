@@ -116,9 +116,10 @@ func (f *forwarder) startListener(ctx context.Context, t service.RelayTarget, fw
 // follow reads the listener's notices of connections until it ends, and
 // starts a relay for each.
 func (l *listener) follow(r *bufio.Reader) {
+	var err error
 	for {
-		b, err := r.ReadByte()
-		if err != nil {
+		var b byte
+		if b, err = r.ReadByte(); err != nil {
 			break
 		}
 		if b == 'c' {
@@ -129,7 +130,7 @@ func (l *listener) follow(r *bufio.Reader) {
 		}
 	}
 	l.close()
-	l.f.ended(l)
+	l.f.ended(l, err)
 }
 
 // refill starts relays until there is one for each connection waiting

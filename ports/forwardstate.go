@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
@@ -126,6 +127,30 @@ func (f *forwarder) stopProject(project string) {
 	}
 }
 
+// restore applies the project's forwards again once the engine answers
+// after a listener was lost with its connection: the sandbox ran on, and
+// its forwards must too. It tries every second at first, up to every
+// 10 s, and ends once it could ask whether the sandbox runs (and applied
+// them if it does), or the forwarder stops.
+func (f *forwarder) restore(project string) {
+	for delay := time.Second; ; delay = min(2*delay, 10*time.Second) {
+		select {
+		case <-f.quit:
+			return
+		case <-time.After(delay):
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+		_, ok, err := f.target(ctx, project)
+		if err == nil && ok {
+			f.apply(ctx, project)
+		}
+		cancel()
+		if err == nil {
+			return
+		}
+	}
+}
+
 // running applies the project's forwards to its sandbox's run, in the
 // background (a start, or one found running).
 func (f *forwarder) running(project string) {
@@ -136,6 +161,9 @@ func (f *forwarder) running(project string) {
 // and applies no more.
 func (f *forwarder) closeAll() {
 	f.mu.Lock()
+	if !f.stopped {
+		close(f.quit)
+	}
 	f.stopped = true
 	f.mu.Unlock()
 	f.applies.Wait()

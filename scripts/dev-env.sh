@@ -9,6 +9,7 @@
 #   Dockerfile, or $PILOT_BASE_IMAGE) cannot be pulled, e.g. Docker Hub is
 #   out of reach: build the same Debian release with debootstrap (checked
 #   against Debian's archive key) and import it under the tag.
+# - sshd for the remote-engine tests: install openssh-server if missing.
 # - Build pilot-sandbox's image once, so that tests running in parallel do
 #   not each start the same build.
 #
@@ -103,11 +104,22 @@ ensure_base_image() {
   log "imported $base"
 }
 
+# The remote-engine tests (internal/sshtest) run an sshd of their own on
+# 127.0.0.1 in front of this engine; they fail without one when
+# PILOT_REQUIRE_DOCKER=1. Only the program is needed: the package's own
+# service is left as it is (a machine without an init system starts none).
+ensure_sshd() {
+  [ -x /usr/sbin/sshd ] && return 0
+  log "installing openssh-server (sshd, for the remote-engine tests)"
+  apt_install openssh-server openssh-client || log "no sshd: the remote-engine tests will be skipped"
+}
+
 build_image() {
   log "building the sandbox image"
   go run ./cmd/pilot-sandbox build
 }
 
 ensure_engine
+ensure_sshd
 ensure_base_image
 build_image

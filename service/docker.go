@@ -232,8 +232,14 @@ const (
 // ContainerName is the sandbox container's name for a canonical project path:
 // readable, and the same every time, so that the engine itself refuses a
 // second container for one project (two sidecars, or a crash mid-create).
-func ContainerName(project string) string {
-	sum := sha256.Sum256([]byte(project))
+// It is the name of a sandbox without an owner (owner.go): made before
+// owners, or by a manager that has none; OwnedContainerName is the rest's.
+func ContainerName(project string) string { return containerName(project, project) }
+
+// containerName is a sandbox container's name: a slug of the project's
+// base name, and a hash of key.
+func containerName(project, key string) string {
+	sum := sha256.Sum256([]byte(key))
 	slug := slugify(filepath.Base(project))
 	if slug == "" {
 		slug = "project"
@@ -265,9 +271,14 @@ func slugify(s string) string {
 // DefaultScope is the value of the pilot.sandbox label on real sandboxes.
 const DefaultScope = "true"
 
-// projectLabels are the labels of a project's sandbox container.
-func projectLabels(scope, project string) map[string]string {
-	return map[string]string{LabelSandbox: scope, LabelProject: project}
+// projectLabels are the labels of an owner's sandbox container for a
+// project (no owner: none).
+func projectLabels(scope, owner, project string) map[string]string {
+	labels := map[string]string{LabelSandbox: scope, LabelProject: project}
+	if owner != "" {
+		labels[LabelOwner] = owner
+	}
+	return labels
 }
 
 // scopeLabels select every sandbox container of a scope.

@@ -120,9 +120,15 @@ func (e *ArgumentError) Unwrap() error { return ErrInvalidArgument }
 type UnavailableError struct {
 	Endpoint string
 	Err      error
+	// Advice, when set, is what to do instead of the advice for a local
+	// engine (an engine over ssh: its connection, its keys).
+	Advice string
 }
 
 func (e *UnavailableError) Error() string {
+	if e.Advice != "" {
+		return fmt.Sprintf("Docker at %s is not reachable: %v: %s", e.Endpoint, e.Err, e.Advice)
+	}
 	return fmt.Sprintf("Docker is not running or not reachable at %s: start Docker Desktop or dockerd, or set DOCKER_HOST (%v)", e.Endpoint, e.Err)
 }
 

@@ -284,7 +284,7 @@ func (f *fakeDocker) StartContainer(ctx context.Context, id string) error {
 	c.Running, c.State, c.ExitCode = true, "running", 0
 	c.StartedAt = f.now.Add(time.Duration(f.calls["StartContainer"]) * time.Second)
 	c.Ports = map[int]int{desktop.VNCPort: f.nextPort, desktop.NoVNCPort: f.nextPort + 1}
-	if c.NoNetwork {
+	if spec, made := f.specs[id]; c.NoNetwork || (made && len(spec.Ports) == 0) {
 		c.Ports = map[int]int{} // the engine publishes no port of such a container
 	}
 	f.nextPort += 2
@@ -517,7 +517,7 @@ func (f *fakeDocker) addContainer(project string, running bool, exitCode int, se
 	f.nextID++
 	id := fmt.Sprintf("%064x", f.nextID)
 	c := &Container{
-		ID: id, Name: ContainerName(project), Image: images.DefaultTag, Labels: projectLabels(DefaultScope, project),
+		ID: id, Name: ContainerName(project), Image: images.DefaultTag, Labels: projectLabels(DefaultScope, "", project),
 		State: "exited", ExitCode: exitCode, CreatedAt: f.now, Ports: map[int]int{},
 		Env: []string{"RESOLUTION=1024x768x24"},
 	}

@@ -76,6 +76,16 @@ type Config struct {
 	// Tests use their own, so they never touch a user's real sandboxes or
 	// write into their projects.
 	Scope string
+	// Owner is the user whose sandboxes the manager makes and works on,
+	// on an engine others may use too (owner.go): DefaultOwner() in the
+	// sidecar; "" makes and finds sandboxes without an owner, as before
+	// owners (the tests).
+	Owner string
+	// Remote says the engine runs on another machine: the ports it
+	// publishes and its containers' addresses are not this machine's.
+	// The manager then publishes no port, and DesktopPorts carries every
+	// sandbox's desktop, as for a sandbox without a network (network.go).
+	Remote bool
 	// Display is the virtual display's size (desktop.DefaultDisplay).
 	Display desktop.Display
 	// Limits are the container's resource limits (DefaultLimits).
@@ -89,9 +99,10 @@ type Config struct {
 	ResyncInterval time.Duration
 	// Policy is where the user's lifecycle policy comes from (policy.go).
 	Policy PolicyConfig
-	// DesktopPorts carries the desktop ports of a sandbox without a
-	// network (sandbox.network "none"), for which the engine publishes
-	// none; nil refuses such a sandbox.
+	// DesktopPorts carries the desktop ports of a sandbox whose ports
+	// the engine does not publish where this machine reaches them: one
+	// without a network (sandbox.network "none"), and every one on a
+	// remote engine. nil refuses a sandbox without a network.
 	DesktopPorts DesktopPorts
 	// Network enforces the network policy of sandboxes with a network;
 	// nil leaves their network as Docker gives it.
@@ -206,6 +217,9 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Resources == nil {
 		return nil, errors.New("service: Config.Resources is required")
+	}
+	if cfg.Remote && cfg.DesktopPorts == nil {
+		return nil, errors.New("service: a remote engine needs Config.DesktopPorts to carry the desktops")
 	}
 	m := &Manager{
 		docker:     docker,

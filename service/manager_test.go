@@ -525,12 +525,12 @@ func TestEventsFollowContainersChangedBehindTheManager(t *testing.T) {
 	h.drain()
 
 	h.docker.kill(st.ContainerID, 137)
-	h.docker.events <- ContainerEvent{ContainerID: st.ContainerID, Action: "die", Labels: projectLabels(DefaultScope, dir)}
+	h.docker.events <- ContainerEvent{ContainerID: st.ContainerID, Action: "die", Labels: projectLabels(DefaultScope, "", dir)}
 	if ev := h.next(EventState); ev.State == nil || ev.State.Status != StatusError {
 		t.Errorf("after a kill: %+v", ev.State)
 	}
 	h.docker.remove(st.ContainerID)
-	h.docker.events <- ContainerEvent{ContainerID: st.ContainerID, Action: "destroy", Labels: projectLabels(DefaultScope, dir)}
+	h.docker.events <- ContainerEvent{ContainerID: st.ContainerID, Action: "destroy", Labels: projectLabels(DefaultScope, "", dir)}
 	if ev := h.next(EventState); ev.State != nil {
 		t.Errorf("after a removal: %+v, want no sandbox", ev.State)
 	}
@@ -564,7 +564,7 @@ func TestAStopFromOutsideIsStopping(t *testing.T) {
 	h.run()
 	h.drain()
 	kill := func(signal string) {
-		labels := projectLabels(DefaultScope, dir)
+		labels := projectLabels(DefaultScope, "", dir)
 		labels["signal"] = signal
 		h.docker.events <- ContainerEvent{ContainerID: st.ContainerID, Action: "kill", Labels: labels, Time: clock(time.Second)}
 	}
@@ -587,7 +587,7 @@ func TestAStopFromOutsideIsStopping(t *testing.T) {
 
 	kill("9") // docker kill -s KILL: no stop to wait out; its die says what happened
 	// Events are handled one at a time: once the next is taken, the kill's is done.
-	h.docker.events <- ContainerEvent{ContainerID: st.ContainerID, Action: "update", Labels: projectLabels(DefaultScope, dir)}
+	h.docker.events <- ContainerEvent{ContainerID: st.ContainerID, Action: "update", Labels: projectLabels(DefaultScope, "", dir)}
 	if got := status(StatusRunning); got != StatusRunning {
 		t.Errorf("after a SIGKILL event, before the die: %s", got)
 	}
@@ -606,7 +606,7 @@ func TestAStopFromOutsideIsStopping(t *testing.T) {
 	kill("15")
 	h.next(EventState)
 	h.docker.kill(st.ContainerID, 143)
-	h.docker.events <- ContainerEvent{ContainerID: st.ContainerID, Action: "die", Labels: projectLabels(DefaultScope, dir)}
+	h.docker.events <- ContainerEvent{ContainerID: st.ContainerID, Action: "die", Labels: projectLabels(DefaultScope, "", dir)}
 	// The SIGTERM's stopping may be said again (a refresh that ran
 	// beside it) before the die's state.
 	ev := h.next(EventState)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
@@ -14,9 +15,12 @@ import (
 
 // A sandbox without a network (sandbox.network "none", or "network": "none"
 // in the user's config) has only its loopback: the engine publishes none of
-// its ports. Its desktop's ports reach the host through DesktopPorts,
-// which the sidecar carries itself over execs (ports.DesktopRelay), for as
-// long as the sandbox runs and this process serves.
+// its ports. A sandbox on a remote engine (Config.Remote) has its ports
+// on the engine's machine, where this one cannot reach them: the manager
+// publishes none. Either way the host has no direct route to the
+// desktop, and its ports reach the host through DesktopPorts, which the
+// sidecar carries itself over execs (ports.DesktopRelay), for as long as
+// the sandbox runs and this process serves.
 
 // NetworkNone is the value of State.Network for a sandbox without a network.
 const NetworkNone = "none"
@@ -30,24 +34,47 @@ type DesktopPorts interface {
 	HostPorts(ctx context.Context, t RelayTarget, ports []int) (map[int]int, error)
 }
 
-// withDesktopPorts is c with its desktop ports on the host, when the engine
-// publishes none because c has no network; c as it is otherwise. When they
-// cannot be carried, c has none and the error says why (the readiness
-// check then says it does not answer).
+// carried says whether the host has no direct route to c's desktop ports,
+// so that this process carries them: c has no network, or the engine is
+// on another machine.
+func (m *Manager) carried(c Container) bool { return c.NoNetwork || m.cfg.Remote }
+
+// withDesktopPorts is c with its desktop ports on the host, when the host
+// cannot reach what the engine publishes (carried); c as it is otherwise.
+// When they cannot be carried, c has none and the error says why (the
+// readiness check then says it does not answer).
 func (m *Manager) withDesktopPorts(ctx context.Context, project string, c Container) (Container, error) {
-	if !c.NoNetwork || !c.Running || c.State == "paused" {
+	if !m.carried(c) || !c.Running || c.State == "paused" {
 		return c, nil
 	}
 	if m.cfg.DesktopPorts == nil {
-		return c, errors.New("the sandbox has no network, and this process does not carry its desktop's ports")
+		return c, errors.New("this machine cannot reach the sandbox's desktop ports, and this process does not carry them")
 	}
 	hostPorts, err := m.cfg.DesktopPorts.HostPorts(ctx, relayTargetOf(project, c), []int{desktop.VNCPort, desktop.NoVNCPort})
 	if err != nil {
-		m.log.Debug().Err(err).Str("project", project).Msg("the desktop of a sandbox without a network: no relay yet")
-		return c, fmt.Errorf("carry the desktop's ports of a sandbox without a network: %w", err)
+		m.log.Debug().Err(err).Str("project", project).Msg("the desktop's ports: no relay yet")
+		return c, fmt.Errorf("carry the desktop's ports: %w", err)
 	}
 	c.Ports = hostPorts
 	return c, nil
+}
+
+// published are the ports a new sandbox publishes on the engine's
+// 127.0.0.1: the desktop's, unless the engine is on another machine, where
+// no one but that machine's users could reach them.
+func (m *Manager) published() []int {
+	if m.cfg.Remote {
+		return nil
+	}
+	return []int{desktop.VNCPort, desktop.NoVNCPort}
+}
+
+// stateOf is the state of c (stateOf), saying whether this process
+// carries its desktop.
+func (m *Manager) stateOf(project string, c Container, secret desktop.Secret, display desktop.Display, stopping bool) State {
+	st := stateOf(project, c, secret, display, stopping)
+	st.Carried = m.carried(c)
+	return st
 }
 
 // networkAsk is where no network is asked for the project's sandbox: the
@@ -272,4 +299,80 @@ func (m *Manager) networkFound(ctx context.Context, b *box, c Container) bool {
 	r.unreadyWhy = err.Error()
 	b.mu.Unlock()
 	return false
+}
+
+// LabelBrowser marks an image with a browser: its value names it.
+const LabelBrowser = "pilot.sandbox.browser"
+
+// RelayTarget is one run of a project's running sandbox, as the sidecar's
+// relays reach it (package ports): they run in its container, and end
+// with the run.
+type RelayTarget struct {
+	Project     string
+	ContainerID string
+	// StartedAt, with ContainerID, names the run: a new start of the same
+	// container is a new run.
+	StartedAt int64
+	// User runs the relays: the desktop's user, whom the exec user cannot
+	// signal, trace or read, so a program in the sandbox cannot write into
+	// a relay's stdout what the sidecar reads there (issue 28, N1). The
+	// sandbox user in images older than that user (desktopUserOf).
+	User string
+	// Address is the container's own address on its network, from the
+	// engine: what the direct routes dial, with only the port from the
+	// relay. Not valid when the container has none.
+	Address netip.Addr
+}
+
+// Run names the target's run of its container.
+func (t RelayTarget) Run() string {
+	return fmt.Sprintf("%s@%d", t.ContainerID, t.StartedAt)
+}
+
+// RelayTarget is where the project's relays run: its running sandbox's
+// current run. ErrNotRunning when it does not run.
+func (m *Manager) RelayTarget(ctx context.Context, project string) (RelayTarget, error) {
+	t, _, err := m.relayTarget(ctx, project)
+	return t, err
+}
+
+// BrowserTarget is RelayTarget for sandbox/browser's DevTools relay:
+// ErrNoBrowser when the sandbox's image has no browser.
+func (m *Manager) BrowserTarget(ctx context.Context, project string) (RelayTarget, error) {
+	t, c, err := m.relayTarget(ctx, project)
+	if err == nil && c.Labels[LabelBrowser] == "" {
+		return RelayTarget{}, fmt.Errorf("%w: its image %s is the desktop without a browser (set sandbox.image to \"browser\" and remove the sandbox)", ErrNoBrowser, c.Image)
+	}
+	return t, err
+}
+
+func (m *Manager) relayTarget(ctx context.Context, project string) (RelayTarget, Container, error) {
+	_, st, err := m.running(ctx, project)
+	if err != nil {
+		return RelayTarget{}, Container{}, err
+	}
+	c, err := m.docker.InspectContainer(ctx, st.ContainerID)
+	if err != nil {
+		return RelayTarget{}, Container{}, err
+	}
+	t := relayTargetOf(st.ProjectPath, c)
+	t.StartedAt = st.StartedAt
+	if m.cfg.Remote {
+		// The container's address is on the engine's machine, not routed
+		// here: no direct route, and none tried (the same address here
+		// may be another host of the user's, which must not get a
+		// route's secret).
+		t.Address = netip.Addr{}
+	}
+	return t, c, nil
+}
+
+// relayTargetOf is the target of c's current run, for project.
+func relayTargetOf(project string, c Container) RelayTarget {
+	user, _ := desktopUserOf(c)
+	t := RelayTarget{Project: project, ContainerID: c.ID, StartedAt: millis(c.StartedAt), User: user}
+	if ip, err := netip.ParseAddr(c.IP); err == nil {
+		t.Address = ip
+	}
+	return t
 }

@@ -71,7 +71,7 @@ func (m *Manager) observe(ctx context.Context, b *box, c Container) *State {
 		}
 		ready = m.readiness(ctx, b, c)
 	}
-	st := stateOf(b.project, c, secret, displayOf(c, m.cfg.Display), false)
+	st := m.stateOf(b.project, c, secret, displayOf(c, m.cfg.Display), false)
 	b.mu.Lock()
 	switch {
 	case stopping:
@@ -106,9 +106,9 @@ func (m *Manager) resync(ctx context.Context) error {
 	}
 	seen := map[string]bool{}
 	for _, c := range containers {
-		project := c.Labels[LabelProject]
-		if project == "" || c.Name != ContainerName(project) {
-			continue // not one of ours, or a copy made by hand
+		project, ok := m.projectOf(c)
+		if !ok {
+			continue // another user's, or a copy made by hand
 		}
 		seen[project] = true
 		b := m.box(project)
@@ -226,8 +226,8 @@ func (m *Manager) handleEvents(ctx context.Context, events <-chan ContainerEvent
 
 func (m *Manager) onEvent(ctx context.Context, ev ContainerEvent) {
 	project := ev.Labels[LabelProject]
-	if project == "" {
-		return
+	if owner := ev.Labels[LabelOwner]; project == "" || (owner != "" && owner != m.cfg.Owner) {
+		return // not a sandbox, or another user's
 	}
 	b := m.box(project)
 	if ev.Action == "kill" && ev.Labels["signal"] == sigterm {

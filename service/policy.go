@@ -355,8 +355,8 @@ func (m *Manager) runningOthers(ctx context.Context, project string) ([]RunningS
 	var out []RunningSandbox
 	seen := map[string]bool{}
 	for _, c := range containers {
-		p := c.Labels[LabelProject]
-		if !c.Running || p == "" || p == project || c.Name != ContainerName(p) {
+		p, mine := m.projectOf(c)
+		if !c.Running || !mine || p == project {
 			continue
 		}
 		seen[p] = true
@@ -364,7 +364,7 @@ func (m *Manager) runningOthers(ctx context.Context, project string) ([]RunningS
 	}
 	for p := range m.policy.pending {
 		if p != project && !seen[p] {
-			out = append(out, RunningSandbox{ProjectPath: p, ContainerName: ContainerName(p)})
+			out = append(out, RunningSandbox{ProjectPath: p, ContainerName: m.containerName(p)})
 		}
 	}
 	slices.SortFunc(out, func(a, b RunningSandbox) int { return strings.Compare(a.ProjectPath, b.ProjectPath) })

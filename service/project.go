@@ -213,8 +213,20 @@ var pinnedLabels = []string{LabelDesktopUser, LabelVNCDir, LabelViewer, LabelBro
 // ProjectTag is the tag of a project's own image: one per project, on the
 // desktop image's repository (pilot-sandbox:latest ->
 // pilot-sandbox-project:NAME-HASH); an empty desktopImage is
-// images.DefaultTag, as in Config.
+// images.DefaultTag, as in Config. It is the tag of a sandbox without an
+// owner (owner.go); a manager with one uses its projectTag.
 func ProjectTag(desktopImage, project string) string {
+	return projectTag(desktopImage, ContainerName(project))
+}
+
+// projectTag is the tag of the project's own image of this user's (two
+// users of one engine may have a project at the same path: owner.go).
+func (m *Manager) projectTag(project string) string {
+	return projectTag(m.cfg.Image, m.containerName(project))
+}
+
+// projectTag is ProjectTag for the sandbox container of that name.
+func projectTag(desktopImage, container string) string {
 	if desktopImage == "" {
 		desktopImage = images.DefaultTag
 	}
@@ -222,7 +234,7 @@ func ProjectTag(desktopImage, project string) string {
 	if i := strings.LastIndex(desktopImage, ":"); i > strings.LastIndex(desktopImage, "/") {
 		repo = desktopImage[:i]
 	}
-	return repo + "-project:" + strings.TrimPrefix(ContainerName(project), "pilot-sandbox-")
+	return repo + "-project:" + strings.TrimPrefix(container, "pilot-sandbox-")
 }
 
 // EnsureImage builds the default variant's images unless images with this
@@ -271,12 +283,12 @@ func (m *Manager) planImage(project string, pc projectfs.Config) (imagePlan, err
 	if err := m.require(project, dockerfileAsk(bc)); err != nil {
 		return imagePlan{}, err
 	}
-	return imagePlan{variant: images.VariantProject, tag: ProjectTag(m.cfg.Image, project), context: &bc}, nil
+	return imagePlan{variant: images.VariantProject, tag: m.projectTag(project), context: &bc}, nil
 }
 
 // projectImage is the project's own image as the images know it.
 func (m *Manager) projectImage(project string, bc projectfs.BuildContext) images.Project {
-	return images.Project{Tag: ProjectTag(m.cfg.Image, project), Context: bc, Labels: map[string]string{LabelProject: project}}
+	return images.Project{Tag: m.projectTag(project), Context: bc, Labels: map[string]string{LabelProject: project}}
 }
 
 // ensurePlan makes sure of the plan's images. A project's own image is
@@ -321,7 +333,7 @@ func (m *Manager) removeProjectImage(ctx context.Context, project string) {
 // image applies to a new sandbox, as every sandbox.image does.
 func (m *Manager) noteImageChange(ctx context.Context, b *box, pc projectfs.Config, c Container) {
 	df := pc.ImageDockerfile()
-	if df == "" || c.Image != ProjectTag(m.cfg.Image, b.project) {
+	if df == "" || c.Image != m.projectTag(b.project) {
 		return
 	}
 	labels, err := m.docker.ImageLabels(ctx, c.Image)

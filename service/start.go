@@ -65,8 +65,11 @@ func (m *Manager) Start(ctx context.Context, path string) (State, error) {
 // find looks the project's container up by its name, which is derived from
 // the project path, so it is found even when .pilot/ was lost.
 func (m *Manager) find(ctx context.Context, b *box) (Container, error) {
-	name := ContainerName(b.project)
+	name := m.containerName(b.project)
 	c, err := m.docker.InspectContainer(ctx, name)
+	if errors.Is(err, ErrContainerNotFound) {
+		return m.findLegacy(ctx, b.project)
+	}
 	if err != nil {
 		return c, err
 	}
@@ -93,7 +96,7 @@ func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 // policy make it, and the image it needs. It announces the sandbox as
 // starting once nothing the user must approve stands in the way.
 func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, imagePlan, error) {
-	name := ContainerName(b.project)
+	name := m.containerName(b.project)
 	pc, limits, err := m.projectLimits(ctx, b)
 	if err != nil {
 		return ContainerSpec{}, imagePlan{}, err
@@ -119,9 +122,9 @@ func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, ima
 	spec := ContainerSpec{
 		Name:      name,
 		Image:     image,
-		Labels:    projectLabels(m.cfg.Scope, b.project),
+		Labels:    projectLabels(m.cfg.Scope, m.cfg.Owner, b.project),
 		Env:       []string{fmt.Sprintf("%s=%dx%dx24", desktop.ResolutionEnv, display.Width, display.Height)},
-		Ports:     []int{desktop.VNCPort, desktop.NoVNCPort},
+		Ports:     m.published(),
 		HostIP:    "127.0.0.1",
 		Limits:    limits,
 		DiskBytes: policy.DiskBytes,
@@ -174,7 +177,7 @@ const nameHeldAttempts = 8
 // until its desktop answers.
 func (m *Manager) launch(ctx context.Context, b *box, c Container, trace *startTrace) (State, error) {
 	display := displayOf(c, m.cfg.Display)
-	starting := stateOf(b.project, c, desktop.Secret{}, display, false)
+	starting := m.stateOf(b.project, c, desktop.Secret{}, display, false)
 	starting.Status, starting.Error = StatusStarting, ""
 	m.commit(b, &starting)
 
@@ -207,7 +210,7 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container, trace *startT
 	if err != nil {
 		m.log.Warn().Err(err).Str("project", b.project).Msg("VNC password unknown; the viewer will ask for it")
 	}
-	st := stateOf(b.project, ready, secret, display, false)
+	st := m.stateOf(b.project, ready, secret, display, false)
 	b.clearFailure()
 	b.setStopReason("", "")
 	m.touch(b) // a start is a use

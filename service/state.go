@@ -49,7 +49,11 @@ type State struct {
 	Display      desktop.Display `json:"display"`
 	// Network is "none" for a sandbox without a network, whose desktop
 	// addresses are carried by this process (network.go); empty otherwise.
-	Network   string `json:"network,omitempty"`
+	Network string `json:"network,omitempty"`
+	// Carried says the desktop's addresses are this process's relays,
+	// which last while it runs: a sandbox without a network, or on an
+	// engine on another machine (network.go).
+	Carried   bool   `json:"carried,omitempty"`
 	CreatedAt int64  `json:"createdAt"`
 	StartedAt int64  `json:"startedAt,omitempty"`
 	Error     string `json:"error,omitempty"`

@@ -34,7 +34,7 @@ func (m *Manager) stop(ctx context.Context, b *box) (State, error) {
 	}
 	display := displayOf(c, m.cfg.Display)
 	if c.Running {
-		stopping := stateOf(b.project, c, desktop.Secret{}, display, true)
+		stopping := m.stateOf(b.project, c, desktop.Secret{}, display, true)
 		stopping.Status = StatusStopping
 		m.commit(b, &stopping)
 		if err := m.docker.StopContainer(ctx, c.ID, m.cfg.StopGrace); err != nil {
@@ -46,7 +46,7 @@ func (m *Manager) stop(ctx context.Context, b *box) (State, error) {
 			return State{}, err
 		}
 	}
-	st := stateOf(b.project, c, desktop.Secret{}, display, true)
+	st := m.stateOf(b.project, c, desktop.Secret{}, display, true)
 	if !c.Running {
 		// Asked to stop, it is stopped, whatever it died of before.
 		st.Status, st.Error = StatusStopped, ""
@@ -194,8 +194,11 @@ func (m *Manager) RemoveContainer(ctx context.Context, id string) (bool, error) 
 	case c.Labels[LabelSandbox] != m.cfg.Scope:
 		return false, &ArgumentError{Name: "containerId", Reason: fmt.Sprintf("%s is not a pilot-sandbox sandbox (no %s=%s label)", id, LabelSandbox, m.cfg.Scope)}
 	}
-	project := c.Labels[LabelProject]
-	if project == "" || c.Name != ContainerName(project) {
+	if owner := c.Labels[LabelOwner]; owner != "" && owner != m.cfg.Owner {
+		return false, &ArgumentError{Name: "containerId", Reason: fmt.Sprintf("%s is a sandbox of %s: pilot-sandbox removes only its own user's (docker rm removes any)", id, owner)}
+	}
+	project, ok := m.projectOf(c)
+	if !ok {
 		// A copy made by hand: no project's state is its.
 		if err := m.docker.RemoveContainer(ctx, c.ID); err != nil && !errors.Is(err, ErrContainerNotFound) {
 			return false, fmt.Errorf("remove container: %w", err)

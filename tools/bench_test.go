@@ -27,6 +27,7 @@ import (
 // app would reach it, next to the engine for plain docker execs.
 type bench struct {
 	b       *testing.B
+	m       *service.Manager
 	docker  service.Docker
 	id      string
 	project string
@@ -38,9 +39,17 @@ type bench struct {
 func newBench(b *testing.B) *bench { return newBenchOn(b, desktop.DefaultDisplay) }
 
 // newBenchOn is a bench whose sandbox has a display of that size.
-func newBenchOn(b *testing.B, display desktop.Display) *bench {
+func newBenchOn(b *testing.B, display desktop.Display) *bench { return newBenchWith(b, display, nil) }
+
+// newBenchWith is newBenchOn on a manager with change's configuration.
+func newBenchWith(b *testing.B, display desktop.Display, change func(*service.Config)) *bench {
 	b.Helper()
-	m, docker := dockertest.Manager(b, func(c *service.Config) { c.Logger = zerolog.Nop() })
+	m, docker := dockertest.Manager(b, func(c *service.Config) {
+		c.Logger = zerolog.Nop()
+		if change != nil {
+			change(c)
+		}
+	})
 	dir := dockertest.Project(b, docker)
 	os.MkdirAll(filepath.Join(dir, ".pilot"), 0o755)
 	settings := fmt.Sprintf(`{"dockerToolsEnabled": true, "sandbox": {"display": {"width": %d, "height": %d}}}`, display.Width, display.Height)
@@ -57,7 +66,7 @@ func newBenchOn(b *testing.B, display desktop.Display) *bench {
 		close(done)
 	}()
 	b.Cleanup(func() { client.Close(); <-done })
-	bn := &bench{b: b, docker: docker, id: st.ContainerID, project: dir, conn: client, r: bufio.NewReader(client)}
+	bn := &bench{b: b, m: m, docker: docker, id: st.ContainerID, project: dir, conn: client, r: bufio.NewReader(client)}
 	bn.tool("sandbox_hover", `{"x": 0, "y": 0}`) // start the desktop agent
 	return bn
 }

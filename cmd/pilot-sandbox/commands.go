@@ -97,6 +97,8 @@ func (c *cli) printState(st *service.State) {
 	switch {
 	case st.Status == service.StatusRunning && st.Network == service.NetworkNone:
 		fmt.Fprintf(w, "  network    none: %s\n", noNetworkDesktop)
+	case st.Status == service.StatusRunning && st.Carried:
+		fmt.Fprintf(w, "  desktop    on a remote engine: %s\n", noNetworkDesktop)
 	case st.Status == service.StatusRunning:
 		fmt.Fprintf(w, "  control    %s\n", st.ViewerURL)
 		fmt.Fprintf(w, "  watch      %s\n", st.WatchURL)
@@ -107,15 +109,15 @@ func (c *cli) printState(st *service.State) {
 	}
 }
 
-// noNetworkDesktop says where the desktop of a sandbox without a network is.
+// noNetworkDesktop says where the desktop of a sandbox whose ports are
+// carried (without a network, or on a remote engine) is.
 const noNetworkDesktop = "its desktop is carried by `pilot-sandbox ui` (or the app) while that runs; " +
 	"no address printed here would outlive this command"
 
-// withoutCarried is st without the desktop addresses of a sandbox without a
-// network: this process carried them (ports.DesktopRelay), and they end
-// with it.
+// withoutCarried is st without the desktop addresses of a sandbox whose
+// ports this process carried (ports.DesktopRelay): they end with it.
 func withoutCarried(st *service.State) *service.State {
-	if st == nil || st.Network != service.NetworkNone {
+	if st == nil || !st.Carried {
 		return st
 	}
 	out := *st
@@ -243,7 +245,10 @@ func runRemove(ctx context.Context, e *env, args []string) error {
 }
 
 func runList(ctx context.Context, e *env, args []string) error {
-	c, _, err := newCLI(e, "list", args, nil)
+	var all bool
+	c, _, err := newCLI(e, "list", args, func(fs *flag.FlagSet) {
+		fs.BoolVar(&all, "all", false, "also list the sandboxes of other users of the engine")
+	})
 	if err != nil {
 		return err
 	}
@@ -252,12 +257,31 @@ func runList(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if c.json {
+	var others []service.Foreign
+	if all {
+		if others, err = c.manager.OthersOnEngine(ctx); err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.json && all:
+		c.printJSON(map[string]any{"sandboxes": listed(states), "others": others})
+		return nil
+	case c.json:
 		c.printJSON(listed(states))
 		return nil
 	}
+	printList(e.stdout, states)
+	if all {
+		printOthers(e.stdout, others)
+	}
+	return nil
+}
+
+// printList prints the user's own sandboxes, one a line.
+func printList(w io.Writer, states []service.State) {
 	if len(states) == 0 {
-		fmt.Fprintln(e.stdout, "No sandboxes.")
+		fmt.Fprintln(w, "No sandboxes.")
 	}
 	gone := 0
 	for _, st := range states {
@@ -265,6 +289,8 @@ func runList(ctx context.Context, e *env, args []string) error {
 		switch {
 		case st.Status == service.StatusRunning && st.Network == service.NetworkNone:
 			line += "  (no network: its desktop is carried by pilot-sandbox ui)"
+		case st.Status == service.StatusRunning && st.Carried:
+			line += "  (remote engine: its desktop is carried by pilot-sandbox ui)"
 		case st.Status == service.StatusRunning:
 			line += fmt.Sprintf("  (noVNC 127.0.0.1:%d)", st.WSPort)
 		}
@@ -272,12 +298,24 @@ func runList(ctx context.Context, e *env, args []string) error {
 			line += "  (project directory gone)"
 			gone++
 		}
-		fmt.Fprintln(e.stdout, line)
+		fmt.Fprintln(w, line)
 	}
 	if gone > 0 {
-		fmt.Fprintf(e.stdout, "\n%d sandbox(es) belong to a project directory that is gone: pilot-sandbox prune removes them.\n", gone)
+		fmt.Fprintf(w, "\n%d sandbox(es) belong to a project directory that is gone: pilot-sandbox prune removes them.\n", gone)
 	}
-	return nil
+}
+
+// printOthers prints the sandboxes of the engine's other users: whose,
+// and where, never to be pruned from here.
+func printOthers(w io.Writer, others []service.Foreign) {
+	if len(others) == 0 {
+		fmt.Fprintln(w, "\nNo other user's sandboxes on this engine.")
+		return
+	}
+	fmt.Fprintf(w, "\nOther users' sandboxes on this engine (theirs to stop and remove; prune never does):\n")
+	for _, o := range others {
+		fmt.Fprintf(w, "%-9s %s  %s  (%s)\n", o.Status, o.Owner, o.ProjectPath, o.ContainerName)
+	}
 }
 
 func runExec(ctx context.Context, e *env, args []string) error {

@@ -50,14 +50,22 @@ func checkDocker(ctx context.Context, w io.Writer, a *app) bool {
 	m, docker := a.m, a.docker
 	status := m.DockerStatus(ctx)
 	if !status.Available {
-		fmt.Fprintf(w, "FAIL Docker at %s: %s\n", docker.Endpoint(), status.Error)
-		fmt.Fprintln(w, "     Start Docker Desktop, or install and start Docker Engine (on Debian/Ubuntu:")
-		fmt.Fprintln(w, "     sudo apt-get install docker.io && sudo systemctl start docker), or point")
-		fmt.Fprintln(w, "     DOCKER_HOST at a running engine.")
+		fmt.Fprintf(w, "FAIL Docker at %s (%s): %s\n", docker.Endpoint(), docker.Route(), status.Error)
+		if !docker.Remote() {
+			fmt.Fprintln(w, "     Start Docker Desktop, or install and start Docker Engine (on Debian/Ubuntu:")
+			fmt.Fprintln(w, "     sudo apt-get install docker.io && sudo systemctl start docker), or point")
+			fmt.Fprintln(w, "     DOCKER_HOST at a running engine.")
+		}
 		return false
 	}
 	fmt.Fprintf(w, "ok   Docker %s (API %s) at %s\n", status.Version, status.APIVersion, status.Endpoint)
-	warnEngineAge(w, status.Version)
+	fmt.Fprintf(w, "     from %s\n", docker.Route())
+	if docker.Remote() {
+		fmt.Fprintln(w, "     on another machine: sandboxes publish no port there; serve and ui carry each")
+		fmt.Fprintln(w, "     desktop, forward and exposed port over the engine's connection (docs/configuration.md)")
+	} else {
+		warnEngineAge(w, status.Version)
+	}
 	switch labels, err := docker.ImageLabels(ctx, m.Image()); {
 	case errors.Is(err, service.ErrImageNotFound):
 		fmt.Fprintf(w, "note the sandbox image %s is not built yet: the first start builds it (or run pilot-sandbox build)\n", m.Image())

@@ -14,7 +14,7 @@
 //	pilot-sandbox sync [--project DIR]
 //	pilot-sandbox task run [--project DIR] [--agent A] [--timeout D] PROMPT | -- ARGV...
 //	pilot-sandbox task list | diff ID | apply ID [PATH...]
-//	pilot-sandbox list | prune [--yes] | doctor | build | version
+//	pilot-sandbox list [--all] | prune [--yes] | doctor | build | version
 package main
 
 import (
@@ -47,7 +47,7 @@ func commands() []command {
 		{"stop", "stop the project's sandbox (its files are kept)", runStop},
 		{"status", "show the project's sandbox", runStatus},
 		{"remove", "delete the project's sandbox and everything in it", runRemove},
-		{"list", "list every sandbox", runList},
+		{"list", "list your sandboxes (--all: other users' too)", runList},
 		{"prune", "remove the sandboxes whose project directory is gone", runPrune},
 		{"exec", "run a shell command in the project's sandbox", runExec},
 		{"cp", "copy files into or out of the project's sandbox (sandbox:PATH), running or stopped", runCp},

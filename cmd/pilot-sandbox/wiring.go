@@ -76,9 +76,9 @@ func openApp(stderr io.Writer, level zerolog.Level) (*app, error) {
 		return nil, err
 	}
 	docker := engine.New("")
-	// A sandbox without a network has its desktop carried by this process,
-	// for as long as it runs: its carrier closes it as the sandbox stops
-	// (sidecar.go).
+	// A sandbox without a network, and every one on a remote engine, has
+	// its desktop carried by this process, for as long as it runs: its
+	// carrier closes it as the sandbox stops (sidecar.go).
 	desktops := ports.NewDesktopRelay(docker, log)
 	enf := newEnforcement(docker, log)
 	m, err := newManager(log, docker, desktops, enf)
@@ -113,6 +113,8 @@ func newManager(log zerolog.Logger, docker *engine.Client, desktops service.Desk
 		DefaultVariant:   os.Getenv(envDefaultImage),
 		StateDir:         stateDir(),
 		Scope:            os.Getenv(envScope),
+		Owner:            service.DefaultOwner(),
+		Remote:           docker.Remote(),
 		Policy:           policyConfig(),
 		Logger:           log,
 		DesktopPorts:     desktops,

@@ -34,6 +34,7 @@ var allowed = map[string][]string{
 	"images":              {"projectfs"},
 	"internal/archtest":   nil,
 	"internal/dockertest": {"engine", "images", "resources", "service", "workspace"},
+	"internal/sshtest":    {"internal/dockertest"},
 	"internal/jsonsize":   nil,
 	"internal/rfbtest":    nil,
 	"internal/tcptest":    nil,

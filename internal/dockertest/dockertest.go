@@ -150,15 +150,18 @@ func removeProjectDir(t testing.TB, dir string) {
 	t.Errorf("remove the project directory: %v", err)
 }
 
-// RemoveSandbox force-removes a project's container if there is one.
+// RemoveSandbox force-removes a project's containers, whoever's they are
+// (a test's manager has no owner; the binary's has the user's).
 func RemoveSandbox(t testing.TB, docker service.Docker, project string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := docker.InspectContainer(ctx, service.ContainerName(project))
+	list, err := docker.ListContainers(ctx, map[string]string{service.LabelProject: project})
 	if err != nil {
 		return
 	}
-	if err := docker.RemoveContainer(ctx, c.ID); err != nil {
-		t.Logf("cleanup: remove %s: %v", c.Name, err)
+	for _, c := range list {
+		if err := docker.RemoveContainer(ctx, c.ID); err != nil {
+			t.Logf("cleanup: remove %s: %v", c.Name, err)
+		}
 	}
 }

@@ -29,6 +29,8 @@
  * @property {number} createdAt milliseconds since the Unix epoch
  * @property {number} [startedAt]
  * @property {string} [error]
+ * @property {'none'} [network] no network: its ports are carried by the sidecar
+ * @property {boolean} [carried] its ports are the sidecar's relays (no network, or a remote engine): they last while the sidecar runs
  * @property {string} [stopReason] why the lifecycle policy stopped it ("stopped after 30m without activity")
  * @property {number} [diskBytes] its own files, as last measured, when a disk limit is set
  */
