@@ -162,3 +162,18 @@ func BenchmarkTree(b *testing.B) {
 		})
 	}
 }
+
+// TestTreeOfWindowsThatExposeNone: on the desktop image (no accessibility
+// bus) an xterm exposes no tree: the result is an error that lists the
+// window and says why, the screenshot still in it.
+func TestTreeOfWindowsThatExposeNone(t *testing.T) {
+	d := newDesk(t, "")
+	d.sh("xterm -T plain -geometry 40x10+100+100 -e sleep 600 >/dev/null 2>&1 &") // no shell, which would retitle it
+	d.poll("the xterm shown", `xdotool search --onlyvisible --name plain`)
+	res := d.call("sandbox_screenshot", `{"tree": true}`)
+	if !res.IsError || len(res.Content) != 3 || res.Content[0].Type != "image" {
+		t.Fatalf("want an error with the screenshot and the text: %+v", res)
+	}
+	mustSay(t, "the tree", text(res), "There is no accessibility tree: nothing on the screen exposes one.",
+		`] window "plain" (`, "exposes no accessibility tree", "this sandbox has no accessibility bus")
+}
