@@ -274,7 +274,7 @@ class Desktop:
         self._load_keymap()
         self._shm = None  # made at the first screenshot
         self._bands = BandDeflater()
-        self.screen = xscreen.Screen(self.d, self.root, self.width, self.height, self._grab)
+        self.screen = xscreen.Screen(self.d, self.root, self.width, self.height, self._grab, _x_errors)
         self.refs = perception.Refs()
 
     def _grab(self):

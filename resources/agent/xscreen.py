@@ -79,9 +79,12 @@ class Screen:
     """The windows and changes of one display, through the agent's own
     connection to it."""
 
-    def __init__(self, d, root, width, height, grab):
+    def __init__(self, d, root, width, height, grab, x_errors):
         self.d, self.root, self.width, self.height = d, root, width, height
         self.grab = grab  # the screen's pixels now: (BGRX rows, stride)
+        # The X errors the agent's handler collects, which its next request
+        # reports: windows() takes back those its own queries caused.
+        self.x_errors = x_errors
         self.frame = None
         atom = lambda name: x11.XInternAtom(d, name, 0)
         self.a_clients = atom(b"_NET_CLIENT_LIST")
@@ -153,7 +156,18 @@ class Screen:
 
     def windows(self):
         """The windows on screen, topmost first: each a dict with id, title,
-        pid, class and bounds (x, y, w, h) on the screen."""
+        pid, class and bounds (x, y, w, h) on the screen. A window that goes
+        away while it is asked about (Chromium's popups and tooltips come
+        and go all the time) is left out: the BadWindow errors its queries
+        get are no failure of the request that asked."""
+        before = len(self.x_errors)
+        try:
+            return self._windows()
+        finally:
+            x11.XSync(self.d, 0)
+            del self.x_errors[before:]
+
+    def _windows(self):
         out = []
         for win in self._clients():
             attrs = XWindowAttributes()
