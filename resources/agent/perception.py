@@ -26,6 +26,10 @@ import web
 MAX_REFS = 20000  # refs kept: more than any tree lists
 AT_SPI_LIMIT = 3000  # objects read from one program
 TREE_DEADLINE = 5.0  # seconds a whole tree may take to read
+# Characters of a name or value sent: the sidecar shows 100 of them
+# (tools/tree.go) and matches a query against these; a page's paragraph
+# can be a name of megabytes, and the answer is read only up to 8 MiB.
+MAX_TEXT = 500
 CHROMIUM_CLASSES = {"chromium", "chromium-browser", "google-chrome"}
 
 NO_TREE = "exposes no accessibility tree (only GTK and Qt programs and Chromium's pages do); use the screenshot"
@@ -100,6 +104,7 @@ class Builder:
         self.content = 0
 
     def add(self, key, depth, role, name, states=(), value=None, box=None, note=None, win=None, content=True):
+        role, name = role[:MAX_TEXT], name[:MAX_TEXT]
         info = {"role": role, "name": name, "win": win}
         ref = self.refs.ref(key, info)
         self.seen.add(ref)
@@ -107,7 +112,7 @@ class Builder:
         if states:
             node["states"] = list(states)
         if value is not None and str(value) != "":
-            node["value"] = str(value)
+            node["value"] = str(value)[:MAX_TEXT]
         if box is not None:
             node["box"] = list(box)
         if note:

@@ -167,6 +167,14 @@ class PlaceTest(unittest.TestCase):
         self.assertEqual(b.placed((60, 10, 10, 10), [(0, 0, 50, 50)]), ((60, 10, 10, 10), None))
         self.assertEqual(b.placed((200, 10, 10, 10), []), (None, "offscreen"))
 
+    def test_long_names_and_values_are_cut(self):
+        class Screen:
+            width, height = 100, 50
+
+        b = perception.Builder(Screen(), perception.Refs())
+        b.add(("w", "T", 1), 0, "paragraph", "x" * 100000, value="y" * 100000)
+        self.assertEqual((len(b.nodes[0]["name"]), len(b.nodes[0]["value"])), (perception.MAX_TEXT, perception.MAX_TEXT))
+
 
 if __name__ == "__main__":
     unittest.main()
