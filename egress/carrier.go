@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,9 +21,10 @@ type sandbox struct {
 	project, id string
 	judge       Judge
 	resolver    Resolver
-	hints       func(ctx context.Context, srcPort int) (*Process, *Cause)
-	book        *addressBook
-	log         *connLog
+	// hints, once the run's finder is started (who.go).
+	hints atomic.Pointer[func(ctx context.Context, srcPort int) (*Process, *Cause)]
+	book  *addressBook
+	log   *connLog
 }
 
 // carrier is one proxy's conversation: the judgements of the connections
@@ -85,9 +87,10 @@ func (c *carrier) lookup(ctx context.Context, m proxyMsg) any {
 func (c *carrier) decide(ctx context.Context, m proxyMsg) any {
 	begun := time.Now()
 	req, refusal := c.sb.request(m)
+	hints := &learning{look: c.sb.hintsFunc(), port: m.Src}
 	var d Decision
 	if refusal == "" {
-		req.Process, req.Cause = c.sb.hintsFor(ctx, m.Src)
+		req.Learn = hints.get
 		d = c.sb.judge.Judge(ctx, req)
 	} else {
 		d = Decision{By: "fixed", Reason: refusal}
@@ -107,14 +110,19 @@ func (c *carrier) decide(ctx context.Context, m proxyMsg) any {
 		}
 		return verdict{ID: m.ID, Allow: d.Allow, Reason: d.Reason}
 	}
-	c.sb.log.add(m.ID, Entry{
-		Time: begun, Project: c.sb.project, Host: host, Port: req.Port, Protocol: "tcp",
-		Allowed: d.Allow, By: d.By, Rule: d.Rule, Reason: d.Reason, Process: req.Process, Cause: req.Cause,
-	})
-	if !d.Allow {
-		return verdict{ID: m.ID, Reason: d.Reason}
+	e := Entry{Time: begun, Project: c.sb.project, Host: host, Port: req.Port, Protocol: "tcp",
+		Allowed: d.Allow, By: d.By, Rule: d.Rule, Reason: d.Reason}
+	if d.Allow {
+		e.Process, e.Cause = hints.learned() // only if the judge asked
+		c.sb.log.add(m.ID, e)
+		return verdict{ID: m.ID, Allow: true, Dial: dial}
 	}
-	return verdict{ID: m.ID, Allow: true, Dial: dial}
+	// The agent's line counts the refusal at once; its entry names who
+	// opened the connection, looked up while the connection is still held.
+	c.sb.log.blockNow(e)
+	e.Process, e.Cause = hints.get(ctx)
+	c.sb.log.add(m.ID, e)
+	return verdict{ID: m.ID, Reason: d.Reason}
 }
 
 // request is the Judge's request for a connection the proxy reported, or
@@ -147,20 +155,14 @@ func (s *sandbox) request(m proxyMsg) (Request, string) {
 	return req, ""
 }
 
-// hintsFor asks who opened a connection, within a short bound: the
-// question must reach the user promptly, so it goes without them rather
-// than late.
-func (s *sandbox) hintsFor(ctx context.Context, srcPort int) (*Process, *Cause) {
-	if s.hints == nil || srcPort == 0 {
-		return nil, nil
+// hintsFunc is how the run learns who opened a connection, nil while it
+// cannot (its finder not started, or failed).
+func (s *sandbox) hintsFunc() func(context.Context, int) (*Process, *Cause) {
+	if h := s.hints.Load(); h != nil {
+		return *h
 	}
-	ctx, cancel := context.WithTimeout(ctx, hintWait)
-	defer cancel()
-	return s.hints(ctx, srcPort)
+	return nil
 }
-
-// hintWait bounds the look for a connection's process and cause.
-const hintWait = 20 * time.Millisecond
 
 func dialStrings(addrs []netip.Addr) []string {
 	var out []string

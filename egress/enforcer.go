@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 // Containers is the part of Docker egress uses; *engine.Client is one.
 type Containers interface {
 	RunAttached(ctx context.Context, spec service.HelperSpec) (service.ExecSession, error)
+	// ExecAttach runs the finder of a connection's process (who.go).
+	ExecAttach(ctx context.Context, id string, spec service.ExecSpec) (service.ExecSession, error)
 	ListContainers(ctx context.Context, labels map[string]string) ([]service.Container, error)
 	InspectContainer(ctx context.Context, idOrName string) (service.Container, error)
 }
@@ -41,6 +44,9 @@ type Config struct {
 	// Resolver looks up DNS types other than A for names the judge
 	// allows; nil is the host's resolver.
 	Resolver Resolver
+	// WhoWait bounds the look for who opened a connection (who.go);
+	// whoWait when zero.
+	WhoWait time.Duration
 	// OnEntry, when set, hears every new or finished log entry.
 	OnEntry func(Entry)
 	Logger  zerolog.Logger
@@ -114,7 +120,9 @@ func (e *Enforcer) Start(ctx context.Context, project, containerID string) error
 	runCtx, r := e.newRun(project, containerID, c.StartedAt)
 	e.runs[containerID] = r
 	e.mu.Unlock()
+	finding := e.startWho(runCtx, r)
 	sess, ch, err := e.launch(ctx, containerID)
+	finding()
 	switch {
 	case err != nil && !errors.Is(err, ErrInUse):
 		r.err = err
@@ -130,6 +138,25 @@ func (e *Enforcer) Start(ctx context.Context, project, containerID string) error
 		go e.keep(runCtx, r, sess, ch)
 	}
 	return r.err
+}
+
+// startWho starts the run's finder of who opened a connection (who.go)
+// beside the helper's launch, and returns the wait for it: a sandbox
+// whose finder fails goes on without hints.
+func (e *Enforcer) startWho(runCtx context.Context, r *run) (wait func()) {
+	started := make(chan struct{})
+	go func() {
+		defer close(started)
+		f, err := startFinder(runCtx, e.docker, r.sb.id, cmp.Or(e.cfg.WhoWait, whoWait))
+		if err != nil {
+			e.cfg.Logger.Debug().Err(err).Str("project", r.sb.project).Msg("no finder of connections' processes")
+			return
+		}
+		context.AfterFunc(runCtx, f.close)
+		h := e.hints(f)
+		r.sb.hints.Store(&h)
+	}()
+	return func() { <-started }
 }
 
 // drop ends run r of the container, if it is still the current one.

@@ -105,6 +105,9 @@ func (j *tableJudge) Judge(ctx context.Context, r egress.Request) egress.Decisio
 	case denied == "":
 		return egress.Decision{Allow: true, Dial: dial, By: "rule"}
 	case answer != nil:
+		if r.Learn != nil { // as netpolicy's judge does before it asks
+			r.Process, r.Cause = r.Learn(ctx)
+		}
 		j.asked <- r
 		if j.askTimeout > 0 {
 			var cancel context.CancelFunc

@@ -41,6 +41,11 @@ type Request struct {
 	Protocol string   // "tcp" or "udp"
 	Process  *Process // a hint, may be nil
 	Cause    *Cause   // a hint, may be nil
+	// Learn looks up Process and Cause, which are nil until then: a
+	// judge calls it before it asks the user (it may take tens of
+	// milliseconds, which an allowed connection does not wait for). Nil
+	// when nothing can be learned.
+	Learn func(context.Context) (*Process, *Cause)
 }
 
 // Decision is a Judge's answer.

@@ -60,7 +60,8 @@ func newConnLog(notify func(Entry)) *connLog {
 	return &connLog{byID: map[uint64]*Entry{}, ids: map[*Entry]uint64{}, notify: notify}
 }
 
-// add records a judged connection under the proxy's id (0 for a lookup).
+// add records a judged connection under the proxy's id (0 for a lookup);
+// a refusal is counted for the agent's line by blockNow.
 func (l *connLog) add(id uint64, e Entry) {
 	l.mu.Lock()
 	if len(l.entries) == logSize {
@@ -76,11 +77,16 @@ func (l *connLog) add(id uint64, e Entry) {
 	} else {
 		p.Ended = true
 	}
-	if !e.Allowed {
-		l.block(e)
-	}
 	l.mu.Unlock()
 	l.emit(e)
+}
+
+// blockNow counts a refusal for the agent's line, before its entry is
+// added.
+func (l *connLog) blockNow(e Entry) {
+	l.mu.Lock()
+	l.block(e)
+	l.mu.Unlock()
 }
 
 // block counts a denial; beyond blockedSize destinations, new ones are

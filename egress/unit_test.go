@@ -256,7 +256,11 @@ func TestChannelRefusesLongLines(t *testing.T) {
 func TestLogIsBounded(t *testing.T) {
 	l := newConnLog(nil)
 	for i := range logSize + 10 {
-		l.add(uint64(i+1), Entry{Host: fmt.Sprintf("h%d", i), Port: 443, Allowed: i%2 == 0})
+		e := Entry{Host: fmt.Sprintf("h%d", i), Port: 443, Allowed: i%2 == 0}
+		if !e.Allowed {
+			l.blockNow(e) // as the carrier does for a refusal
+		}
+		l.add(uint64(i+1), e)
 	}
 	if n := len(l.list(0)); n != logSize {
 		t.Errorf("%d entries kept", n)

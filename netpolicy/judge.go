@@ -22,6 +22,10 @@ type Request struct {
 	Protocol string   // "tcp" or "udp"
 	Process  *Process // a hint, may be nil
 	Cause    *Cause   // a hint, may be nil
+	// Learn, when set, looks up Process and Cause: the judge calls it
+	// once, before it asks the user, so a connection the policy decides
+	// never waits for it.
+	Learn func(context.Context) (*Process, *Cause)
 }
 
 // Process is the program that opened a connection, as learned from inside
@@ -174,6 +178,9 @@ func (j *Judge) Judge(ctx context.Context, r Request) Decision {
 			return Decision{By: ByPreset, Reason: fmt.Sprintf("%s: a lookup of this type is answered only for a name the policy allows outright", asks[0])}
 		}
 		return Decision{Allow: true, By: first.by, Rule: first.ruleText()}
+	}
+	if len(asks) > 0 && r.Learn != nil {
+		r.Process, r.Cause = r.Learn(ctx)
 	}
 	for _, s := range asks {
 		q := question(r, s, subjects, p)

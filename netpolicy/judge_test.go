@@ -301,6 +301,36 @@ func TestJudgeQuestion(t *testing.T) {
 	}
 }
 
+// TestJudgeLearnsOnlyToAsk: the hints are looked up for a question, never
+// for a connection the policy decides (which must not wait for them).
+func TestJudgeLearnsOnlyToAsk(t *testing.T) {
+	asker := &fakeAsker{answer: Answer{By: ByUser, Reason: "no"}}
+	layers := &fakeLayers{user: Config{Allow: rules("allowed.example.com"), Deny: rules("denied.example.com")}}
+	j := NewJudge(layers, &fakeResolver{answers: world}, asker)
+	learned := 0
+	learn := func(context.Context) (*Process, *Cause) {
+		learned++
+		return &Process{PID: 9, Command: "git fetch"}, &Cause{Task: "t1"}
+	}
+	for _, host := range []string{"allowed.example.com", "denied.example.com"} {
+		req := conn(443, host)
+		req.Learn = learn
+		j.Judge(context.Background(), req)
+	}
+	if learned != 0 {
+		t.Fatalf("learned %d times for connections the policy decided", learned)
+	}
+	req := conn(443, "example.org")
+	req.Learn = learn
+	j.Judge(context.Background(), req)
+	if learned != 1 || len(asker.asked) != 1 {
+		t.Fatalf("learned %d times, asked %d", learned, len(asker.asked))
+	}
+	if q := asker.asked[0]; q.Process == nil || q.Process.PID != 9 || q.Cause == nil || q.Cause.Task != "t1" {
+		t.Errorf("question = %+v", q)
+	}
+}
+
 // settlingAsker changes the policy while it is asked (as the user does
 // with pilot-sandbox net allow or deny) and answers with what Settled says.
 type settlingAsker struct {

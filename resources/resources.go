@@ -31,6 +31,9 @@ var agentModules = []string{"dbuswire", "atspi", "cdp", "web", "xscreen", "perce
 //go:embed relay/pilot_relay.py
 var relayProgram string
 
+//go:embed hints/pilot_who.py
+var whoProgram string
+
 //go:embed workspace/workspace.py
 var workspaceProgram []byte
 
@@ -106,6 +109,11 @@ func DesktopAgentModules() []Module {
 // Like the agent, it is passed to the sandbox at run time, so it always
 // matches the binary, whatever image a container was made from.
 func Relay() string { return relayProgram }
+
+// Who is the source of the program that names the process of the sandbox
+// that opened a connection, and its cause (package egress). Passed at run
+// time like the relay.
+func Who() string { return whoProgram }
 
 // WorkspaceProgram is the source of the program that keeps a sandbox's
 // /workspace (the project's copy a task works on; workspace/ in the

@@ -81,13 +81,26 @@ func (p policyJudge) Judge(ctx context.Context, r egress.Request) egress.Decisio
 		return egress.Decision{By: netpolicy.ByFixed, Reason: "pilot-sandbox is still starting: try again"}
 	}
 	req := netpolicy.Request{Project: r.Project, Names: r.Names, Addr: r.Addr, Port: r.Port, Protocol: r.Protocol}
-	if r.Process != nil {
-		req.Process = &netpolicy.Process{PID: r.Process.PID, Command: r.Process.Command}
-	}
-	if r.Cause != nil {
-		c := netpolicy.Cause(*r.Cause)
-		req.Cause = &c
+	req.Process, req.Cause = hintsOf(r.Process, r.Cause)
+	if r.Learn != nil {
+		req.Learn = func(ctx context.Context) (*netpolicy.Process, *netpolicy.Cause) {
+			return hintsOf(r.Learn(ctx))
+		}
 	}
 	d := j.Judge(ctx, req)
 	return egress.Decision{Allow: d.Allow, Dial: d.Dial, By: d.By, Rule: d.Rule, Reason: d.Reason}
+}
+
+// hintsOf is egress's hints as netpolicy's.
+func hintsOf(process *egress.Process, cause *egress.Cause) (*netpolicy.Process, *netpolicy.Cause) {
+	var p *netpolicy.Process
+	var c *netpolicy.Cause
+	if process != nil {
+		p = &netpolicy.Process{PID: process.PID, Command: process.Command}
+	}
+	if cause != nil {
+		nc := netpolicy.Cause(*cause)
+		c = &nc
+	}
+	return p, c
 }

@@ -29,7 +29,7 @@ var allowed = map[string][]string{
 	"cdprelay":            nil,
 	"cmd/pilot-sandbox":   {"egress", "engine", "images", "mcpserver", "netpolicy", "permission", "ports", "projectfs", "resources", "rpc", "rpc/wire", "sandboxfs", "service", "tasks", "tools", "ui", "workspace"},
 	"desktop":             {"resources"},
-	"egress":              {"service"},
+	"egress":              {"desktop", "resources", "service"},
 	"engine":              {"images", "sandboxfs", "service"},
 	"images":              {"projectfs"},
 	"internal/archtest":   nil,
