@@ -66,6 +66,7 @@ import xscreen  # noqa: E402
 REBIND_AFTER = 0.5  # seconds a spare keycode keeps its character after use
 CHUNK = 64  # key events sent between XSync calls while typing
 CLIPBOARD_WAIT = 5  # seconds xclip has to take the clipboard
+FOCUS_QUIET, FOCUS_SETTLE = 0.1, 1.0  # seconds still, and at most, after a focus by ref
 GLIDE_STEP = 0.01  # seconds between the pointer's steps in a drag that takes a duration
 
 XK_SHIFT_L = 0xFFE1
@@ -680,11 +681,17 @@ class Desktop:
             raise Fail(str(e)) from None
 
     def op_focus(self, r):
-        """Gives the element of a ref the keyboard focus."""
+        """Gives the element of a ref the keyboard focus, and returns once
+        the screen is still after it (at most FOCUS_SETTLE seconds): a
+        Chromium window that becomes active redraws itself whole, and keys
+        typed before it has are lost (TestTreeOfAPageAndActingByRef lost
+        them one run in three)."""
         try:
-            return perception.focus(self.screen, self.refs, str(r["ref"]))
+            got = perception.focus(self.screen, self.refs, str(r["ref"]))
         except perception.Gone as e:
             raise Fail(str(e)) from None
+        self.screen.still(FOCUS_QUIET, FOCUS_SETTLE)
+        return got
 
     def op_mark(self, r):
         """Starts watching the screen: settle reports what changes after."""

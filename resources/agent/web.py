@@ -11,11 +11,13 @@ to find an element again.
 """
 
 import json
+import time
 
 import cdp
 
 MAX_PAGES = 50  # page targets looked at: tabs of every window
 MAX_NODES = 5000  # of a page's tree read into the merged tree
+FOCUS_WAIT = 2.0  # seconds a page has to take the keyboard focus
 
 # What a page says of its place and state, in one evaluation.
 GEOMETRY = ("JSON.stringify([document.visibilityState, screenX, screenY, outerWidth, outerHeight, innerWidth, "
@@ -274,10 +276,23 @@ def focus(browser, page, backend):
     """Gives an element the keyboard focus; an error's words, or None.
     DOM.focus alone moves the page's focus, but keys still go to the view
     that had Chromium's (the toolbar, or none after a window came to the
-    front): Page.bringToFront gives the page's view the focus first."""
+    front): Page.bringToFront gives the page's view the focus first. It
+    takes it in its own time: this returns once the page says it has it
+    (document.hasFocus()), at most FOCUS_WAIT seconds."""
     try:
         browser.call("Page.bringToFront", {}, page.session)
         browser.call("DOM.focus", {"backendNodeId": backend}, page.session)
     except cdp.CommandError as e:
         return str(e)
-    return None
+    deadline = time.monotonic() + FOCUS_WAIT
+    while True:
+        try:
+            got = browser.call("Runtime.evaluate", {"expression": "document.hasFocus()", "returnByValue": True},
+                               page.session).get("result")
+        except cdp.CommandError as e:
+            return str(e)
+        if isinstance(got, dict) and got.get("value") is True:
+            return None
+        if time.monotonic() > deadline:
+            return "the page did not take the keyboard focus within %g s" % FOCUS_WAIT
+        time.sleep(0.01)

@@ -188,6 +188,8 @@ class Screen:
     def activate(self, win, timeout=0.5):
         """Asks the window manager to raise and focus a window, and waits
         until it has the keyboard focus; whether it got it."""
+        if self.focused() == win:
+            return True
         ev = XEvent()
         ev.xclient.type, ev.xclient.window, ev.xclient.format = CLIENT_MESSAGE, win, 32
         ev.xclient.message_type = self.a_active
@@ -196,11 +198,16 @@ class Screen:
         x11.XSync(self.d, 0)
         deadline = time.monotonic() + timeout
         while True:
-            focus, revert = Window(), ctypes.c_int()
-            x11.XGetInputFocus(self.d, ctypes.byref(focus), ctypes.byref(revert))
-            if focus.value == win or time.monotonic() > deadline:
-                return focus.value == win
+            focus = self.focused()
+            if focus == win or time.monotonic() > deadline:
+                return focus == win
             time.sleep(0.005)
+
+    def focused(self):
+        """The window that has the keyboard focus."""
+        focus, revert = Window(), ctypes.c_int()
+        x11.XGetInputFocus(self.d, ctypes.byref(focus), ctypes.byref(revert))
+        return focus.value
 
     # --- changes ---
 
