@@ -1,7 +1,6 @@
 package desktop
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -11,8 +10,6 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-
-	"github.com/gorilla/websocket"
 )
 
 // rfbBanner is how every RFB 3.x server greets a client: "RFB 003.008\n".
@@ -70,6 +67,14 @@ func probeClient() *http.Client {
 // the panel is about to load it; older images serve noVNC's vnc.html,
 // which only has to answer.
 func Probe(ctx context.Context, host string, wsPort int, viewerPath string) error {
+	return ProbeAuth(ctx, host, wsPort, viewerPath, "")
+}
+
+// ProbeAuth is Probe that, given the sandbox's control password, also
+// proves that the VNC server behind the viewer is the sandbox's own: it
+// takes the password and refuses a wrong one (probeauth.go;
+// ErrNotOurVNCServer otherwise).
+func ProbeAuth(ctx context.Context, host string, wsPort int, viewerPath, password string) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, probeBound)
@@ -84,7 +89,7 @@ func Probe(ctx context.Context, host string, wsPort int, viewerPath string) erro
 	bannerCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	banner := make(chan error, 1)
-	go func() { banner <- readBanner(bannerCtx, "ws://"+base+"/websockify") }()
+	go func() { banner <- checkVNCServer(bannerCtx, "ws://"+base+"/websockify", password) }()
 	var pageErr error
 	if viewerPathPattern.MatchString(viewerPath) {
 		pageErr = checkViewer(ctx, base, viewerPath)
@@ -119,40 +124,19 @@ func getPage(ctx context.Context, url string) ([]byte, error) {
 	return body, err
 }
 
-// readBanner opens a WebSocket to websockify and reads the first bytes the
-// VNC server sends through it.
-func readBanner(ctx context.Context, url string) error {
-	dialer := websocket.Dialer{
-		Subprotocols:     []string{"binary"},
-		HandshakeTimeout: 5 * time.Second,
-		NetDialContext:   boundedDial(maxWebSocketRead),
+// checkVNCServer opens a WebSocket to websockify and reads the first
+// bytes the VNC server sends through it; with a password, it proves the
+// server is the sandbox's own.
+func checkVNCServer(ctx context.Context, url, password string) error {
+	if password != "" {
+		return provesPassword(ctx, url, password)
 	}
-	conn, resp, err := dialer.DialContext(ctx, url, nil)
-	if resp != nil && resp.Body != nil {
-		resp.Body.Close()
-	}
+	c, err := dialRFB(ctx, url)
 	if err != nil {
-		return fmt.Errorf("websocket: %w", err)
+		return err
 	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.Close() }) // a cancel ends the read
-	defer stop()
-	deadline, _ := ctx.Deadline() // Probe gives every ctx one
-	conn.SetReadDeadline(deadline)
-	// A frame that declares more is refused at its header, unread.
-	conn.SetReadLimit(maxBannerMessage)
-	var got []byte
-	for len(got) < len(rfbBanner) {
-		_, msg, err := conn.ReadMessage()
-		if err != nil {
-			return fmt.Errorf("no RFB banner from the VNC server: %w", err)
-		}
-		got = append(got, msg...)
-	}
-	if !bytes.HasPrefix(got, rfbBanner) {
-		return errors.New("unexpected greeting from the VNC server: " + strconv.Quote(string(got)))
-	}
-	return nil
+	defer c.close()
+	return c.expectBanner()
 }
 
 // boundedDial dials connections that read at most limit bytes in all: the

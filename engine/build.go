@@ -19,6 +19,12 @@ func (e *Client) BuildImage(ctx context.Context, spec images.BuildSpec) error {
 	if err != nil {
 		return err
 	}
+	network := ""
+	if spec.SandboxScope != "" {
+		if network, err = e.ensureNetwork(ctx, spec.SandboxScope); err != nil {
+			return err
+		}
+	}
 	var args []docker.BuildArg
 	for k, v := range spec.BuildArgs {
 		args = append(args, docker.BuildArg{Name: k, Value: v})
@@ -34,6 +40,7 @@ func (e *Client) BuildImage(ctx context.Context, spec images.BuildSpec) error {
 			Labels:              spec.Labels,
 			BuildArgs:           args,
 			NoCache:             spec.NoCache,
+			NetworkMode:         network,
 			RmTmpContainer:      true,
 			ForceRmTmpContainer: true,
 		})

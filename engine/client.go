@@ -255,6 +255,11 @@ func apiError(err *docker.Error) error {
 		return fmt.Errorf("%w: %s", service.ErrContainerNotFound, err.Message)
 	case 409:
 		// Conflict: a name in use, or a container that is not running.
+		if strings.Contains(err.Message, "is paused") {
+			// An exec in a frozen container: "Container ID is paused,
+			// unpause the container before exec".
+			return fmt.Errorf("%w: %s", service.ErrPaused, err.Message)
+		}
 		if strings.Contains(err.Message, "is not running") {
 			return fmt.Errorf("%w: %s", service.ErrNotRunning, err.Message)
 		}

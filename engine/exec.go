@@ -27,15 +27,16 @@ func (e *Client) Exec(ctx context.Context, id string, spec service.ExecSpec) (se
 	}
 	stdout := &cappedBuffer{max: spec.MaxOutput, sink: spec.Stdout}
 	stderr := &cappedBuffer{max: spec.MaxOutput, sink: spec.Stderr}
+	stdin, cut := inputUntilCut(spec.Stdin)
 	stream, err := api.StartExecNonBlocking(ex.ID, docker.StartExecOptions{
-		InputStream:  spec.Stdin,
+		InputStream:  stdin,
 		OutputStream: stdout,
 		ErrorStream:  stderr,
 	})
 	if err != nil {
 		return service.ExecResult{}, e.classify(err)
 	}
-	end, err := waitStream(ctx, stream, spec.Timeout, spec.Finished)
+	end, err := waitStream(ctx, stream, spec.Timeout, spec.Finished, cut)
 	// The stream's copy goroutine may still be writing after a close.
 	res := service.ExecResult{
 		Stdout:    stdout.freeze(),
@@ -93,9 +94,27 @@ const (
 	streamBroken // the connection under it ended
 )
 
+// inputUntilCut is in, passed on until it ends or cut is called (nil for
+// none). go-dockerclient's stream waits for its copy of the input to end
+// before it says it is over, and the input of a terminal or of a pipe
+// left open (exec -i) would hold an exec long after its command ended.
+// What reads in may stay blocked in its read after a cut: such an input
+// is the process's own, which ends with it.
+func inputUntilCut(in io.Reader) (io.Reader, func()) {
+	if in == nil {
+		return nil, func() {}
+	}
+	r, w := io.Pipe()
+	go func() {
+		_, err := io.Copy(w, in)
+		w.CloseWithError(err) // nil: EOF for the reader
+	}()
+	return r, func() { r.Close() }
+}
+
 // waitStream waits for the exec stream to end, or for finished to close,
-// closing it on timeout or when ctx ends.
-func waitStream(ctx context.Context, stream docker.CloseWaiter, timeout time.Duration, finished <-chan struct{}) (streamEnd, error) {
+// closing it (and cutting its input) on timeout or when ctx ends.
+func waitStream(ctx context.Context, stream docker.CloseWaiter, timeout time.Duration, finished <-chan struct{}, cut func()) (streamEnd, error) {
 	done := make(chan error, 1)
 	go func() { done <- stream.Wait() }()
 	var expire <-chan time.Time
@@ -123,6 +142,7 @@ func waitStream(ctx context.Context, stream docker.CloseWaiter, timeout time.Dur
 		end = streamCancelled
 	}
 	stream.Close()
+	cut()
 	<-done
 	if end == streamCancelled {
 		return end, ctx.Err()

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"io"
 	"testing"
 	"time"
 )
@@ -19,7 +20,7 @@ func TestWaitStreamStopsReadingOnceFinished(t *testing.T) {
 	close(finished)
 	returned := make(chan bool, 1)
 	go func() {
-		end, err := waitStream(context.Background(), stream, time.Hour, finished)
+		end, err := waitStream(context.Background(), stream, time.Hour, finished, func() {})
 		returned <- end == streamFinished && err == nil
 	}()
 	select {
@@ -34,5 +35,24 @@ func TestWaitStreamStopsReadingOnceFinished(t *testing.T) {
 	case <-stream.closed:
 	default:
 		t.Error("the stream was left open")
+	}
+}
+
+// TestInputIsCutWhenTheExecEnds: an input that never ends (a terminal,
+// an open pipe) ends for the exec's stream once cut, as the library's
+// stream waits for it.
+func TestInputIsCutWhenTheExecEnds(t *testing.T) {
+	never, _ := io.Pipe() // nothing is ever written to it
+	in, cut := inputUntilCut(never)
+	read := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, in); read <- err }()
+	cut()
+	select {
+	case <-read:
+	case <-time.After(30 * time.Second): // a guard against hanging, not a measure
+		t.Fatal("the input went on after the cut")
+	}
+	if in, _ := inputUntilCut(nil); in != nil {
+		t.Error("no input became one")
 	}
 }

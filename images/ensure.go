@@ -23,6 +23,9 @@ type image struct {
 	// Dockerfile).
 	dockerfile string
 	labels     map[string]string // more labels for the image
+	// sandboxScope is, for a project's own image, the scope whose
+	// sandboxes' network its RUN steps join (BuildSpec.SandboxScope).
+	sandboxScope string
 }
 
 // variant lists the images a variant needs, the one below first: the dev
@@ -108,12 +111,13 @@ func (b *Builder) build(ctx context.Context, img image, reason string, noCache b
 	labels[LabelBuilt] = b.cfg.Now().UTC().Format(time.RFC3339)
 	maps.Copy(labels, img.labels)
 	err := b.engine.BuildImage(ctx, BuildSpec{
-		Tag:        img.tag,
-		Context:    bytes.NewReader(img.build.Tar),
-		Dockerfile: img.dockerfile,
-		Labels:     labels,
-		BuildArgs:  b.buildArgs(ctx, img),
-		NoCache:    noCache,
+		Tag:          img.tag,
+		Context:      bytes.NewReader(img.build.Tar),
+		Dockerfile:   img.dockerfile,
+		Labels:       labels,
+		BuildArgs:    b.buildArgs(ctx, img),
+		NoCache:      noCache,
+		SandboxScope: img.sandboxScope,
 		Output: func(line string) {
 			tail.add(line)
 			steps.line(line)

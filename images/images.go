@@ -54,7 +54,12 @@ type BuildSpec struct {
 	BuildArgs  map[string]string
 	// NoCache builds every step anew (a rebuild for security updates).
 	NoCache bool
-	Output  func(line string) // may be nil
+	// SandboxScope, for a project's own image, has the build's RUN steps
+	// join the network of that scope's sandboxes, where the engine drops
+	// traffic between containers, instead of its default bridge, where
+	// they reach every container on it. "" is the engine's default.
+	SandboxScope string
+	Output       func(line string) // may be nil
 }
 
 // PullProgress is where a pull is: the engine's last status line, and the

@@ -24,6 +24,9 @@ type Project struct {
 	Tag     string
 	Context projectfs.BuildContext
 	Labels  map[string]string
+	// Scope is the sandboxes' scope, whose network the build's RUN steps
+	// join (BuildSpec.SandboxScope).
+	Scope string
 }
 
 // Summary says, for the user to approve, what building a project's
@@ -56,11 +59,12 @@ func (b *Builder) project(p Project) image {
 	}
 	labels[LabelContext] = p.Context.Digest
 	return image{
-		tag:        p.Tag,
-		build:      buildContext{Tar: p.Context.Tar, Hash: hex.EncodeToString(sum[:])},
-		args:       map[string]string{"PILOT_BASE": b.cfg.BrowserTag},
-		dockerfile: p.Context.Name,
-		labels:     labels,
+		tag:          p.Tag,
+		build:        buildContext{Tar: p.Context.Tar, Hash: hex.EncodeToString(sum[:])},
+		args:         map[string]string{"PILOT_BASE": b.cfg.BrowserTag},
+		dockerfile:   p.Context.Name,
+		labels:       labels,
+		sandboxScope: p.Scope,
 	}
 }
 

@@ -100,13 +100,16 @@ func NewCarrier(sb Sandboxes, docker Containers, opts Options) *Carrier {
 }
 
 // follow closes a project's relays when its sandbox is no longer running
-// and applies its forwards when it runs, until events closes; then it
-// closes every relay.
+// (a paused one keeps them) and applies its forwards when it runs, until
+// events closes; then it closes every relay.
 func (c *Carrier) follow(events <-chan service.Event) {
 	defer close(c.done)
 	for ev := range events {
 		switch {
 		case ev.Kind != service.EventState:
+		case ev.State != nil && ev.State.Status == service.StatusPaused:
+			// Frozen, not gone: the relays and their connections wait
+			// for the resume (docs/sandbox.md, Pause).
 		case ev.State == nil || ev.State.Status != service.StatusRunning:
 			c.stopped(ev.Project)
 		case c.project == "" || ev.Project == c.project:

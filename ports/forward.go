@@ -141,6 +141,9 @@ func (f *forwarder) applyOne(ctx context.Context, project string, fw Forwarded) 
 		return nil, nil // the sidecar is ending
 	}
 	if l := f.liveListener(project, fw.Port); l != nil {
+		if l.inner {
+			return nil, errInner(fw.Port)
+		}
 		l.setHostPort(fw.HostPort)
 		return nil, nil
 	}

@@ -56,6 +56,7 @@ type listener struct {
 	ctl    service.ExecSession
 	f      *forwarder
 	moved  atomic.Bool // bytes went through since the last touch
+	inner  bool        // the sidecar's own (inner.go), set before it is live
 
 	mu       sync.Mutex // guards the rest, and HostPort
 	direct   *gateway   // the direct route to the listener, if the host reaches it

@@ -30,7 +30,7 @@ func (f *forwarder) CloseForward(project string, port int) (bool, error) {
 		return false, err
 	}
 	l := f.liveListener(project, port)
-	if l != nil {
+	if l != nil && !l.inner {
 		f.drop(project, l)
 	}
 	f.mu.Lock()
@@ -38,7 +38,7 @@ func (f *forwarder) CloseForward(project string, port int) (bool, error) {
 		delete(set.errs, port)
 	}
 	f.mu.Unlock()
-	return kept || l != nil, nil
+	return kept || (l != nil && !l.inner), nil
 }
 
 // ForwardedPorts lists the project's forwarded ports, by port, with why
@@ -87,6 +87,10 @@ func (f *forwarder) apply(ctx context.Context, project string) {
 		return
 	}
 	for _, p := range list {
+		if f.innerListener(project, p.Port) {
+			f.failed(project, set, p.Port, errInner(p.Port))
+			continue
+		}
 		if f.liveListener(project, p.Port) != nil {
 			continue
 		}

@@ -24,7 +24,7 @@ import (
 
 // startNoNetwork starts a sandbox whose settings ask for no network, on a
 // manager whose desktop ports are carried the way serve and ui carry them.
-func startNoNetwork(t *testing.T) (*service.Manager, *ports.Carrier, string, service.State) {
+func startNoNetwork(t testing.TB) (*service.Manager, *ports.Carrier, string, service.State) {
 	t.Helper()
 	desktops := ports.NewDesktopRelay(dockertest.Engine(t), zerolog.Nop())
 	m, docker := dockertest.Manager(t, func(c *service.Config) {

@@ -21,13 +21,20 @@ type Approvals struct {
 }
 
 // Approval is one approved request: its kind ("dockerfile", "limits"), the
-// digest of exactly the content approved, and what it said.
+// digest of exactly the content approved, what it said, and the content
+// as the user saw it, so that the next request of the kind can show what
+// changed (Content is kept only up to MaxKeptContent).
 type Approval struct {
 	Kind       string `json:"kind"`
 	Digest     string `json:"digest"`
 	Summary    string `json:"summary"`
+	Content    string `json:"content,omitempty"`
 	ApprovedAt int64  `json:"approvedAt"`
 }
+
+// MaxKeptContent bounds the content kept with an approval, so that the
+// project's file (read up to MaxFileSize) holds every kind's.
+const MaxKeptContent = 256 << 10
 
 // ErrNoState: approvals cannot be kept without a state directory.
 var ErrNoState = errors.New("no state directory to keep approvals in")
@@ -86,14 +93,28 @@ func (a Approvals) Approved(project, kind, digest string) bool {
 	return false
 }
 
+// Last is the project's approval of kind, if it has one.
+func (a Approvals) Last(project, kind string) (Approval, bool) {
+	for _, ap := range a.read(project).Approved {
+		if ap.Kind == kind {
+			return ap, true
+		}
+	}
+	return Approval{}, false
+}
+
 // Approve records an approval. It replaces the project's earlier approval
 // of the same kind: content that changes back asks again, and the file
-// stays small.
+// stays small. Content larger than MaxKeptContent (as JSON encodes it) is
+// not kept.
 func (a Approvals) Approve(project string, ap Approval, now time.Time) error {
 	if a.dir == "" {
 		return ErrNoState
 	}
 	ap.ApprovedAt = now.UnixMilli()
+	if encoded, _ := json.Marshal(ap.Content); len(encoded) > MaxKeptContent {
+		ap.Content = ""
+	}
 	if err := os.MkdirAll(a.dir, 0o700); err != nil {
 		return fmt.Errorf("record the approval: %w", err)
 	}

@@ -28,6 +28,19 @@ func TestApprovals(t *testing.T) {
 	if a.Approved("/p", "limits", "sha256:1") || !a.Approved("/p", "limits", "sha256:2") {
 		t.Error("the earlier limits approval still stands")
 	}
+	// The content approved last is kept for the next request's diff, up
+	// to MaxKeptContent.
+	a.Approve("/p", Approval{Kind: "dockerfile", Digest: "sha256:3", Content: "FROM x\n"}, now)
+	if last, ok := a.Last("/p", "dockerfile"); !ok || last.Content != "FROM x\n" || last.Digest != "sha256:3" {
+		t.Errorf("last dockerfile approval: %+v %v", last, ok)
+	}
+	a.Approve("/p", Approval{Kind: "dockerfile", Digest: "sha256:4", Content: strings.Repeat("x", MaxKeptContent)}, now)
+	if last, _ := a.Last("/p", "dockerfile"); last.Digest != "sha256:4" || last.Content != "" {
+		t.Errorf("content past the bound: kept %d bytes", len(last.Content))
+	}
+	if _, ok := a.Last("/p", "network"); ok {
+		t.Error("a kind never approved has a last approval")
+	}
 	info, err := os.Stat(a.Path("/p"))
 	if err != nil || info.Mode().Perm() != 0o600 || !strings.HasPrefix(a.Path("/p"), filepath.Join(state, "approvals")) {
 		t.Errorf("kept at %s: %v %v", a.Path("/p"), info, err)

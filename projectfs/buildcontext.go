@@ -49,14 +49,15 @@ type BuildContext struct {
 
 // sidecarFiles are the files of .pilot that the sidecar and the app write
 // (and their temporary and set-aside copies): they change at every start
-// or switch of the agent tools, so they are left out of a context that
-// holds them, which would otherwise ask for approval again each time.
+// or switch of the agent tools, or appear at the first (.gitignore), so
+// they are left out of a context that holds them, which would otherwise
+// ask for approval again each time.
 func sidecarFile(rel string) bool {
 	dir, name := path.Split(rel)
 	if dir != Dir+"/" {
 		return false
 	}
-	for _, own := range []string{recordName, settingsName} {
+	for _, own := range []string{recordName, settingsName, gitignoreName} {
 		if name == own || strings.HasPrefix(name, tempPrefix(own)) || strings.HasPrefix(name, own+".corrupt-") {
 			return true
 		}

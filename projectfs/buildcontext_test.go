@@ -43,8 +43,9 @@ func TestBuildContextDigest(t *testing.T) {
 	os.WriteFile(SettingsFile(dir), []byte(`{"dockerToolsEnabled": true, "sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`), 0o644)
 	os.WriteFile(SandboxFile(dir), []byte(`{"containerId": "y"}`), 0o644)
 	os.WriteFile(filepath.Join(dir, Dir, "sandbox.json.corrupt-20260101T000000.000Z"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, Dir, gitignoreName), []byte(gitignore), 0o644)
 	if c, _ := ReadBuildContext(dir, ".pilot/Dockerfile"); c.Digest != first.Digest {
-		t.Errorf("settings.json or sandbox.json changed the digest")
+		t.Errorf("settings.json, sandbox.json or .gitignore changed the digest")
 	}
 	for _, change := range []func(){
 		func() { os.WriteFile(filepath.Join(dir, Dir, "files/a.txt"), []byte("b"), 0o644) },

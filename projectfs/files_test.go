@@ -128,7 +128,7 @@ func TestSandboxRecordIsAtomicAndBadOnesAreKept(t *testing.T) {
 	if _, err := WriteRecord(dir, rec, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if entries, _ := os.ReadDir(filepath.Join(dir, Dir)); len(entries) != 1 {
+	if entries, _ := os.ReadDir(filepath.Join(dir, Dir)); len(entries) != 2 { // the record and .gitignore
 		t.Errorf("temporary files left behind: %v", entries)
 	}
 }

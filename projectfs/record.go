@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"time"
 )
@@ -58,7 +59,34 @@ func WriteRecord(project string, rec Record, now time.Time) (aside *FileError, e
 	if err := writeFileAtomic(pilot.root, recordName, append(data, '\n'), 0o644); err != nil {
 		return aside, &FileError{Path: path, Problem: FileUnwritable, Err: bare(err)}
 	}
+	ensureGitignore(pilot, now)
 	return aside, nil
+}
+
+// gitignoreName is .pilot's own .gitignore.
+const gitignoreName = ".gitignore"
+
+// gitignore keeps the files of .pilot that are this machine's state out
+// of the project's repository, where a git add -A would pick them up:
+// the record, the temporary files of atomic writes, the copies of
+// corrupt files set aside. settings.json and a Dockerfile there are the
+// project's own.
+const gitignore = `# Written by pilot-sandbox: the files here that are this machine's state,
+# not the project's. settings.json and a Dockerfile here are the project's.
+/sandbox.json
+/.*.tmp-*
+/*.corrupt-*
+`
+
+// ensureGitignore writes .pilot/.gitignore when there is none; one that
+// is there, whatever it holds (the user's own edit, a link), is left as
+// it is. It is a courtesy: a failure to write it fails nothing.
+func ensureGitignore(pilot *pilotDir, now time.Time) {
+	removeStaleTemps(pilot.root, gitignoreName, now) // of a write cut short
+	if _, err := pilot.root.Lstat(gitignoreName); !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	writeFileAtomic(pilot.root, gitignoreName, []byte(gitignore), 0o644)
 }
 
 // setAsideBad moves a file that readErr says is corrupt or unreadable out

@@ -47,7 +47,20 @@ type UserConfig struct {
 	// without the build's cache, for the security updates of its packages
 	// (at the next new sandbox); 0 never rebuilds it for its age.
 	RebuildAfter time.Duration
+	// Models are the model providers whose APIs tasks reach through the
+	// sidecar's gateway, by name (models.go); none by default.
+	Models map[string]ModelProvider
+	// CloseAction is what the app's close of a project does to its
+	// sandbox (sandbox/close): ClosePause freezes it with every window
+	// kept, CloseStop stops it.
+	CloseAction string
 }
+
+// What sandbox/close does (UserConfig.CloseAction).
+const (
+	ClosePause = "pause"
+	CloseStop  = "stop"
+)
 
 // Caps are resource limits in the units the engine takes.
 type Caps struct {
@@ -68,6 +81,7 @@ func DefaultUserConfig() UserConfig {
 		Caps:       Caps{MemoryBytes: 4 << 30, CPUs: 2, Processes: 4096, ShmBytes: 2 << 30},
 
 		RebuildAfter: 7 * 24 * time.Hour,
+		CloseAction:  ClosePause,
 	}
 }
 
@@ -164,7 +178,7 @@ func (p *configParser) fail(key, format string, args ...any) {
 	p.problems = append(p.problems, ConfigProblem{Key: key, Reason: fmt.Sprintf(format, args...)})
 }
 
-var userConfigKeys = []string{"idleStop", "maxRunning", "maxTasks", "disk", "caps", "network", "rebuildAfter"}
+var userConfigKeys = []string{"idleStop", "maxRunning", "maxTasks", "disk", "caps", "network", "rebuildAfter", "models", "closeAction"}
 
 func (p *configParser) parse(doc map[string]json.RawMessage, cfg *UserConfig) {
 	for _, key := range sortedNames(doc) {
@@ -188,6 +202,10 @@ func (p *configParser) parse(doc map[string]json.RawMessage, cfg *UserConfig) {
 			cfg.Network = network
 		case "rebuildAfter":
 			p.duration(key, raw, minRebuildAfter, `"168h"`, &cfg.RebuildAfter)
+		case "models":
+			p.models(raw, &cfg.Models)
+		case "closeAction":
+			p.oneOf(key, raw, []string{ClosePause, CloseStop}, &cfg.CloseAction)
 		default:
 			p.fail(key, "is not a known key (known: %s)", strings.Join(userConfigKeys, ", "))
 		}
@@ -216,6 +234,16 @@ func (p *configParser) duration(key string, raw json.RawMessage, least time.Dura
 	default:
 		*dst = d
 	}
+}
+
+// oneOf reads a string that is one of values.
+func (p *configParser) oneOf(key string, raw json.RawMessage, values []string, dst *string) {
+	var s string
+	if json.Unmarshal(raw, &s) != nil || !slices.Contains(values, s) {
+		p.fail(key, "must be %s; it is %s", `"`+strings.Join(values, `" or "`)+`"`, raw)
+		return
+	}
+	*dst = s
 }
 
 // integer reads a whole number from lo to hi.
@@ -316,6 +344,12 @@ func (c UserConfig) String() string {
 		b.WriteString(", rebuildAfter 0 (never)")
 	} else {
 		b.WriteString(", rebuildAfter " + FormatDuration(c.RebuildAfter))
+	}
+	for _, name := range sortedNames(c.Models) {
+		fmt.Fprintf(&b, ", models.%s (key from $%s)", name, c.Models[name].APIKeyEnv)
+	}
+	if c.CloseAction != "" {
+		b.WriteString(", closeAction " + c.CloseAction)
 	}
 	return b.String()
 }

@@ -30,10 +30,13 @@ func TestReadUserConfig(t *testing.T) {
 		{name: "empty object", file: "{}", want: def},
 		{
 			name: "every key",
-			file: `{"idleStop": "1h30m", "maxRunning": 2, "maxTasks": 3, "disk": "20g", "caps": {"memory": "8g", "cpus": 3.5, "processes": 8192, "shmSize": "1g"}, "rebuildAfter": "72h"}`,
+			file: `{"idleStop": "1h30m", "maxRunning": 2, "maxTasks": 3, "disk": "20g", "caps": {"memory": "8g", "cpus": 3.5, "processes": 8192, "shmSize": "1g"}, "rebuildAfter": "72h", "closeAction": "stop"}`,
 			want: UserConfig{IdleStop: 90 * time.Minute, MaxRunning: 2, MaxTasks: 3, DiskBytes: 20 << 30,
-				Caps: Caps{MemoryBytes: 8 << 30, CPUs: 3.5, Processes: 8192, ShmBytes: 1 << 30}, RebuildAfter: 72 * time.Hour},
+				Caps: Caps{MemoryBytes: 8 << 30, CPUs: 3.5, Processes: 8192, ShmBytes: 1 << 30}, RebuildAfter: 72 * time.Hour, CloseAction: CloseStop},
 		},
+		{name: "closeAction neither pause nor stop", file: `{"closeAction": "hibernate"}`, want: def,
+			badKeys: []string{"closeAction"}, reason: `closeAction must be "pause" or "stop"; it is "hibernate"`},
+		{name: "closeAction not a string", file: `{"closeAction": true}`, want: def, badKeys: []string{"closeAction"}},
 		{name: "zeros turn policies off", file: `{"idleStop": "0", "maxRunning": 0, "disk": "0", "rebuildAfter": "0"}`,
 			want: with(func(c *UserConfig) { c.IdleStop, c.MaxRunning, c.DiskBytes, c.RebuildAfter = 0, 0, 0, 0 })},
 		{name: "rebuildAfter below the minimum", file: `{"rebuildAfter": "168s"}`, want: def,
@@ -55,6 +58,21 @@ func TestReadUserConfig(t *testing.T) {
 		{name: "maxTasks zero", file: `{"maxTasks": 0}`, want: def,
 			badKeys: []string{"maxTasks"}, reason: "maxTasks must be a whole number from 1 to 16 (1, one task at a time); it is 0"},
 		{name: "maxTasks too many", file: `{"maxTasks": 17}`, want: def, badKeys: []string{"maxTasks"}},
+		{name: "models", file: `{"models": {"anthropic": {"apiKeyEnv": "MY_KEY"}, "openai": {"apiKeyEnv": "OAI", "baseUrl": "http://127.0.0.1:9/"}}}`,
+			want: with(func(c *UserConfig) {
+				c.Models = map[string]ModelProvider{"anthropic": {APIKeyEnv: "MY_KEY"}, "openai": {APIKeyEnv: "OAI", BaseURL: "http://127.0.0.1:9"}}
+			})},
+		{name: "models: a key instead of a variable", file: `{"models": {"anthropic": {"apiKeyEnv": "sk-ant-123"}}}`,
+			want: with(func(c *UserConfig) { c.Models = map[string]ModelProvider{} }), badKeys: []string{"models.anthropic.apiKeyEnv"}, reason: "never the key itself"},
+		{name: "models: the key itself", file: `{"models": {"anthropic": {"apiKey": "sk-ant-123"}}}`,
+			want: with(func(c *UserConfig) { c.Models = map[string]ModelProvider{} }), badKeys: []string{"models.anthropic"}, reason: "must be an object with apiKeyEnv"},
+		{name: "models: an unknown provider", file: `{"models": {"gemini": {"apiKeyEnv": "G"}, "openai": {"apiKeyEnv": "O"}}}`,
+			want: with(func(c *UserConfig) { c.Models = map[string]ModelProvider{"openai": {APIKeyEnv: "O"}} }), badKeys: []string{"models.gemini"}, reason: "known: anthropic, openai"},
+		{name: "models: a base URL with a password", file: `{"models": {"openai": {"apiKeyEnv": "O", "baseUrl": "https://u:p@x.example"}}}`,
+			want: with(func(c *UserConfig) { c.Models = map[string]ModelProvider{} }), badKeys: []string{"models.openai.baseUrl"}, reason: "no user or password"},
+		{name: "models: a base URL not http", file: `{"models": {"openai": {"apiKeyEnv": "O", "baseUrl": "file:///etc"}}}`,
+			want: with(func(c *UserConfig) { c.Models = map[string]ModelProvider{} }), badKeys: []string{"models.openai.baseUrl"}, reason: "http or https URL"},
+		{name: "models not an object", file: `{"models": ["anthropic"]}`, want: def, badKeys: []string{"models"}},
 		{name: "maxRunning a string", file: `{"maxRunning": "4"}`, want: def, badKeys: []string{"maxRunning"}},
 		{name: "disk too small", file: `{"disk": "1m"}`, want: def, badKeys: []string{"disk"}, reason: "disk must be at least 64MiB"},
 		{name: "disk not a size", file: `{"disk": "lots"}`, want: def, badKeys: []string{"disk"}, reason: `disk must be a size such as "512m"`},
@@ -62,7 +80,7 @@ func TestReadUserConfig(t *testing.T) {
 		{name: "cap below the bound", file: `{"caps": {"memory": "100m", "processes": 10, "cpus": 0.1, "shmSize": "1m"}}`, want: def,
 			badKeys: []string{"caps.cpus", "caps.memory", "caps.processes", "caps.shmSize"}},
 		{name: "unknown cap", file: `{"caps": {"gpus": 1}}`, want: def, badKeys: []string{"caps.gpus"}, reason: "caps.gpus is not a known key"},
-		{name: "unknown key", file: `{"idlestop": "5m"}`, want: def, badKeys: []string{"idlestop"}, reason: "idlestop is not a known key (known: idleStop, maxRunning, maxTasks, disk, caps, network, rebuildAfter)"},
+		{name: "unknown key", file: `{"idlestop": "5m"}`, want: def, badKeys: []string{"idlestop"}, reason: "idlestop is not a known key (known: idleStop, maxRunning, maxTasks, disk, caps, network, rebuildAfter, models, closeAction)"},
 		{name: "good keys apply beside bad ones", file: `{"maxRunning": 1, "disk": "1k"}`,
 			want: with(func(c *UserConfig) { c.MaxRunning = 1 }), badKeys: []string{"disk"}},
 		{name: "network none", file: `{"network": "none"}`, want: with(func(c *UserConfig) { c.Network.None = true })},
@@ -138,7 +156,7 @@ func TestReadUserConfigUnreadable(t *testing.T) {
 }
 
 func TestUserConfigString(t *testing.T) {
-	if got, want := DefaultUserConfig().String(), "idleStop 30m, maxRunning 4, maxTasks 1, disk 10GiB, caps: memory 4GiB, cpus 2, processes 4096, shmSize 2GiB, network preset dev, rebuildAfter 168h"; got != want {
+	if got, want := DefaultUserConfig().String(), "idleStop 30m, maxRunning 4, maxTasks 1, disk 10GiB, caps: memory 4GiB, cpus 2, processes 4096, shmSize 2GiB, network preset dev, rebuildAfter 168h, closeAction pause"; got != want {
 		t.Errorf("defaults = %q, want %q", got, want)
 	}
 	off := UserConfig{MaxTasks: 1, Caps: DefaultUserConfig().Caps}

@@ -3,8 +3,10 @@ package rpc
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"testing"
 
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -12,7 +14,11 @@ import (
 // to approve in data.approval; a wrong digest to sandbox/approve is
 // invalid_params naming digest.
 func TestApprovalOnTheWire(t *testing.T) {
-	ask := service.Approval{Kind: service.ApprovalLimits, Summary: "run its sandbox with memory 8g (your cap 4GiB)", Digest: "sha256:abc"}
+	ask := service.Approval{
+		Kind: service.ApprovalDockerfile, Summary: "build .pilot/Dockerfile", Digest: "sha256:abc",
+		Content: "FROM ${PILOT_BASE}\nCOPY app.sh /bin/\n", Files: []images.ShownFile{{Path: ".pilot/app.sh", Size: 3, Text: "hi\n"}},
+		Diff: "--- approved\n+++ asked now\n@@ -1 +1,2 @@\n FROM ${PILOT_BASE}\n+COPY app.sh /bin/\n", Warnings: []string{"line 3: ..."},
+	}
 	wire := toWire(fmt.Errorf("start: %w", &service.ApprovalError{Project: "/p", Approval: ask}))
 	if wire.Code != -32011 {
 		t.Fatalf("code %d, want -32011", wire.Code)
@@ -24,7 +30,7 @@ func TestApprovalOnTheWire(t *testing.T) {
 	if err := json.Unmarshal(*wire.Data, &data); err != nil {
 		t.Fatal(err)
 	}
-	if data.Kind != "needs_approval" || data.Approval != ask {
+	if data.Kind != "needs_approval" || !reflect.DeepEqual(data.Approval, ask) {
 		t.Errorf("data = %+v, want needs_approval with %+v", data, ask)
 	}
 	wire = toWire(&service.ArgumentError{Name: "digest", Reason: "is not what the project asks now"})

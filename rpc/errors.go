@@ -51,7 +51,8 @@ const (
 	// codeTaskNotFound: no such task.
 	codeTaskNotFound int64 = -32013
 	// codeBusy: a task runs where the method would change its files, or
-	// the sandbox runs as many as it may, or the task has not ended (an
+	// the sandbox runs as many as it may, or the task has not ended; or
+	// the client already runs MaxSandboxCalls calls on the sandbox (an
 	// addition: docs/protocol.md, Errors).
 	codeBusy int64 = -32015
 	// codeUnsafeChange: apply refused a change that reaches outside the
@@ -87,10 +88,10 @@ var errorTable = map[int64]errorInfo{
 	codeTooManySandboxes:  {"too_many_sandboxes", "As many sandboxes run as maxRunning in the user's config.json allows; data.running lists them ({projectPath, containerId, containerName}), so that one can be stopped."},
 	codeNoBrowser:         {"no_browser", "sandbox/browser on a sandbox whose image has no browser (sandbox.image \"desktop\")."},
 	codeNotFound:          {"not_found", "No such file or directory in the sandbox (sandbox/files/*); message names the path."},
-	codeNeedsApproval:     {"needs_approval", "The project's repository content (.pilot/settings.json, its Dockerfile) asks for what the user has not approved: a Dockerfile to build, or limits above the caps in config.json. data.approval is {kind: \"dockerfile\" | \"limits\", summary, digest}; sandbox/approve with the digest records the approval."},
+	codeNeedsApproval:     {"needs_approval", "The project's repository content (.pilot/settings.json, its Dockerfile) asks for what the user has not approved: a Dockerfile to build, or limits above the caps in config.json. data.approval is {kind: \"dockerfile\" | \"limits\", summary, digest, content, files?, diff?, warnings?}: the text asked, a Dockerfile's files, the change since the last approval of the kind, what reaches beyond the project; sandbox/approve with the digest records the approval."},
 	codeConflict:          {"conflict", "sandbox/tasks/apply: the host's files changed since the task's base; data.paths names every one; nothing was written."},
 	codeTaskNotFound:      {"task_not_found", "No such task."},
-	codeBusy:              {"busy", "A task runs: the sandbox runs as many as config.json maxTasks allows, or a sync or a discard would change the files under it, or the task asked about has not ended."},
+	codeBusy:              {"busy", "A task runs: the sandbox runs as many as config.json maxTasks allows, or a sync or a discard would change the files under it, or the task asked about has not ended; or the client already has as many calls running on this sandbox as it may (data.limit), and this one was not run: send it again when one has ended."},
 	codeUnsafeChange:      {"unsafe_change", "sandbox/tasks/apply refused a change that reaches outside the project (a path out of it or into .git or .pilot, a link that leads out, a link of the host's on the way); data.paths names it; nothing was written."},
 	codeRequestCancelled:  {"request_cancelled", "The client cancelled the request with $/cancelRequest."},
 }
@@ -111,6 +112,8 @@ type errorData struct {
 	Running []service.RunningSandbox `json:"running,omitempty"`
 	// Approval is what the user is asked to approve (needs_approval).
 	Approval *service.Approval `json:"approval,omitempty"`
+	// Limit is the calls a client may run on one sandbox at once (busy).
+	Limit int `json:"limit,omitempty"`
 	// Paths are the files at fault (conflict, unsafe_change).
 	Paths []string `json:"paths,omitempty"`
 }
@@ -199,6 +202,8 @@ func projectWire(err error) *jsonrpc2.Error {
 		return newError(codeNeedsApproval, err.Error(), &errorData{Approval: &approval.Approval})
 	case errors.As(err, &config) && projectfs.NetworkKey(config.Field):
 		return newError(codeStartFailed, "the network policy cannot be used, so no sandbox with a network starts: "+config.Error(), &errorData{File: config.File})
+	case errors.As(err, &config) && projectfs.ModelsKey(config.Field):
+		return newError(codeStartFailed, "config.json's models cannot be used, so no task starts: "+config.Error(), &errorData{File: config.File})
 	case errors.As(err, &config):
 		return newError(codeStartFailed, "the project's sandbox settings are wrong: "+config.Error(), &errorData{File: config.File})
 	case errors.As(err, &file):

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -90,6 +91,9 @@ func (s *Server) exec(ctx context.Context, sess *session, p execParams) (execAns
 		WorkDir: string(p.Workdir),
 		Stdin:   p.Stdin,
 		Env:     p.Env,
+		// The cause its connections name in a permission question and the
+		// log (docs/protocol.md, Permission requests: {exec}).
+		Cause: service.ExecCause{Exec: causeOf(p.Command)},
 	}
 	if p.Background {
 		return s.execBackground(ctx, p, req)
@@ -139,4 +143,21 @@ func (s *Server) processes(ctx context.Context, _ *session, p projectParams) (pr
 func (s *Server) kill(ctx context.Context, _ *session, p killParams) (killResult, error) {
 	err := s.svc.Exec.Kill(ctx, string(p.ProjectPath), p.PID)
 	return killResult{Killed: err == nil}, err
+}
+
+// maxCause bounds the command a cause carries: the sidecar keeps the
+// causes of its last 1024 execs (egress/env.go), and a question shows it.
+const maxCause = 512
+
+// causeOf is a command as the cause of its connections: at most maxCause
+// bytes, not splitting a character, with "…" where it was cut.
+func causeOf(command string) string {
+	if len(command) <= maxCause {
+		return command
+	}
+	cut := maxCause
+	for cut > 0 && !utf8.RuneStart(command[cut]) {
+		cut--
+	}
+	return command[:cut] + "…"
 }

@@ -376,6 +376,35 @@ func (f *fakeService) Close(ctx context.Context, path string) (*service.State, e
 	return &st, err
 }
 
+// Pause freezes a running sandbox, as the manager does.
+func (f *fakeService) Pause(ctx context.Context, path string) (service.State, error) {
+	project, err := f.enter(ctx, path)
+	if err != nil {
+		return service.State{}, err
+	}
+	st, ok := f.state(project)
+	switch {
+	case !ok:
+		return service.State{}, service.ErrNoSandbox
+	case st.Status == service.StatusPaused:
+		return st, nil
+	case st.Status != service.StatusRunning:
+		return service.State{}, fmt.Errorf("%w (it is %s)", service.ErrNotRunning, st.Status)
+	}
+	st.Status, st.WSPort, st.VNCPort, st.ViewerURL, st.WatchURL = service.StatusPaused, 0, 0, "", ""
+	f.commit(project, &st)
+	return st, nil
+}
+
+// CloseProject pauses, as the manager does without a config.json.
+func (f *fakeService) CloseProject(ctx context.Context, path string) (*service.State, error) {
+	st, err := f.Pause(ctx, path)
+	if errors.Is(err, service.ErrNoSandbox) {
+		return nil, nil
+	}
+	return &st, err
+}
+
 func (f *fakeService) running(ctx context.Context, path string) error {
 	project, err := f.enter(ctx, path)
 	if err != nil {

@@ -82,14 +82,14 @@ func (fileReadParams) TuneSchema(s *jsonschema.Schema) {
 func (s *Server) fileMethods(docker []int64) []method {
 	files := append([]int64{codeNotFound, codeNotRunning}, docker...)
 	return []method{
-		s.afterReconcile(mayFail(typed("sandbox/files/write", "Writes a whole file in the sandbox (at most 10 MiB), owned by the sandbox user; a link there is followed. Works on a stopped sandbox.", s.writeFile), files...)),
-		s.afterReconcile(mayFail(typed("sandbox/files/read", "Reads a file of the sandbox, at most 10 MiB per call from offset on; size is the whole file's. Works on a stopped sandbox.", s.readFile), files...)),
-		s.afterReconcile(mayFail(typed("sandbox/files/list", "What a directory of the sandbox holds (at most 50000 entries; truncated says there were more). Works on a stopped sandbox.", s.listFiles), files...)),
-		s.afterReconcile(mayFail(typed("sandbox/files/stat", "One entry as list gives it (a link itself, not what it leads to), or null when nothing is there.", s.statFile), files...)),
-		s.afterReconcile(mayFail(typed("sandbox/files/mkdir", "Makes a directory and its parents, owned by the sandbox user; one that exists is fine.", s.mkdir), files...)),
-		s.afterReconcile(mayFail(typed("sandbox/files/remove", "Removes a file, a link or an empty directory (with recursive, any directory) as the sandbox user; needs a running sandbox. removed is false when nothing was there.", s.removeFile), files...)),
-		s.afterReconcile(mayFail(typed("sandbox/files/upload", "Copies a host file or directory tree into the sandbox, streamed, with sandbox/progress (stage copy).", s.upload), files...)),
-		s.afterReconcile(mayFail(typed("sandbox/files/download", "Copies a file or tree of the sandbox to hostPath, streamed, with sandbox/progress (stage copy). Never writes outside hostPath or through a link; refuses to replace a file unless overwrite; a refused download changes nothing.", s.download), files...)),
+		perSandbox(s.afterReconcile(mayFail(typed("sandbox/files/write", "Writes a whole file in the sandbox (at most 10 MiB), owned by the sandbox user; a link there is followed. Works on a stopped sandbox.", s.writeFile), files...))),
+		perSandbox(s.afterReconcile(mayFail(typed("sandbox/files/read", "Reads a file of the sandbox, at most 10 MiB per call from offset on; size is the whole file's. Works on a stopped sandbox.", s.readFile), files...))),
+		perSandbox(s.afterReconcile(mayFail(typed("sandbox/files/list", "What a directory of the sandbox holds (at most 50000 entries; truncated says there were more). Works on a stopped sandbox.", s.listFiles), files...))),
+		perSandbox(s.afterReconcile(mayFail(typed("sandbox/files/stat", "One entry as list gives it (a link itself, not what it leads to), or null when nothing is there.", s.statFile), files...))),
+		perSandbox(s.afterReconcile(mayFail(typed("sandbox/files/mkdir", "Makes a directory and its parents, owned by the sandbox user; one that exists is fine.", s.mkdir), files...))),
+		perSandbox(s.afterReconcile(mayFail(typed("sandbox/files/remove", "Removes a file, a link or an empty directory (with recursive, any directory) as the sandbox user; needs a running sandbox. removed is false when nothing was there.", s.removeFile), files...))),
+		perSandbox(s.afterReconcile(mayFail(typed("sandbox/files/upload", "Copies a host file or directory tree into the sandbox, streamed, with sandbox/progress (stage copy).", s.upload), files...))),
+		perSandbox(s.afterReconcile(mayFail(typed("sandbox/files/download", "Copies a file or tree of the sandbox to hostPath, streamed, with sandbox/progress (stage copy). Never writes outside hostPath or through a link; refuses to replace a file unless overwrite; a refused download changes nothing.", s.download), files...))),
 	}
 }
 

@@ -24,6 +24,10 @@ type Lifecycle interface {
 	Status(ctx context.Context, project string) (*service.State, error)
 	List(ctx context.Context) ([]service.State, error)
 	Close(ctx context.Context, project string) (*service.State, error)
+	// Pause freezes the project's sandbox (sandbox/pause); CloseProject
+	// does what config.json's closeAction says (sandbox/close).
+	Pause(ctx context.Context, project string) (service.State, error)
+	CloseProject(ctx context.Context, project string) (*service.State, error)
 }
 
 // Params and results of the lifecycle methods.
@@ -118,4 +122,12 @@ func (s *Server) list(ctx context.Context, _ *session, _ noParams) (listResult, 
 
 func (s *Server) closeProject(ctx context.Context, _ *session, p projectParams) (*service.State, error) {
 	return s.svc.Lifecycle.Close(ctx, string(p.ProjectPath))
+}
+
+func (s *Server) pause(ctx context.Context, _ *session, p projectParams) (service.State, error) {
+	return s.svc.Lifecycle.Pause(ctx, string(p.ProjectPath))
+}
+
+func (s *Server) closeSandbox(ctx context.Context, _ *session, p projectParams) (*service.State, error) {
+	return s.svc.Lifecycle.CloseProject(ctx, string(p.ProjectPath))
 }

@@ -73,7 +73,7 @@ var schemaAlternatives = map[reflect.Type][]reflect.Type{
 var schemaOverrides = map[reflect.Type]schema{
 	reflect.TypeFor[service.Status](): {"type": "string", "enum": []string{
 		string(service.StatusStarting), string(service.StatusRunning), string(service.StatusStopping),
-		string(service.StatusStopped), string(service.StatusError),
+		string(service.StatusStopped), string(service.StatusError), string(service.StatusPaused),
 	}},
 	reflect.TypeFor[jsonschema.Schema](): {},
 	// encoding/json writes bytes as a base64 string (an image's data).

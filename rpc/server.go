@@ -95,6 +95,9 @@ type session struct {
 	// forwarded is closed when the forwarder stops.
 	flushes   chan chan struct{}
 	forwarded chan struct{}
+	// sandboxCalls bounds the calls running on each sandbox (busy.go).
+	sandboxCalls sandboxCalls
+
 	// notices are the notifications of the permission questions and the
 	// watched network logs, which the forwarder sends with the events.
 	notices chan notice

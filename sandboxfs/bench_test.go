@@ -67,6 +67,10 @@ func (c copier) dir(tool string) string { return "/home/sandbox/bench/" + c.tag 
 
 func (c copier) run(b *testing.B, size int64, pilot, dockerCp func(b *testing.B, i int)) {
 	// What the downloads read, and the directories the uploads go into.
+	// The tree has a read-only directory, which the sandbox user, who
+	// writes an upload, cannot write into again: an earlier run's copy is
+	// removed first.
+	c.sh(b, "chmod -R u+w "+c.dir("src")+" 2>/dev/null; rm -rf "+c.dir("src"))
 	if _, err := c.files.Upload(context.Background(), c.src, c.dir("src")); err != nil {
 		b.Fatal(err)
 	}

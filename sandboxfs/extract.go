@@ -38,6 +38,7 @@ type extractor struct {
 	dirs     map[string]dirMeta
 	prog     *reporter
 	buf      []byte
+	space    *room // what it may still write (sparse.go)
 }
 
 // entryError is the refusal of an archive entry.
@@ -172,7 +173,7 @@ func (x *extractor) file(tr *tar.Reader, h *tar.Header, rel string) error {
 	if err != nil {
 		return x.hostError(h.Name, err)
 	}
-	n, err := io.CopyBuffer(out, tr, x.buf)
+	n, err := writeSparse(out, tr, h.Size, x.buf, x.space)
 	if err == nil {
 		// The mode without setuid, setgid or sticky: a download must not
 		// plant a setuid program on the host.
@@ -183,6 +184,10 @@ func (x *extractor) file(tr *tar.Reader, h *tar.Header, rel string) error {
 	}
 	if err == nil {
 		err = x.root.Chtimes(x.at(rel), h.ModTime, h.ModTime)
+	}
+	var refused *FieldError
+	if errors.As(err, &refused) {
+		return err
 	}
 	if err != nil {
 		return x.hostError(h.Name, err)

@@ -66,9 +66,19 @@ type PathStat struct {
 	LinkTarget string      `json:"linkTarget"`
 }
 
-// Exec runs argv in the running sandbox as its user. It fails (with the
-// caller's not-running error) when the sandbox is not running.
-type Exec func(ctx context.Context, argv []string, maxOutput int) (ExecResult, error)
+// Exec runs a command in the running sandbox as its user. It fails (with
+// the caller's not-running error) when the sandbox is not running.
+type Exec func(ctx context.Context, c Command) (ExecResult, error)
+
+// Command is a command for Exec: its argv, what it reads (nil for
+// nothing), how much of each output is kept, and how long it may take
+// (0: until ctx ends).
+type Command struct {
+	Argv      []string
+	Stdin     io.Reader
+	MaxOutput int
+	Timeout   time.Duration
+}
 
 // ExecResult is how a command of Exec ended.
 type ExecResult struct {

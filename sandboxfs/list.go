@@ -54,7 +54,11 @@ const findFormat = `%y %s %m %T@ %f\0`
 
 func (f *FS) listByFind(ctx context.Context, dir string) (Listing, error) {
 	const maxOutput = 16 << 20
-	res, err := f.opts.Exec(ctx, []string{"find", dir, "-mindepth", "1", "-maxdepth", "1", "-printf", findFormat}, maxOutput)
+	res, err := f.opts.Exec(ctx, Command{
+		Argv:      []string{"find", dir, "-mindepth", "1", "-maxdepth", "1", "-printf", findFormat},
+		MaxOutput: maxOutput,
+		Timeout:   execTimeout,
+	})
 	if err != nil {
 		return Listing{}, err
 	}

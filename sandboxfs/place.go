@@ -31,11 +31,15 @@ func extract(ctx context.Context, r io.Reader, hostPath string, overwrite bool, 
 		return Copied{}, refuse("hostPath", "%v", err)
 	}
 	defer root.Close()
+	space, err := newRoom(parent)
+	if err != nil {
+		return Copied{}, err
+	}
 	tmp, err := os.MkdirTemp(parent, "."+name+".pilot-download-")
 	if err != nil {
 		return Copied{}, refuse("hostPath", "%v", err)
 	}
-	x := &extractor{root: root, tmp: filepath.Base(tmp), dirs: map[string]dirMeta{}, prog: prog, buf: make([]byte, copyBuffer)}
+	x := &extractor{root: root, tmp: filepath.Base(tmp), dirs: map[string]dirMeta{}, prog: prog, buf: make([]byte, copyBuffer), space: space}
 	defer root.RemoveAll(x.tmp)
 	if err := x.readAll(ctx, tar.NewReader(r)); err != nil {
 		return Copied{}, err

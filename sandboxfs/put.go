@@ -14,7 +14,9 @@ import (
 )
 
 // put makes target in the sandbox from one tar stream: body writes
-// target's entries under the name it is given. The stream goes to the
+// target's entries under the name it is given. In a running sandbox the
+// stream is extracted by the sandbox user (asuser.go); in a stopped one
+// the engine extracts it, as root. The stream goes to the
 // deepest directory that exists on the way to target; the directories
 // missing between it and target's parent are made first in the same
 // stream (owned by the sandbox user, mode 0755) when makeParents, and are
@@ -33,7 +35,11 @@ func (f *FS) put(ctx context.Context, target string, makeParents bool, body func
 		pw.CloseWithError(err)
 		wrote <- err
 	}()
-	err = f.docker.UploadArchive(ctx, f.id, base, pr)
+	if f.asUser() {
+		err = f.untar(ctx, base, pr)
+	} else {
+		err = f.docker.UploadArchive(ctx, f.id, base, pr)
+	}
 	pr.CloseWithError(errUploadEnded)
 	// A failure to read what is sent (a host file) is the cause of the
 	// upload's failure, which would only say the stream broke.

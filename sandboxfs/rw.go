@@ -131,7 +131,9 @@ type Written struct {
 }
 
 // Write replaces (or makes) the file at req.Path with req.Data, owned by
-// the sandbox user. A link at req.Path is followed.
+// the sandbox user. A link at req.Path, or on its way, is followed as the
+// sandbox user would in a running sandbox, and refused in a stopped one
+// (asuser.go).
 func (f *FS) Write(ctx context.Context, req WriteRequest) (Written, error) {
 	p, err := Resolve("path", req.Path)
 	if err != nil {
@@ -142,6 +144,9 @@ func (f *FS) Write(ctx context.Context, req WriteRequest) (Written, error) {
 	}
 	if req.Mode != nil && (*req.Mode < 0 || *req.Mode > 0o777) {
 		return Written{}, refuse("mode", "must be permission bits from 0 to 0777 (511); got %d", *req.Mode)
+	}
+	if err := f.refuseLinks(ctx, p); err != nil {
+		return Written{}, err
 	}
 	target, mode, err := f.writeTarget(ctx, p, req.Mode)
 	if err != nil {
@@ -175,9 +180,13 @@ func (f *FS) writeTarget(ctx context.Context, p string, mode *int) (string, int6
 }
 
 // Mkdir makes the directory p and its parents; one that exists is fine.
+// Links on its way are treated as Write treats them.
 func (f *FS) Mkdir(ctx context.Context, p string) (string, error) {
 	p, err := Resolve("path", p)
 	if err != nil {
+		return "", err
+	}
+	if err := f.refuseLinks(ctx, p); err != nil {
 		return "", err
 	}
 	real, st, ok, err := f.follow(ctx, p)
@@ -225,7 +234,7 @@ func (f *FS) run(ctx context.Context, argv []string) error {
 	if f.opts.Exec == nil {
 		return errors.New("remove needs a running sandbox")
 	}
-	res, err := f.opts.Exec(ctx, argv, 64<<10)
+	res, err := f.opts.Exec(ctx, Command{Argv: argv, MaxOutput: maxStderr, Timeout: execTimeout})
 	if err != nil {
 		return fmt.Errorf("remove needs a running sandbox: %w", err)
 	}

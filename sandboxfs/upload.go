@@ -13,7 +13,9 @@ import (
 // Upload copies the host file or directory tree hostPath (an absolute
 // path; a link there is followed) into the sandbox, to be p: a directory
 // that exists there gets the tree's files added, replacing files of the
-// same names. Missing parents of p are made. Everything is owned by the
+// same names. Links in the sandbox on the way to p are followed as the
+// sandbox user would, in a running sandbox, and refused in a stopped one
+// (asuser.go). Missing parents of p are made. Everything is owned by the
 // sandbox user and keeps its permission bits (not setuid, setgid or
 // sticky). Links inside the tree are copied as links; sockets, pipes and
 // devices are left out. The tree streams: it is never held in memory.
@@ -24,6 +26,9 @@ func (f *FS) Upload(ctx context.Context, hostPath, p string) (Copied, error) {
 	}
 	src, info, err := hostSource(hostPath)
 	if err != nil {
+		return Copied{}, err
+	}
+	if err := f.refuseLinks(ctx, p); err != nil {
 		return Copied{}, err
 	}
 	target, err := f.uploadTarget(ctx, p, info)

@@ -7,15 +7,15 @@
 #   scripts/bench.sh [OUT.json]
 #
 # PILOT_BENCH_RUNS  runs of each measure (5)
-# PILOT_BENCH_SKIP  measures to leave out, any of: start screenshot memory
-#                   image build panel (e.g. "build panel")
+# PILOT_BENCH_SKIP  measures to leave out, any of: start resume screenshot
+#                   memory image build panel (e.g. "build panel")
 # PILOT_BENCH_IDLE  how long a sandbox idles before its memory is read (20s)
 # PILOT_IMAGE       the sandbox image (pilot-sandbox:bench unless set, so
 #                   that pilot-sandbox:latest is never rebuilt from a tree
 #                   under change)
 #
 # The measures are go test benchmarks (service: BenchmarkStart,
-# BenchmarkIdleMemory; tools: BenchmarkScreenshotBeside), a plain
+# BenchmarkResume, BenchmarkIdleMemory; tools: BenchmarkScreenshotBeside), a plain
 # `docker build --no-cache` of the image's directory with the classic
 # builder the sidecar uses, and the panel's Start in Chromium (ui/bench,
 # `npm run bench`). Nothing here asserts a time: a slow machine gives a
@@ -43,6 +43,10 @@ say() { printf 'bench: %s\n' "$*" >&2; }
 if wants start; then
   say "start: restart and fresh, ${runs} runs each"
   go test -run '^$' -bench 'BenchmarkStart$' -benchtime 1x -count "$runs" ./service/ | tee "$raw/start.txt" >&2
+fi
+if wants resume; then
+  say "resume: ${runs} runs of 10 each"
+  go test -run '^$' -bench 'BenchmarkResume$' -benchtime 10x -count "$runs" ./service/ | tee "$raw/resume.txt" >&2
 fi
 if wants screenshot; then
   say "screenshot: ${runs} runs of 20 each"
@@ -122,6 +126,11 @@ for sub, measure, base, goal in [("restart", "restart to ready", "docker start",
         [r["baseline-ms"] for r in rs], [r["ratio"] for r in rs])
     for phase in ("pre", "engine", "ready", "post"):
         row("  %s: %s" % (sub, phase), "ms", [r[phase + "-ms"] for r in rs], "")
+
+resumes = bench_runs(read("resume.txt"), "BenchmarkResume")
+row("resume from pause to ready", "ms", [r["ns/op"] / 1e6 for r in resumes], "<= 100 ms",
+    "docker unpause", [r["baseline-ms"] for r in resumes], [r["ratio"] for r in resumes])
+row("  resume: the API's unpause alone", "ms", [r["api-ms"] for r in resumes], "")
 
 shots = read("screenshot.txt")
 for sub in ("desktop", "terminals", "typing"):

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -127,7 +128,7 @@ func assertStateOnly(t *testing.T, m *Manager, dir string) {
 	}
 	entries, _ := os.ReadDir(filepath.Join(dir, projectfs.Dir))
 	for _, e := range entries {
-		if !slices.Contains([]string{"settings.json", "Dockerfile", "sandbox.json", "extra.txt"}, e.Name()) {
+		if !slices.Contains([]string{"settings.json", "Dockerfile", "sandbox.json", ".gitignore", "extra.txt"}, e.Name()) {
 			t.Errorf("the project gained %s", e.Name())
 		}
 	}
@@ -268,7 +269,7 @@ func TestBothAsksOneAtATime(t *testing.T) {
 	for _, want := range pending {
 		_, err := h.m.Start(ctx, dir)
 		var ae *ApprovalError
-		if !errors.As(err, &ae) || ae.Approval != want {
+		if !errors.As(err, &ae) || !reflect.DeepEqual(ae.Approval, want) {
 			t.Fatalf("start: %v, want it to ask %+v", err, want)
 		}
 		if err := h.m.Approve(ctx, dir, want.Digest); err != nil {
@@ -294,5 +295,61 @@ func TestProjectTag(t *testing.T) {
 		if got := ProjectTag(tc.image, "/p/web"); got != tc.want {
 			t.Errorf("ProjectTag(%q) = %q, want %q", tc.image, got, tc.want)
 		}
+	}
+}
+
+// TestApprovalsShowWhatTheyApprove: a Dockerfile's approval carries its
+// text, the files it copies, its warnings; once approved and changed, the
+// next asks with the diff against what was approved; a limits approval
+// carries the limits against the caps. A Dockerfile that fetches a URL
+// with ADD is not built at all, approved or not.
+func TestApprovalsShowWhatTheyApprove(t *testing.T) {
+	h := projectImageHarness(t)
+	dir := project(t)
+	ctx := context.Background()
+	writeSettings(t, dir, `{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}, "memory": "8g"}}`)
+	first := "ARG PILOT_BASE\nFROM ${PILOT_BASE}\nCOPY setup.sh /tmp/\nARG MIRROR=http://192.168.1.5/debian\nRUN sh /tmp/setup.sh\n"
+	writeDockerfile(t, dir, first)
+	os.WriteFile(filepath.Join(dir, ".pilot", "setup.sh"), []byte("apt-get install -y jq\n"), 0o644)
+	pending, err := h.m.Pending(ctx, dir)
+	if err != nil || len(pending) != 2 {
+		t.Fatalf("pending %+v, %v", pending, err)
+	}
+	limits, df := pending[0], pending[1]
+	if limits.Content != "memory     8g       your cap: 4GiB\n" || limits.Diff != "" {
+		t.Errorf("the limits' content %q, diff %q", limits.Content, limits.Diff)
+	}
+	wantFiles := []images.ShownFile{{Path: ".pilot/setup.sh", Size: 22, Text: "apt-get install -y jq\n"}}
+	if df.Content != first || !reflect.DeepEqual(df.Files, wantFiles) || df.Diff != "" ||
+		!reflect.DeepEqual(df.Warnings, []string{"line 4: ARG names 192.168.1.5, an address of this machine or its network"}) {
+		t.Errorf("the Dockerfile's approval: %+v", df)
+	}
+	for _, a := range pending {
+		if err := h.m.Approve(ctx, dir, a.Digest); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, ".pilot", "setup.sh"), []byte("apt-get install -y jq curl\n"), 0o644)
+	_, err = h.m.Start(ctx, dir)
+	var ae *ApprovalError
+	if !errors.As(err, &ae) || ae.Approval.Kind != ApprovalDockerfile {
+		t.Fatalf("a start after a change: %v", err)
+	}
+	const diff = "--- approved\n+++ asked now\n@@ -4,5 +4,5 @@\n ARG MIRROR=http://192.168.1.5/debian\n RUN sh /tmp/setup.sh\n \n" +
+		"-==> .pilot/setup.sh (22 bytes) <==\n-apt-get install -y jq\n+==> .pilot/setup.sh (27 bytes) <==\n+apt-get install -y jq curl\n"
+	if ae.Approval.Diff != diff {
+		t.Errorf("diff:\n%s\nwant:\n%s", ae.Approval.Diff, diff)
+	}
+	if err := h.m.Approve(ctx, dir, ae.Approval.Digest); err != nil {
+		t.Fatal(err)
+	}
+	writeDockerfile(t, dir, first+"ADD http://127.0.0.1:8000/key /key\n")
+	_, err = h.m.Start(ctx, dir)
+	var ce *projectfs.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "sandbox.image" || !strings.Contains(ce.Reason, "line 6 has ADD fetch http://127.0.0.1:8000/key") {
+		t.Errorf("a Dockerfile with ADD of a URL: %v", err)
+	}
+	if _, err := h.m.Pending(ctx, dir); !errors.As(err, &ce) {
+		t.Errorf("its approval: %v, want the same refusal", err)
 	}
 }

@@ -49,6 +49,7 @@ type box struct {
 	// disk what its layer measured last (usage.go).
 	stopReason stopReason
 	disk       diskUse
+	paused     pauseMark // its container's current pause (stop.go)
 }
 
 func (b *box) lock(ctx context.Context) error {

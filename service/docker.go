@@ -41,6 +41,13 @@ type Docker interface {
 	UpdateLimits(ctx context.Context, id string, limits Limits) error
 	// StopContainer stops the container, killing it after grace.
 	StopContainer(ctx context.Context, id string, grace time.Duration) error
+	// PauseContainer freezes every process of a running container (the
+	// cgroup freezer); UnpauseContainer thaws them.
+	PauseContainer(ctx context.Context, id string) error
+	UnpauseContainer(ctx context.Context, id string) error
+	// MemoryUsage is the memory a container's processes hold now, as
+	// docker stats counts it (without the inactive page cache).
+	MemoryUsage(ctx context.Context, id string) (int64, error)
 	// RemoveContainer removes the container and its anonymous volumes, running
 	// or not.
 	RemoveContainer(ctx context.Context, id string) error
@@ -153,6 +160,10 @@ type Container struct {
 	// Limits are the container's resource limits.
 	Limits Limits
 }
+
+// Paused says whether the container is frozen (docker pause): Docker
+// reports it running too.
+func (c Container) Paused() bool { return c.Running && c.State == "paused" }
 
 // ExecSpec is a command to run in a container.
 type ExecSpec struct {

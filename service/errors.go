@@ -22,6 +22,9 @@ var (
 	// ErrNoBrowser: sandbox/browser on a sandbox whose image has no browser,
 	// or a browser image asked of a sidecar that has none to build.
 	ErrNoBrowser = images.ErrNoBrowser
+	// ErrPaused: the operation needs a running sandbox, and the
+	// project's is paused. It is also an ErrNotRunning.
+	ErrPaused = fmt.Errorf("%w: it is paused, every window kept: resume it with sandbox/start (pilot-sandbox start, or the sandbox_start tool)", ErrNotRunning)
 	// ErrNoSandbox: the project has no sandbox at all. It is also an ErrNotRunning.
 	ErrNoSandbox = fmt.Errorf("%w: the project has no sandbox", ErrNotRunning)
 	// ErrImageBuild: the sandbox image could not be built. See LogError.

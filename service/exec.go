@@ -40,15 +40,23 @@ const (
 // ExecRequest is a shell command to run in a project's sandbox.
 type ExecRequest struct {
 	Command string
+	// Argv, instead of Command, is a program and its arguments, run as
+	// they are given (shell.ForegroundArgv); not for Background.
+	Argv    []string
 	Timeout time.Duration // 0 means DefaultExecTimeout
 	WorkDir string        // "" means the sandbox user's home
 	// Stdin is the command's standard input; without it, stdin is empty.
+	// Input, instead, is one read as the command runs (a pipe, a terminal).
 	Stdin *string
+	Input io.Reader
 	// Env adds to (and overrides) the command's environment.
 	Env map[string]string
 	// Output, when set, is called with the output as it comes, as text, in
 	// order, each stream up to its cap; never after Exec returns.
 	Output func(stream, text string)
+	// Stdout and Stderr, when both set, take the output byte for byte as
+	// it comes, without a cap, in place of the result's (a terminal).
+	Stdout, Stderr io.Writer
 	// Cause is what the command runs for: the hint of its connections
 	// (Network.ExecEnv).
 	Cause ExecCause
@@ -78,15 +86,22 @@ func (m *Manager) Exec(ctx context.Context, path string, req ExecRequest) (ExecO
 	if err != nil {
 		return ExecOutput{}, err
 	}
+	seconds := int(math.Ceil(timeout.Seconds()))
+	cmd := shell.Foreground(req.Command, seconds)
+	if req.Argv != nil {
+		cmd = shell.ForegroundArgv(req.Argv, seconds)
+	}
 	started := time.Now()
 	res, err := m.execMarked(ctx, path, ExecSpec{
-		Cmd:       shell.Foreground(req.Command, int(math.Ceil(timeout.Seconds()))),
+		Cmd:       cmd,
 		WorkDir:   req.WorkDir,
 		Env:       env,
-		Stdin:     stdinReader(req.Stdin),
+		Stdin:     stdinOf(req),
 		Timeout:   timeout + execGrace,
 		MaxOutput: MaxExecOutput,
 		Cause:     req.Cause,
+		Stdout:    req.Stdout,
+		Stderr:    req.Stderr,
 	}, req.Output)
 	if err != nil {
 		return ExecOutput{}, err
@@ -109,14 +124,19 @@ func (m *Manager) Exec(ctx context.Context, path string, req ExecRequest) (ExecO
 
 // execMarked runs spec.Cmd so that the call ends when the command does,
 // not when the last holder of its output lets go (shell.Finish), passing
-// its output to output (when set) as it comes. Without it, an exec that
-// leaves a child holding its output makes Docker hold the next execs'
-// exit codes too, for 2 to 4 s (measured).
+// its output to output (when set) as it comes, or, when spec.Stdout and
+// Stderr are set, to them as it comes, in place of the result. Without
+// it, an exec that leaves a child holding its output makes Docker hold
+// the next execs' exit codes too, for 2 to 4 s (measured).
 func (m *Manager) execMarked(ctx context.Context, path string, spec ExecSpec, output func(stream, text string)) (ExecResult, error) {
 	stdout := shell.NewCollector(spec.MaxOutput, emitter(output, StreamStdout))
 	stderr := shell.NewCollector(spec.MaxOutput, emitter(output, StreamStderr))
+	outSink, errSink := io.Writer(stdout), io.Writer(stderr)
+	if spec.Stdout != nil && spec.Stderr != nil {
+		outSink, errSink = spec.Stdout, spec.Stderr
+	}
 	marker := shell.NewMarker()
-	finish := shell.NewFinish(marker, stdout, stderr)
+	finish := shell.NewFinish(marker, outSink, errSink)
 	spec.Cmd = shell.Marked(marker, spec.Cmd...)
 	spec.Stdout, spec.Stderr, spec.Finished = finish.Stdout(), finish.Stderr(), finish.Done()
 	res, err := m.ExecArgv(ctx, path, spec)
@@ -137,15 +157,30 @@ func (m *Manager) execMarked(ctx context.Context, path string, spec ExecSpec, ou
 // execTimeout checks the request's command and timeout, and returns the
 // timeout to use.
 func execTimeout(req ExecRequest) (time.Duration, error) {
+	if err := checkCommand(req); err != nil {
+		return 0, err
+	}
 	switch {
-	case req.Command == "":
-		return 0, &ArgumentError{Name: "command", Reason: "must not be empty"}
 	case req.Timeout == 0:
 		return DefaultExecTimeout, nil
 	case req.Timeout < 0 || req.Timeout > MaxExecTimeout:
 		return 0, &ArgumentError{Name: "timeoutMs", Reason: fmt.Sprintf("must be between 1 and %d", MaxExecTimeout.Milliseconds())}
 	}
 	return req.Timeout, nil
+}
+
+// checkCommand says what is wrong with the request's command or argv.
+func checkCommand(req ExecRequest) error {
+	nul := func(a string) bool { return strings.ContainsRune(a, 0) }
+	switch {
+	case req.Argv == nil && req.Command == "":
+		return &ArgumentError{Name: "command", Reason: "must not be empty"}
+	case req.Argv != nil && (req.Command != "" || len(req.Argv) == 0 || req.Argv[0] == ""):
+		return &ArgumentError{Name: "argv", Reason: "must name a program, and comes without command"}
+	case slices.ContainsFunc(req.Argv, nul):
+		return &ArgumentError{Name: "argv", Reason: "must not hold a NUL character"}
+	}
+	return nil
 }
 
 // envName is what a shell takes for a variable's name.
@@ -175,12 +210,15 @@ func emitter(output func(stream, text string), stream string) func(string) {
 	return func(text string) { output(stream, text) }
 }
 
-// stdinReader is the exec's stdin: nil for none.
-func stdinReader(stdin *string) io.Reader {
-	if stdin == nil {
-		return nil
+// stdinOf is the exec's stdin: nil for none.
+func stdinOf(req ExecRequest) io.Reader {
+	switch {
+	case req.Input != nil:
+		return req.Input
+	case req.Stdin != nil:
+		return strings.NewReader(*req.Stdin)
 	}
-	return strings.NewReader(*stdin)
+	return nil
 }
 
 // ExecArgv runs argv in the project's running sandbox as the sandbox user
@@ -240,6 +278,8 @@ func (m *Manager) running(ctx context.Context, path string) (*box, State, error)
 	switch {
 	case st == nil:
 		return b, State{}, ErrNoSandbox
+	case st.Status == StatusPaused:
+		return b, *st, ErrPaused
 	case st.Status != StatusRunning:
 		return b, *st, fmt.Errorf("%w (it is %s)", ErrNotRunning, st.Status)
 	}
@@ -288,7 +328,7 @@ func (m *Manager) Background(ctx context.Context, path string, req ExecRequest) 
 		return BackgroundProcess{}, err
 	}
 	res, err := m.execMarked(ctx, path, ExecSpec{
-		Cmd: argv, WorkDir: req.WorkDir, Env: env, Stdin: stdinReader(req.Stdin),
+		Cmd: argv, WorkDir: req.WorkDir, Env: env, Stdin: stdinOf(req),
 		Timeout: backgroundCallTimeout, MaxOutput: 4096, Cause: req.Cause,
 	}, nil)
 	if err != nil {
@@ -341,7 +381,7 @@ func (m *Manager) Kill(ctx context.Context, path string, pid int) error {
 	if err != nil {
 		return err
 	}
-	if !hasPID(running, pid) {
+	if !slices.ContainsFunc(running, func(p Process) bool { return p.PID == pid }) {
 		return &ArgumentError{Name: "pid", Reason: fmt.Sprintf("no background process started through the sidecar runs with pid %d (sandbox/processes lists them)", pid)}
 	}
 	res, err := m.execMarked(ctx, path, ExecSpec{Cmd: shell.Kill(pid), Timeout: backgroundCallTimeout}, nil)
@@ -354,13 +394,4 @@ func (m *Manager) Kill(ctx context.Context, path string, pid int) error {
 		return fmt.Errorf("process %d: some of its processes outlived SIGKILL", pid)
 	}
 	return fmt.Errorf("kill process %d: exit %d: %s", pid, res.ExitCode, strings.TrimSpace(string(res.Stderr)))
-}
-
-func hasPID(ps []Process, pid int) bool {
-	for _, p := range ps {
-		if p.PID == pid {
-			return true
-		}
-	}
-	return false
 }

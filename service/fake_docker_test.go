@@ -59,6 +59,9 @@ type fakeDocker struct {
 	specs map[string]ContainerSpec
 	// onDiskUsage, if set, runs in each DiskUsage, outside the lock.
 	onDiskUsage func()
+	// diskHangs makes DiskUsage wait for its context to end, as an
+	// engine walking a huge layer does.
+	diskHangs bool
 	// heldNames are names held by no container, as while Docker undoes a
 	// create whose client went away: the next creates with the name fail
 	// with a conflict, this many times.
@@ -313,6 +316,47 @@ func (f *fakeDocker) StopContainer(ctx context.Context, id string, grace time.Du
 	return nil
 }
 
+// PauseContainer and UnpauseContainer refuse what the engine refuses: a
+// container that is not running, or not paused, or already paused.
+func (f *fakeDocker) PauseContainer(ctx context.Context, id string) error {
+	return f.setPaused("PauseContainer", id, "running", "paused")
+}
+
+func (f *fakeDocker) UnpauseContainer(ctx context.Context, id string) error {
+	return f.setPaused("UnpauseContainer", id, "paused", "running")
+}
+
+func (f *fakeDocker) setPaused(call, id, from, to string) error {
+	defer f.mu.Unlock()
+	if err := f.enter(call); err != nil {
+		return err
+	}
+	c := f.lookup(id)
+	switch {
+	case c == nil:
+		return ErrContainerNotFound
+	case !c.Running || c.State != from:
+		return fmt.Errorf("container %s is %s, not %s", id, c.State, from)
+	}
+	c.State = to
+	return nil
+}
+
+// MemoryUsage answers memory, whatever the container.
+func (f *fakeDocker) MemoryUsage(ctx context.Context, id string) (int64, error) {
+	defer f.mu.Unlock()
+	if err := f.enter("MemoryUsage"); err != nil {
+		return 0, err
+	}
+	if f.lookup(id) == nil {
+		return 0, ErrContainerNotFound
+	}
+	return fakeMemory, nil
+}
+
+// fakeMemory is what the fake's MemoryUsage answers.
+const fakeMemory = 123 << 20
+
 func (f *fakeDocker) RemoveImage(ctx context.Context, ref string) error {
 	defer f.mu.Unlock()
 	if err := f.enter("RemoveImage"); err != nil {
@@ -469,10 +513,17 @@ func (s *fakeSession) Stderr() string              { return "Traceback: fake age
 
 func (f *fakeDocker) DiskUsage(ctx context.Context, id string) (int64, error) {
 	f.mu.Lock()
-	hook := f.onDiskUsage
+	hook, hangs := f.onDiskUsage, f.diskHangs
 	f.mu.Unlock()
 	if hook != nil {
 		hook()
+	}
+	if hangs {
+		f.mu.Lock()
+		f.calls["DiskUsage"]++
+		f.mu.Unlock()
+		<-ctx.Done()
+		return 0, ctx.Err()
 	}
 	defer f.mu.Unlock()
 	if err := f.enter("DiskUsage"); err != nil {

@@ -109,7 +109,7 @@ func TestChangesOutsideTheSidecarAreAnnounced(t *testing.T) {
 		{"docker kill", func() { api.Post(id + "/kill") }, "error", "killed from outside"},
 		{"docker start", func() { api.Post(id + "/start") }, "running", ""},
 		{"docker restart", func() { api.Post(id + "/restart?t=1") }, "running", ""},
-		{"docker pause", func() { api.Post(id + "/pause") }, "error", "docker unpause"},
+		{"docker pause", func() { api.Post(id + "/pause") }, "paused", ""},
 		{"docker unpause", func() { api.Post(id + "/unpause") }, "running", ""},
 		{"docker rm -f", func() { api.Delete(id + "?force=true") }, "", ""},
 	} {

@@ -108,9 +108,10 @@ type Config struct {
 	// nil leaves their network as Docker gives it.
 	Network Network
 	// Probe checks a started desktop; nil means the real check
-	// (desktop.Probe). Unit tests replace it.
-	// viewerPath is the container's LabelViewer.
-	Probe func(ctx context.Context, wsPort int, viewerPath string) error
+	// (desktop.ProbeAuth). Unit tests replace it.
+	// viewerPath is the container's LabelViewer, password its control
+	// password.
+	Probe func(ctx context.Context, wsPort int, viewerPath, password string) error
 	// Logger receives the manager's logs.
 	Logger zerolog.Logger
 	// Now is the clock (time.Now).
@@ -159,8 +160,8 @@ func (c Config) withDefaults() Config {
 		c.ResyncInterval = 10 * time.Second
 	}
 	if c.Probe == nil {
-		c.Probe = func(ctx context.Context, wsPort int, viewerPath string) error {
-			return desktop.Probe(ctx, "127.0.0.1", wsPort, viewerPath)
+		c.Probe = func(ctx context.Context, wsPort int, viewerPath, password string) error {
+			return desktop.ProbeAuth(ctx, "127.0.0.1", wsPort, viewerPath, password)
 		}
 	}
 	if c.Now == nil {

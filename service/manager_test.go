@@ -39,7 +39,7 @@ func newHarness(t *testing.T, change func(*Config)) *harness {
 		Resources:    testResources,
 		StateDir:     t.TempDir(),
 		Logger:       zerolog.New(zerolog.NewTestWriter(t)),
-		Probe:        func(ctx context.Context, wsPort int, _ string) error { return nil },
+		Probe:        func(ctx context.Context, wsPort int, _, _ string) error { return nil },
 		ReadyTimeout: 2 * time.Second,
 	}
 	if change != nil {
@@ -394,7 +394,7 @@ func TestStartFailsFastWhenTheDesktopDies(t *testing.T) {
 func TestStartGivesUpWhenTheDesktopNeverAnswers(t *testing.T) {
 	h := newHarness(t, func(c *Config) {
 		c.ReadyTimeout = 200 * time.Millisecond
-		c.Probe = func(ctx context.Context, wsPort int, _ string) error { return errors.New("connection reset") }
+		c.Probe = func(ctx context.Context, wsPort int, _, _ string) error { return errors.New("connection reset") }
 	})
 	dir := project(t)
 	_, err := h.m.Start(context.Background(), dir)
@@ -654,6 +654,10 @@ func TestExecValidatesAndNeedsARunningSandbox(t *testing.T) {
 		{ExecRequest{Command: ""}, "command"},
 		{ExecRequest{Command: "true", Timeout: -time.Second}, "timeoutMs"},
 		{ExecRequest{Command: "true", Timeout: 601 * time.Second}, "timeoutMs"},
+		{ExecRequest{Argv: []string{}}, "argv"},
+		{ExecRequest{Argv: []string{""}}, "argv"},
+		{ExecRequest{Command: "true", Argv: []string{"true"}}, "argv"},
+		{ExecRequest{Argv: []string{"echo", "a\x00b"}}, "argv"},
 	} {
 		_, err := h.m.Exec(context.Background(), dir, tc.req)
 		var ae *ArgumentError

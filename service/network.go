@@ -44,7 +44,7 @@ func (m *Manager) carried(c Container) bool { return c.NoNetwork || m.cfg.Remote
 // When they cannot be carried, c has none and the error says why (the
 // readiness check then says it does not answer).
 func (m *Manager) withDesktopPorts(ctx context.Context, project string, c Container) (Container, error) {
-	if !m.carried(c) || !c.Running || c.State == "paused" {
+	if !m.carried(c) || !c.Running || c.Paused() {
 		return c, nil
 	}
 	if m.cfg.DesktopPorts == nil {

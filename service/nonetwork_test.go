@@ -60,7 +60,7 @@ func noNetworkHarness(t *testing.T, relay *fakeDesktopPorts, config string, prob
 		if relay != nil {
 			c.DesktopPorts = relay
 		}
-		c.Probe = func(_ context.Context, wsPort int, _ string) error {
+		c.Probe = func(_ context.Context, wsPort int, _, _ string) error {
 			mu.Lock()
 			defer mu.Unlock()
 			*probed = append(*probed, wsPort)

@@ -86,6 +86,7 @@ func (m *Manager) observe(ctx context.Context, b *box, c Container) *State {
 		}
 	}
 	b.mu.Unlock()
+	m.notePause(ctx, b, c, &st)
 	if st.Status == StatusStopped {
 		st.StopReason = b.stopReasonOf(c)
 	} else if c.Running {
@@ -298,7 +299,7 @@ func (m *Manager) readiness(ctx context.Context, b *box, c Container) (ready boo
 	}
 	if ws := c.Ports[desktop.NoVNCPort]; ws != 0 {
 		probeCtx, cancel := context.WithTimeout(ctx, desktop.ProbeTimeout)
-		err := m.cfg.Probe(probeCtx, ws, c.Labels[LabelViewer])
+		err := m.probe(probeCtx, b, c, ws, desktop.Secret{})
 		cancel()
 		if err == nil && m.networkFound(ctx, b, c) {
 			b.markReady(c)
@@ -310,6 +311,19 @@ func (m *Manager) readiness(ctx context.Context, b *box, c Container) (ready boo
 	default: // Run is busy or not running: the next resync asks again
 	}
 	return false
+}
+
+// probe checks the container's desktop on its noVNC port ws, proving with
+// its control password (from s, or else read from the container) that the
+// VNC server behind the viewer is its own.
+func (m *Manager) probe(ctx context.Context, b *box, c Container, ws int, s desktop.Secret) error {
+	if s == (desktop.Secret{}) {
+		var err error
+		if s, err = m.secretFor(ctx, b, c); err != nil {
+			return err
+		}
+	}
+	return m.cfg.Probe(ctx, ws, c.Labels[LabelViewer], s.Control)
 }
 
 // watchReadiness runs, for each project it is told of, at most one wait
@@ -349,7 +363,7 @@ func (m *Manager) awaitReady(ctx context.Context, b *box) {
 	if err != nil || !c.Running {
 		return
 	}
-	ready, err := m.waitReady(ctx, b.project, c.ID, nil)
+	ready, err := m.waitReady(ctx, b.project, c.ID, desktop.Secret{}, nil)
 	if err == nil && !m.networkFound(ctx, b, c) {
 		return
 	}
@@ -358,7 +372,7 @@ func (m *Manager) awaitReady(ctx context.Context, b *box) {
 		b.markReady(ready)
 	case ctx.Err() != nil:
 		return
-	case errors.Is(err, errNotAnswering), errors.Is(err, desktop.ErrViewerMismatch):
+	case errors.Is(err, errNotAnswering), errors.Is(err, desktop.ErrViewerMismatch), errors.Is(err, desktop.ErrNotOurVNCServer):
 		r := b.runOf(c)
 		b.mu.Lock()
 		r.unreadyWhy = err.Error()

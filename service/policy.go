@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,14 +38,17 @@ type PolicyConfig struct {
 	// Interval is how often the policy looks at the running sandboxes:
 	// their use, viewers and disk (30 s; sooner when idleStop is short).
 	Interval time.Duration
+	// DiskTimeout bounds one measure of a sandbox's files (10 s; disk.go).
+	DiskTimeout time.Duration
 }
 
 // policy is the user's lifecycle policy as the manager applies it.
 type policy struct {
-	file     string // "" enforces nothing
-	minIdle  time.Duration
-	interval time.Duration
-	activity projectfs.Activity
+	file        string // "" enforces nothing
+	minIdle     time.Duration
+	interval    time.Duration
+	diskTimeout time.Duration
+	activity    projectfs.Activity
 
 	mu       sync.Mutex // guards the fields below
 	loaded   bool
@@ -66,11 +70,12 @@ type fileStamp struct {
 
 func newPolicy(cfg PolicyConfig, stateDir string) *policy {
 	p := &policy{
-		file:     cfg.File,
-		minIdle:  cfg.MinIdleStop,
-		interval: cfg.Interval,
-		activity: projectfs.NewActivity(stateDir),
-		pending:  map[string]bool{},
+		file:        cfg.File,
+		minIdle:     cfg.MinIdleStop,
+		interval:    cfg.Interval,
+		diskTimeout: cmp.Or(cfg.DiskTimeout, defaultDiskTimeout),
+		activity:    projectfs.NewActivity(stateDir),
+		pending:     map[string]bool{},
 	}
 	if p.minIdle == 0 {
 		p.minIdle = projectfs.MinIdleStop
@@ -199,6 +204,10 @@ func (p *policy) wait(cfg projectfs.UserConfig) time.Duration {
 // says whether the policy may stop it.
 func (m *Manager) applyPolicy(ctx context.Context, b *box, cfg projectfs.UserConfig, stops bool) {
 	st := b.snapshot()
+	if st != nil && st.Status == StatusPaused && cfg.IdleStop > 0 && stops {
+		m.checkPaused(ctx, b, *st, cfg.IdleStop)
+		return
+	}
 	if st == nil || st.Status != StatusRunning {
 		return
 	}
@@ -226,7 +235,7 @@ func (m *Manager) policyStop(ctx context.Context, b *box, id, why string, still 
 	if !m.mayWrite(b) {
 		return // another process works on the project
 	}
-	if st := b.snapshot(); st == nil || st.ContainerID != id || st.Status != StatusRunning || !still() {
+	if st := b.snapshot(); st == nil || st.ContainerID != id || (st.Status != StatusRunning && st.Status != StatusPaused) || !still() {
 		return
 	}
 	b.setStopReason(id, why)

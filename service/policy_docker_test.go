@@ -159,3 +159,58 @@ func TestRemoveOrphansOnTheEngine(t *testing.T) {
 		}
 	})
 }
+
+// TestManyFilesDoNotHideADiskFill is the audit of issue 28's: 400,000
+// empty files make one measure of the layer take seconds, which put off
+// the next for a hundred times as long; a fill of twice the 300 MiB limit
+// made then went unseen for minutes (155 s in the audit, diskBytes stuck).
+// A slow measure may put off the next by a minute at most: the fill is
+// seen, and the sandbox stopped, within two.
+func TestManyFilesDoNotHideADiskFill(t *testing.T) {
+	m, docker := policyManager(t, `{"disk": "300m", "idleStop": "0"}`)
+	dir := dockertest.Project(t, docker)
+	ctx := context.Background()
+	st, err := m.Start(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := m.Exec(ctx, dir, service.ExecRequest{
+		Command: `python3 -c 'import os
+os.mkdir("many")
+for i in range(400000): open("many/%d" % i, "w").close()'`, Timeout: 5 * time.Minute,
+	})
+	if err != nil || out.ExitCode != 0 {
+		t.Fatalf("make the files: %v %+v", err, out)
+	}
+	began := time.Now()
+	if _, err := docker.DiskUsage(ctx, st.ContainerID); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("one measure of the layer with 400,000 files took %s", time.Since(began).Round(time.Millisecond))
+	events, unsubscribe := m.Subscribe()
+	t.Cleanup(unsubscribe)
+	dockertest.Run(t, m)
+	// The policy's first measure: the slow one.
+	pollUntil(t, "a measure of the files", func() bool {
+		s, err := m.Status(ctx, dir)
+		return err == nil && s.DiskBytes > 0
+	})
+	filled := time.Now()
+	exec(t, m, dir, "head -c 600m /dev/zero > ~/fill")
+	deadline := time.After(2 * time.Minute) // a bound, not a speed
+	for {
+		select {
+		case ev := <-events:
+			if ev.Kind == service.EventState && ev.Project == dir && ev.State != nil && ev.State.Status == service.StatusStopped {
+				if !strings.Contains(ev.State.StopReason, "past the disk limit of 300MiB") {
+					t.Errorf("stopped with %q", ev.State.StopReason)
+				}
+				t.Logf("stopped %s after the fill", time.Since(filled).Round(time.Second))
+				return
+			}
+		case <-deadline:
+			s, _ := m.Status(ctx, dir)
+			t.Fatalf("a fill of twice the limit was not stopped within 2 minutes (diskBytes %d)", s.DiskBytes)
+		}
+	}
+}

@@ -360,26 +360,73 @@ func TestDiskIsWarnedOfThenStopped(t *testing.T) {
 
 func TestASlowLayerIsMeasuredLessOften(t *testing.T) {
 	p := newPolicyHarness(t, `{"disk": "100m", "idleStop": "0"}`, nil)
-	p.start(t, project(t))
-	p.docker.onDiskUsage = func() { p.clock.advance(time.Second) } // the engine walks a big layer
+	st := p.start(t, project(t))
+	p.docker.onDiskUsage = func() { p.clock.advance(300 * time.Millisecond) } // the engine walks a big layer
 	p.round()
-	p.clock.advance(30 * time.Second) // a round later
+	p.clock.advance(29 * time.Second) // a round later
 	p.round()
 	if n := p.docker.count("DiskUsage"); n != 1 {
-		t.Fatalf("a measure that took 1s was made again after 30s: %d measures", n)
+		t.Fatalf("a measure that took 0.3s was made again 30s later: %d measures", n)
 	}
-	p.clock.advance(70 * time.Second) // 100 times what it took
+	p.clock.advance(1 * time.Second) // 100 times what it took
 	p.round()
 	if n := p.docker.count("DiskUsage"); n != 2 {
 		t.Fatalf("%d measures after 100 times what one took, want 2", n)
 	}
+	// A measure of 10 s would be 1000 s apart: a minute at most.
+	p.docker.onDiskUsage = func() { p.clock.advance(10 * time.Second) }
+	p.clock.advance(30 * time.Second)
+	p.round()
+	p.clock.advance(50 * time.Second)
+	p.round()
+	p.clock.advance(time.Second)
+	p.round()
+	if n := p.docker.count("DiskUsage"); n != 4 {
+		t.Fatalf("measures of 10s: %d in all, want one a minute (4)", n)
+	}
+	// Near its limit, however slow: every round.
+	p.docker.setDisk(st.ContainerID, 95<<20)
+	p.clock.advance(time.Minute)
+	p.round()
+	p.clock.advance(30 * time.Second)
+	p.round()
+	if n := p.docker.count("DiskUsage"); n != 6 {
+		t.Fatalf("slow measures near the limit: %d in all, want one each round (6)", n)
+	}
 	p.docker.onDiskUsage = nil // quick again: every round
+	p.docker.setDisk(st.ContainerID, 0)
 	p.clock.advance(100 * time.Second)
 	p.round()
 	p.clock.advance(time.Millisecond)
 	p.round()
-	if n := p.docker.count("DiskUsage"); n != 4 {
-		t.Fatalf("quick measures: %d in all, want 4", n)
+	if n := p.docker.count("DiskUsage"); n != 8 {
+		t.Fatalf("quick measures: %d in all, want 8", n)
+	}
+}
+
+// TestALayerThatCannotBeMeasuredNearItsLimitIsStopped: a measure that does
+// not end within the policy's DiskTimeout is given up; the sandbox is
+// stopped, saying why, if its last measure was near the limit, and left
+// running otherwise.
+func TestALayerThatCannotBeMeasuredNearItsLimitIsStopped(t *testing.T) {
+	p := newPolicyHarness(t, `{"disk": "100m", "idleStop": "0"}`, func(c *Config) {
+		c.Policy.DiskTimeout = 20 * time.Millisecond
+	})
+	far, near := project(t), project(t)
+	farSt, nearSt := p.start(t, far), p.start(t, near)
+	p.docker.setDisk(farSt.ContainerID, 50<<20)
+	p.docker.setDisk(nearSt.ContainerID, 92<<20)
+	p.round()
+	p.docker.diskHangs = true
+	p.clock.advance(time.Minute)
+	p.round()
+	if got := p.status(t, far); got.Status != StatusRunning {
+		t.Errorf("unmeasured at half its limit: %s (%q), want running", got.Status, got.StopReason)
+	}
+	got := p.status(t, near)
+	if got.Status != StatusStopped || !strings.Contains(got.StopReason, "could not be measured within 20ms") ||
+		!strings.Contains(got.StopReason, "near its disk limit of 100MiB") {
+		t.Errorf("unmeasured at 92%% of its limit: %s (%q), want stopped saying why", got.Status, got.StopReason)
 	}
 }
 

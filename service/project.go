@@ -8,16 +8,16 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	units "github.com/docker/go-units"
 	"github.com/pilot-sandbox/pilot-sandbox/images"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/textdiff"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
 // What a project's own files (.pilot/settings.json, a Dockerfile) ask of
-// its sandbox: what needs the user's approval, its image, and the agent
-// tools' switch.
+// its sandbox: what needs the user's approval, and the agent tools'
+// switch (its image is image.go's).
 
 // A project's .pilot/settings.json and Dockerfile come with its repository,
 // which may be a stranger's. What they ask beyond the safe defaults (a
@@ -35,13 +35,46 @@ const (
 )
 
 // Approval is one thing the project asks the user: what it is, in plain
-// words, the digest of exactly the content it covers, and that content as
-// text where it is not a file of the project (the network rules asked).
+// words, the digest of exactly the content it covers, and, for the user
+// to read before saying yes (docs/protocol.md, "Approvals show what they
+// approve"), that content as text (the Dockerfile, the limits against the
+// caps, the network rules asked), the files a Dockerfile takes, what
+// changed since the kind was last approved, and what in it reaches beyond
+// the project. Every kind
+// fills Content; the rest where it has any.
 type Approval struct {
-	Kind    string `json:"kind"`
-	Summary string `json:"summary"`
-	Digest  string `json:"digest"`
-	Content string `json:"content,omitempty"`
+	Kind     string             `json:"kind"`
+	Summary  string             `json:"summary"`
+	Digest   string             `json:"digest"`
+	Content  string             `json:"content,omitempty"`
+	Files    []images.ShownFile `json:"files,omitempty"`
+	Diff     string             `json:"diff,omitempty"`
+	Warnings []string           `json:"warnings,omitempty"`
+}
+
+// document is the approval's content as one text, for the diff: Content,
+// then each file under a header of its own.
+func (a Approval) document() string {
+	var b strings.Builder
+	b.WriteString(a.Content)
+	for _, f := range a.Files {
+		fmt.Fprintf(&b, "\n==> %s (%d bytes) <==\n", f.Path, f.Size)
+		if f.Omitted != "" {
+			fmt.Fprintf(&b, "(not shown: %s)\n", f.Omitted)
+		}
+		b.WriteString(f.Text)
+	}
+	return b.String()
+}
+
+// withDiff is a with Diff against the content the user approved last for
+// its kind, when there is one: nothing when the content was not kept.
+func (m *Manager) withDiff(project string, a Approval) Approval {
+	last, ok := m.approvals.Last(project, a.Kind)
+	if ok && last.Content != "" {
+		a.Diff = textdiff.Unified(last.Content, a.document(), "approved", "asked now")
+	}
+	return a
 }
 
 // ApprovalError is a start that waits for the user's approval
@@ -73,7 +106,7 @@ func (m *Manager) Pending(ctx context.Context, path string) ([]Approval, error) 
 	var pending []Approval
 	for _, a := range asks {
 		if !m.approvals.Approved(project, a.Kind, a.Digest) {
-			pending = append(pending, a)
+			pending = append(pending, m.withDiff(project, a))
 		}
 	}
 	return pending, nil
@@ -95,7 +128,7 @@ func (m *Manager) Approve(ctx context.Context, path, digest string) error {
 	var now []string
 	for _, a := range asks {
 		if a.Digest == digest {
-			ap := projectfs.Approval{Kind: a.Kind, Digest: a.Digest, Summary: a.Summary}
+			ap := projectfs.Approval{Kind: a.Kind, Digest: a.Digest, Summary: a.Summary, Content: a.document()}
 			if err := m.approvals.Approve(project, ap, m.cfg.Now()); err != nil {
 				return err
 			}
@@ -132,7 +165,11 @@ func (m *Manager) asks(project string) ([]Approval, error) {
 		if err != nil {
 			return nil, err
 		}
-		asks = append(asks, dockerfileAsk(bc))
+		a, err := dockerfileAsk(project, bc)
+		if err != nil {
+			return nil, err
+		}
+		asks = append(asks, a)
 	}
 	return asks, nil
 }
@@ -142,7 +179,7 @@ func (m *Manager) require(project string, a Approval) error {
 	if m.approvals.Approved(project, a.Kind, a.Digest) {
 		return nil
 	}
-	return &ApprovalError{Project: project, Approval: a}
+	return &ApprovalError{Project: project, Approval: m.withDiff(project, a)}
 }
 
 // caps are the user's caps in force.
@@ -151,18 +188,34 @@ func (m *Manager) caps() projectfs.Caps {
 	return cfg.Caps
 }
 
-// dockerfileAsk is the approval a project Dockerfile needs.
-func dockerfileAsk(bc projectfs.BuildContext) Approval {
-	return Approval{Kind: ApprovalDockerfile, Summary: images.Summary(bc), Digest: bc.Digest}
+// dockerfileAsk is the approval a project Dockerfile needs, showing its
+// text, the files it takes and its warnings. One the sidecar does not
+// build at all (images.RefusedError) is a ConfigError naming
+// sandbox.image.
+func dockerfileAsk(project string, bc projectfs.BuildContext) (Approval, error) {
+	r, err := images.ReviewContext(bc)
+	var refused *images.RefusedError
+	if errors.As(err, &refused) {
+		return Approval{}, &projectfs.ConfigError{File: projectfs.SettingsFile(project), Field: "sandbox.image",
+			Reason: fmt.Sprintf("names the Dockerfile %s, which is not built: %v", bc.Dockerfile, refused)}
+	}
+	if err != nil {
+		return Approval{}, err
+	}
+	return Approval{
+		Kind: ApprovalDockerfile, Summary: images.Summary(bc), Digest: bc.Digest,
+		Content: r.Dockerfile, Files: r.Files, Warnings: r.Warnings,
+	}, nil
 }
 
 // limitsAsk is the approval the project's limits above caps need, if any:
 // its summary and digest cover those limits only, as asked.
 func limitsAsk(pc projectfs.Config, caps projectfs.Caps) (Approval, bool) {
-	var said, hashed []string
+	var said, hashed, content []string
 	over := func(name, asked, capText, value string) {
 		said = append(said, fmt.Sprintf("%s %s (your cap %s)", name, asked, capText))
 		hashed = append(hashed, name+"="+value)
+		content = append(content, fmt.Sprintf("%-10s %-8s your cap: %s", name, asked, capText))
 	}
 	size := func(n int64) string { return units.BytesSize(float64(n)) }
 	if pc.Memory != nil {
@@ -191,161 +244,8 @@ func limitsAsk(pc projectfs.Config, caps projectfs.Caps) (Approval, bool) {
 		Kind:    ApprovalLimits,
 		Summary: "run its sandbox with " + strings.Join(said, ", "),
 		Digest:  "sha256:" + hex.EncodeToString(sum[:]),
+		Content: strings.Join(content, "\n") + "\n",
 	}, true
-}
-
-// A project's sandbox runs a variant of the sidecar's images
-// (sandbox.image "desktop" or "browser"), or its own image, built from its
-// Dockerfile on the browser image once the user approved it (package
-// images builds it). Its container keeps the desktop's user, entrypoint
-// and labels whatever the Dockerfile set.
-
-// desktopEntrypoint is the desktop images' entrypoint, which a project's
-// own image runs whatever its Dockerfile sets.
-const desktopEntrypoint = "/usr/local/bin/pilot-desktop"
-
-// pinnedLabels are the labels of the browser image a project's container
-// keeps whatever the project's Dockerfile set: they say which user runs the
-// desktop, where its VNC passwords go, which viewer page is the sidecar's,
-// and that it has a browser.
-var pinnedLabels = []string{LabelDesktopUser, LabelVNCDir, LabelViewer, LabelBrowser}
-
-// ProjectTag is the tag of a project's own image: one per project, on the
-// desktop image's repository (pilot-sandbox:latest ->
-// pilot-sandbox-project:NAME-HASH); an empty desktopImage is
-// images.DefaultTag, as in Config. It is the tag of a sandbox without an
-// owner (owner.go); a manager with one uses its projectTag.
-func ProjectTag(desktopImage, project string) string {
-	return projectTag(desktopImage, ContainerName(project))
-}
-
-// projectTag is the tag of the project's own image of this user's (two
-// users of one engine may have a project at the same path: owner.go).
-func (m *Manager) projectTag(project string) string {
-	return projectTag(m.cfg.Image, m.containerName(project))
-}
-
-// projectTag is ProjectTag for the sandbox container of that name.
-func projectTag(desktopImage, container string) string {
-	if desktopImage == "" {
-		desktopImage = images.DefaultTag
-	}
-	repo := desktopImage
-	if i := strings.LastIndex(desktopImage, ":"); i > strings.LastIndex(desktopImage, "/") {
-		repo = desktopImage[:i]
-	}
-	return repo + "-project:" + strings.TrimPrefix(container, "pilot-sandbox-")
-}
-
-// EnsureImage builds the default variant's images unless images with this
-// binary's build hashes exist, reporting progress for project (which may
-// be "").
-func (m *Manager) EnsureImage(ctx context.Context, project string) error {
-	return imageErr(m.images.Ensure(ctx, m.cfg.DefaultVariant, m.imageProgress(project)))
-}
-
-// imageProgress reports the images' steps as the project's progress.
-func (m *Manager) imageProgress(project string) images.Report {
-	return func(msg string, current, total int) { m.progress(project, StageImage, msg, current, total) }
-}
-
-// rebuildAfter is the policy's age past which an image is rebuilt.
-func (m *Manager) rebuildAfter() time.Duration {
-	policy, _ := m.currentPolicy()
-	return policy.RebuildAfter
-}
-
-// imagePlan is the image a new container needs: a variant of the
-// sidecar's, or the project's own from its build context.
-type imagePlan struct {
-	variant, tag string
-	context      *projectfs.BuildContext // images.VariantProject only
-}
-
-// planImage decides the image of the project's new container. A project
-// Dockerfile is read (its context packed) and must be approved.
-func (m *Manager) planImage(project string, pc projectfs.Config) (imagePlan, error) {
-	df := pc.ImageDockerfile()
-	if df == "" {
-		variant := m.cfg.DefaultVariant
-		if v := pc.ImageVariant(); v != "" {
-			variant = v
-		}
-		return imagePlan{variant: variant, tag: m.images.Tag(variant)}, nil
-	}
-	if !m.images.HasBrowser() {
-		return imagePlan{}, fmt.Errorf("%w: this sidecar has no browser image for a project Dockerfile to build on", ErrNoBrowser)
-	}
-	bc, err := projectfs.ReadBuildContext(project, df)
-	if err != nil {
-		return imagePlan{}, err
-	}
-	if err := m.require(project, dockerfileAsk(bc)); err != nil {
-		return imagePlan{}, err
-	}
-	return imagePlan{variant: images.VariantProject, tag: m.projectTag(project), context: &bc}, nil
-}
-
-// projectImage is the project's own image as the images know it.
-func (m *Manager) projectImage(project string, bc projectfs.BuildContext) images.Project {
-	return images.Project{Tag: m.projectTag(project), Context: bc, Labels: map[string]string{LabelProject: project}}
-}
-
-// ensurePlan makes sure of the plan's images. A project's own image is
-// built on the browser image, and its container keeps the browser image's
-// user, entrypoint and labels.
-func (m *Manager) ensurePlan(ctx context.Context, project string, plan imagePlan, spec *ContainerSpec) error {
-	if plan.variant != images.VariantProject {
-		return imageErr(m.images.Ensure(ctx, plan.variant, m.imageProgress(project)))
-	}
-	if err := m.images.EnsureProject(ctx, m.projectImage(project, *plan.context), m.imageProgress(project)); err != nil {
-		return imageErr(err)
-	}
-	base, err := m.docker.ImageLabels(ctx, m.cfg.BrowserImage)
-	if err != nil {
-		return fmt.Errorf("inspect image %s: %w", m.cfg.BrowserImage, err)
-	}
-	for _, key := range pinnedLabels {
-		// Set even when the base has none (""), so that the project's
-		// Dockerfile cannot add it either.
-		spec.Labels[key] = base[key]
-	}
-	spec.User, _ = desktopUserOf(Container{Labels: base})
-	spec.Entrypoint = []string{desktopEntrypoint}
-	return nil
-}
-
-// removeProjectImage deletes the project's own image, if it has one, with
-// its sandbox: nothing else uses it.
-func (m *Manager) removeProjectImage(ctx context.Context, project string) {
-	p := m.projectImage(project, projectfs.BuildContext{})
-	removed, err := m.images.RemoveProject(ctx, p)
-	switch {
-	case err != nil:
-		m.log.Warn().Err(err).Str("image", p.Tag).Msg("could not remove the project's image")
-	case removed:
-		m.log.Info().Str("project", project).Str("image", p.Tag).Msg("removed the project's image")
-	}
-}
-
-// noteImageChange says, in the start's progress, when the project's
-// Dockerfile (or its context) changed since its sandbox was made: the
-// image applies to a new sandbox, as every sandbox.image does.
-func (m *Manager) noteImageChange(ctx context.Context, b *box, pc projectfs.Config, c Container) {
-	df := pc.ImageDockerfile()
-	if df == "" || c.Image != m.projectTag(b.project) {
-		return
-	}
-	labels, err := m.docker.ImageLabels(ctx, c.Image)
-	if err != nil {
-		return
-	}
-	bc, err := projectfs.ReadBuildContext(b.project, df)
-	if err == nil && bc.Digest == labels[images.LabelContext] {
-		return
-	}
-	m.progress(b.project, StageStart, fmt.Sprintf("%s changed since this sandbox was made: it applies to a new sandbox; "+
-		"remove the sandbox (its files go with it) to build and use it", df), 0, 0)
 }
 
 // The agent tools are switched on per project, in .pilot/settings.json,

@@ -3,12 +3,17 @@ package service_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/tcptest"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
@@ -165,4 +170,39 @@ func assertApprovalOutsideProject(t *testing.T, dir string) {
 		}
 		return nil
 	})
+}
+
+// TestADockerfileDoesNotReachTheHostsLoopback is the audit of issue 28's:
+// a project Dockerfile's ADD http://127.0.0.1:PORT/, approved, had the
+// engine fetch from a listener on the host's loopback only (the classic
+// builder fetches ADD URLs itself, on the host). Whatever the user
+// approves, nothing may be fetched from there, and the start says why.
+func TestADockerfileDoesNotReachTheHostsLoopback(t *testing.T) {
+	m, docker := dockertest.Manager(t, nil)
+	if u, _ := url.Parse(docker.Endpoint()); u == nil || u.Scheme != "unix" {
+		t.Skip("the engine is not on this host: its loopback is not this one's")
+	}
+	var fetched atomic.Int32
+	listener := tcptest.Serve(t, "127.0.0.1:0", func(c net.Conn) {
+		fetched.Add(1)
+		io.WriteString(c, "HTTP/1.0 200 OK\r\nContent-Length: 6\r\n\r\nsecret")
+	})
+	dir := projectWithImage(t, docker)
+	ctx := context.Background()
+	writeProjectFile(t, dir, "settings.json", `{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`)
+	writeProjectFile(t, dir, "Dockerfile", "ARG PILOT_BASE\nFROM ${PILOT_BASE}\nADD http://"+listener.String()+"/secret /tmp/secret\n")
+	pending, err := m.Pending(ctx, dir)
+	for _, a := range pending { // the user approves whatever is asked
+		if err := m.Approve(ctx, dir, a.Digest); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = m.Start(ctx, dir)
+	if n := fetched.Load(); n > 0 {
+		t.Fatalf("the build fetched from the host's loopback %d times", n)
+	}
+	var ce *projectfs.ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(ce.Reason, "has ADD fetch http://"+listener.String()) {
+		t.Errorf("start: %v, want the Dockerfile refused naming its ADD", err)
+	}
 }

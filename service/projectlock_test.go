@@ -15,11 +15,11 @@ import (
 // twoSidecars are two managers on one engine and one state directory, as
 // two processes of one user would be (flock locks conflict between two
 // open files even within one process).
-func twoSidecars(t *testing.T, probeA func(ctx context.Context, wsPort int, _ string) error) (a, b *Manager, docker *fakeDocker) {
+func twoSidecars(t *testing.T, probeA func(ctx context.Context, wsPort int, _, _ string) error) (a, b *Manager, docker *fakeDocker) {
 	t.Helper()
 	docker = newFakeDocker()
 	stateDir := t.TempDir()
-	make := func(probe func(ctx context.Context, wsPort int, _ string) error) *Manager {
+	make := func(probe func(ctx context.Context, wsPort int, _, _ string) error) *Manager {
 		m, err := New(docker, Config{
 			Resources: testResources, StateDir: stateDir, Logger: zerolog.New(zerolog.NewTestWriter(t)),
 			Probe: probe, ReadyTimeout: 10 * time.Second,
@@ -29,7 +29,7 @@ func twoSidecars(t *testing.T, probeA func(ctx context.Context, wsPort int, _ st
 		}
 		return m
 	}
-	return make(probeA), make(func(context.Context, int, string) error { return nil }), docker
+	return make(probeA), make(func(context.Context, int, string, string) error { return nil }), docker
 }
 
 // While one sidecar starts a sandbox, another one's start waits for it and
@@ -39,7 +39,7 @@ func twoSidecars(t *testing.T, probeA func(ctx context.Context, wsPort int, _ st
 func TestTwoSidecarsTakeTurnsOnOneProject(t *testing.T) {
 	release := make(chan struct{})
 	inProbe := make(chan struct{}, 1)
-	a, b, docker := twoSidecars(t, func(ctx context.Context, wsPort int, _ string) error {
+	a, b, docker := twoSidecars(t, func(ctx context.Context, wsPort int, _, _ string) error {
 		select {
 		case inProbe <- struct{}{}:
 		default:
@@ -92,7 +92,7 @@ func TestTwoSidecarsTakeTurnsOnOneProject(t *testing.T) {
 }
 
 func TestRegistryKeepsBothSidecarsProjects(t *testing.T) {
-	a, b, _ := twoSidecars(t, func(context.Context, int, string) error { return nil })
+	a, b, _ := twoSidecars(t, func(context.Context, int, string, string) error { return nil })
 	one, two := project(t), project(t)
 	if _, err := a.Start(context.Background(), one); err != nil {
 		t.Fatal(err)

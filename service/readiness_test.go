@@ -20,7 +20,7 @@ func TestOutsideStartIsRunningOnlyOnceTheDesktopAnswers(t *testing.T) {
 	h := newHarness(t, func(c *Config) {
 		c.ResyncInterval = time.Hour
 		c.ReadyTimeout = 500 * time.Millisecond
-		c.Probe = func(_ context.Context, wsPort int, _ string) error {
+		c.Probe = func(_ context.Context, wsPort int, _, _ string) error {
 			if answering.Load() && int64(wsPort) != silentPort.Load() {
 				return nil
 			}

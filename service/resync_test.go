@@ -51,7 +51,7 @@ func TestAResyncDoesNotWriteAStaleListOverARestart(t *testing.T) {
 	}
 	m, err := New(docker, Config{
 		Resources: testResources, StateDir: t.TempDir(), Logger: zerolog.New(zerolog.NewTestWriter(t)),
-		Probe: func(ctx context.Context, wsPort int, _ string) error { return nil },
+		Probe: func(ctx context.Context, wsPort int, _, _ string) error { return nil },
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -346,10 +346,6 @@ func (c *desktopConn) Explain(ctx context.Context, err error) error {
 // StageCopy is the progress stage of an upload or a download.
 const StageCopy = "copy"
 
-// fileExecTimeout bounds the commands the files run in a running sandbox
-// (rm -r of a large tree, find).
-const fileExecTimeout = 5 * time.Minute
-
 // Files returns the files of the project's sandbox, running or stopped
 // (docs/protocol.md, Sandbox files): a file call is a use of the sandbox, and an
 // upload's or download's progress is the project's sandbox/progress.
@@ -367,8 +363,8 @@ func (m *Manager) Files(ctx context.Context, path string) (*sandboxfs.FS, error)
 	m.Touch(project)
 	return sandboxfs.New(m.docker, st.ContainerID, sandboxfs.Options{
 		Running: st.Status == StatusRunning,
-		Exec: func(ctx context.Context, argv []string, maxOutput int) (sandboxfs.ExecResult, error) {
-			res, err := m.ExecArgv(ctx, project, ExecSpec{Cmd: argv, MaxOutput: maxOutput, Timeout: fileExecTimeout})
+		Exec: func(ctx context.Context, c sandboxfs.Command) (sandboxfs.ExecResult, error) {
+			res, err := m.ExecArgv(ctx, project, ExecSpec{Cmd: c.Argv, Stdin: c.Stdin, MaxOutput: c.MaxOutput, Timeout: c.Timeout})
 			return sandboxfs.ExecResult{ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, Truncated: res.Truncated}, err
 		},
 		Progress: func(done sandboxfs.Copied, total int64) {

@@ -40,6 +40,11 @@ func (m *Manager) Start(ctx context.Context, path string) (State, error) {
 	trace.step("lock")
 	c, err := m.find(ctx, b)
 	trace.step("inspect")
+	if err == nil && c.Paused() {
+		st, err := m.resume(ctx, b, c, trace)
+		m.logTimeline(b, trace, err)
+		return st, err
+	}
 	if (err == nil && !c.Running) || errors.Is(err, ErrContainerNotFound) {
 		release, err := m.admit(ctx, b)
 		if err != nil {
@@ -56,10 +61,15 @@ func (m *Manager) Start(ctx context.Context, path string) (State, error) {
 		return State{}, err
 	}
 	st, err := m.launch(ctx, b, c, trace)
-	if err == nil {
-		m.log.Debug().Str("project", b.project).Str("steps", trace.steps.String()).Int("probes", trace.probes).Msg("start timeline")
-	}
+	m.logTimeline(b, trace, err)
 	return st, err
+}
+
+// logTimeline notes where a start's time went, if it worked.
+func (m *Manager) logTimeline(b *box, t *startTrace, err error) {
+	if err == nil {
+		m.log.Debug().Str("project", b.project).Str("steps", t.steps.String()).Int("probes", t.probes).Msg("start timeline")
+	}
 }
 
 // find looks the project's container up by its name, which is derived from
@@ -189,8 +199,16 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container, trace *startT
 		}
 		installed = secret
 	}
+	return m.awaitDesktop(ctx, b, c, installed, trace)
+}
+
+// awaitDesktop waits until the running container's desktop answers, with
+// its network's rules in place, and makes the sandbox running. installed
+// is the passwords a start put in, if it did.
+func (m *Manager) awaitDesktop(ctx context.Context, b *box, c Container, installed desktop.Secret, trace *startTrace) (State, error) {
+	display := displayOf(c, m.cfg.Display)
 	netUp := m.networkUp(ctx, b.project, c)
-	ready, err := m.waitReady(ctx, b.project, c.ID, trace)
+	ready, err := m.waitReady(ctx, b.project, c.ID, installed, trace)
 	if nerr := <-netUp; err == nil {
 		err = nerr
 	}
@@ -279,11 +297,13 @@ func (m *Manager) startContainer(ctx context.Context, b *box, id string) error {
 	}
 }
 
-// waitReady polls until the container's desktop answers (desktop.Probe). Each
-// poll first checks that the container is still running, so a desktop that
-// crashed fails at once instead of at the timeout. Host ports are read from
-// the container each time, as they change on every start.
-func (m *Manager) waitReady(ctx context.Context, project, id string, trace *startTrace) (Container, error) {
+// waitReady polls until the container's desktop answers (desktop.ProbeAuth,
+// with secret, the passwords the start installed, or else those read from
+// the container). Each poll first checks that the container is still
+// running, so a desktop that crashed fails at once instead of at the
+// timeout. Host ports are read from the container each time, as they
+// change on every start.
+func (m *Manager) waitReady(ctx context.Context, project, id string, secret desktop.Secret, trace *startTrace) (Container, error) {
 	waitCtx, cancel := context.WithTimeout(ctx, m.cfg.ReadyTimeout)
 	defer cancel()
 	delay, began := firstReadDelay, time.Now()
@@ -304,12 +324,12 @@ func (m *Manager) waitReady(ctx context.Context, project, id string, trace *star
 		if ws := c.Ports[desktop.NoVNCPort]; ws != 0 {
 			trace.probed()
 			probeCtx, cancelProbe := context.WithTimeout(waitCtx, desktop.ProbeTimeout)
-			lastErr = m.cfg.Probe(probeCtx, ws, c.Labels[LabelViewer])
+			lastErr = m.probe(probeCtx, m.box(project), c, ws, secret)
 			cancelProbe()
 			switch {
 			case lastErr == nil:
 				return c, nil
-			case errors.Is(lastErr, desktop.ErrViewerMismatch):
+			case errors.Is(lastErr, desktop.ErrViewerMismatch), errors.Is(lastErr, desktop.ErrNotOurVNCServer):
 				return c, lastErr // not a desktop still starting
 			}
 		} else {

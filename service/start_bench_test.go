@@ -45,9 +45,9 @@ func benchStart(b *testing.B, fresh bool) {
 	tr := &tracer{Docker: docker}
 	cfg := dockertest.Config(b)
 	cfg.Logger = zerolog.Nop()
-	cfg.Probe = func(ctx context.Context, ws int, viewer string) error {
+	cfg.Probe = func(ctx context.Context, ws int, viewer, password string) error {
 		began := time.Now()
-		err := desktop.Probe(ctx, "127.0.0.1", ws, viewer)
+		err := desktop.ProbeAuth(ctx, "127.0.0.1", ws, viewer, password)
 		end := time.Now()
 		name := "probe"
 		if err != nil {

@@ -21,6 +21,9 @@ const (
 	StatusStopping Status = "stopping"
 	StatusStopped  Status = "stopped"
 	StatusError    Status = "error"
+	// StatusPaused: every process of the sandbox is frozen (docker pause,
+	// the cgroup freezer), its windows and memory kept; a start resumes it.
+	StatusPaused Status = "paused"
 )
 
 // transitional says whether an operation is under way: the state is what
@@ -63,6 +66,10 @@ type State struct {
 	// DiskBytes is what its own files measured last (the container's
 	// writable layer), when a disk limit is set; 0 until measured.
 	DiskBytes int64 `json:"diskBytes,omitempty"`
+	// MemoryBytes is the memory a paused sandbox holds (as docker stats
+	// counts it: without the page cache it could give back); 0 while
+	// not paused, or not measured.
+	MemoryBytes int64 `json:"memoryBytes,omitempty"`
 }
 
 // statusOf reads a container's status the way a user would put it. stopping
@@ -70,8 +77,9 @@ type State struct {
 // the grace period is a stop, not a crash.
 func statusOf(c Container, stopping bool) (Status, string) {
 	switch {
-	case c.Running && c.State == "paused":
-		return StatusError, fmt.Sprintf("the container is paused: run docker unpause %s", c.Name)
+	case c.Paused():
+		// Docker reports a frozen container as running too.
+		return StatusPaused, ""
 	case c.Running:
 		return StatusRunning, ""
 	case c.State == "created":

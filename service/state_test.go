@@ -18,7 +18,7 @@ func TestStatusOf(t *testing.T) {
 		errPart  string
 	}{
 		{"running", Container{Running: true, State: "running"}, false, StatusRunning, ""},
-		{"paused", Container{Running: true, State: "paused", Name: "x"}, false, StatusError, "docker unpause x"},
+		{"paused", Container{Running: true, State: "paused", Name: "x"}, false, StatusPaused, ""},
 		{"created, never started", Container{State: "created"}, false, StatusStopped, ""},
 		{"clean exit", Container{State: "exited"}, false, StatusStopped, ""},
 		{"stopped by SIGTERM", Container{State: "exited", ExitCode: 143}, false, StatusStopped, ""},

@@ -33,6 +33,16 @@ func (m *Manager) stop(ctx context.Context, b *box) (State, error) {
 		return State{}, err
 	}
 	display := displayOf(c, m.cfg.Display)
+	if c.Paused() {
+		// A frozen desktop cannot take its SIGTERM: docker stop would wait
+		// the whole grace period and kill it.
+		if err := m.docker.UnpauseContainer(ctx, c.ID); err != nil {
+			return State{}, fmt.Errorf("resume the paused container to stop it: %w", err)
+		}
+		b.mu.Lock()
+		b.paused = pauseMark{}
+		b.mu.Unlock()
+	}
 	if c.Running {
 		stopping := m.stateOf(b.project, c, desktop.Secret{}, display, true)
 		stopping.Status = StatusStopping
@@ -58,10 +68,30 @@ func (m *Manager) stop(ctx context.Context, b *box) (State, error) {
 	return st, nil
 }
 
-// Close is what the app calls when it closes a project: the sandbox is
-// stopped and kept. It returns nil when the project has no sandbox.
+// Close is what project/close does: the sandbox is stopped and kept. It
+// returns nil when the project has no sandbox.
 func (m *Manager) Close(ctx context.Context, path string) (*State, error) {
-	st, err := m.Stop(ctx, path)
+	return closed(m.Stop(ctx, path))
+}
+
+// CloseProject is what the app's close of a project does (sandbox/close):
+// what config.json's closeAction says, pausing the sandbox by default so
+// that the project opens again to its windows as they were. A sandbox
+// that does not run is left as it is. It returns nil when the project has
+// no sandbox.
+func (m *Manager) CloseProject(ctx context.Context, path string) (*State, error) {
+	if cfg, _ := m.currentPolicy(); cfg.CloseAction == projectfs.CloseStop {
+		return m.Close(ctx, path)
+	}
+	st, err := m.Pause(ctx, path)
+	if errors.Is(err, ErrNotRunning) && !errors.Is(err, ErrNoSandbox) {
+		// Stopped, or stopping: nothing to freeze.
+		return m.Status(ctx, path)
+	}
+	return closed(st, err)
+}
+
+func closed(st State, err error) (*State, error) {
 	if errors.Is(err, ErrNoSandbox) {
 		return nil, nil
 	}
@@ -212,4 +242,124 @@ func (m *Manager) RemoveContainer(ctx context.Context, id string) (bool, error) 
 	}
 	defer m.unlockProject(b)
 	return m.remove(ctx, b)
+}
+
+// A paused sandbox is frozen whole (docker pause, the cgroup freezer):
+// its processes, windows and memory are kept, and a start thaws it
+// (resume, in start.go) in tens of milliseconds instead of a new desktop
+// in half a second. What a freeze cannot keep is in docs/sandbox.md,
+// Pause: connections to the outside may time out, clocks jump on resume.
+// Docker does not say when a container was paused, so the box keeps it:
+// the pause made here, or the first look at a container found paused
+// (at startup, or paused outside the sidecar), from which idleStop
+// counts.
+
+// pauseMark is what the box knows of its container's current pause.
+// Guarded by the box's mu.
+type pauseMark struct {
+	run    runKey    // the run of the container it is of; zero while none is paused
+	at     time.Time // when it was paused, or first seen paused
+	memory int64     // what it holds, measured once: a frozen sandbox's memory does not change
+}
+
+// Pause freezes the project's running sandbox, keeping every process,
+// window and byte of memory, and returns its state, paused. Pausing a
+// paused sandbox returns its state; one that does not run is an
+// ErrNotRunning.
+func (m *Manager) Pause(ctx context.Context, path string) (State, error) {
+	b, err := m.lockProject(ctx, path)
+	if err != nil {
+		return State{}, err
+	}
+	defer m.unlockProject(b)
+	c, err := m.find(ctx, b)
+	switch {
+	case errors.Is(err, ErrContainerNotFound):
+		m.forget(b)
+		return State{}, ErrNoSandbox
+	case err != nil:
+		return State{}, err
+	case !c.Running:
+		m.observe(ctx, b, c)
+		return State{}, fmt.Errorf("%w: only a running sandbox can be paused; it is stopped", ErrNotRunning)
+	}
+	if !c.Paused() {
+		if err := m.docker.PauseContainer(ctx, c.ID); err != nil {
+			m.settle(ctx, b)
+			return State{}, fmt.Errorf("pause container: %w", err)
+		}
+		b.mu.Lock()
+		b.paused = pauseMark{run: keyOf(c), at: m.cfg.Now()}
+		b.mu.Unlock()
+		if c, err = m.docker.InspectContainer(ctx, c.ID); err != nil {
+			m.settle(ctx, b)
+			return State{}, err
+		}
+		m.log.Info().Str("project", b.project).Str("container", c.ID).Msg("sandbox paused")
+	}
+	return *m.observe(ctx, b, c), nil
+}
+
+// resume thaws a paused sandbox (stop.go, Pause) and returns once its
+// desktop answers again, with every window as it was.
+func (m *Manager) resume(ctx context.Context, b *box, c Container, trace *startTrace) (State, error) {
+	if err := m.docker.UnpauseContainer(ctx, c.ID); err != nil {
+		m.settle(ctx, b)
+		return State{}, fmt.Errorf("resume the paused container: %w", err)
+	}
+	trace.step("unpause")
+	b.mu.Lock()
+	b.paused = pauseMark{}
+	b.mu.Unlock()
+	c.State = "running"
+	// Straight from paused to running, with no starting between: what
+	// follows the sandbox's runs (its relays, the panel's viewer) keeps
+	// what it holds through a resume.
+	return m.awaitDesktop(ctx, b, c, desktop.Secret{}, trace)
+}
+
+// notePause keeps the box's pauseMark in step with the container, and
+// puts what a paused one holds into its state.
+func (m *Manager) notePause(ctx context.Context, b *box, c Container, st *State) {
+	b.mu.Lock()
+	if !c.Paused() {
+		b.paused = pauseMark{}
+		b.mu.Unlock()
+		return
+	}
+	if b.paused.run != keyOf(c) {
+		b.paused = pauseMark{run: keyOf(c), at: m.cfg.Now()}
+	}
+	memory := b.paused.memory
+	b.mu.Unlock()
+	if memory == 0 {
+		var err error
+		if memory, err = m.docker.MemoryUsage(ctx, c.ID); err != nil {
+			m.log.Debug().Err(err).Str("project", b.project).Msg("could not measure a paused sandbox's memory")
+			return
+		}
+		b.mu.Lock()
+		if b.paused.run == keyOf(c) {
+			b.paused.memory = memory
+		}
+		b.mu.Unlock()
+	}
+	st.MemoryBytes = memory
+}
+
+// checkPaused stops a sandbox that has been paused for idle: a frozen
+// desktop holds its memory for no one.
+func (m *Manager) checkPaused(ctx context.Context, b *box, st State, idle time.Duration) {
+	b.mu.Lock()
+	mark := b.paused
+	b.mu.Unlock()
+	if mark.run.id != st.ContainerID || m.cfg.Now().Sub(mark.at) < idle {
+		return
+	}
+	why := "stopped after " + projectfs.FormatDuration(idle) + " paused"
+	m.policyStop(ctx, b, st.ContainerID, why, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.paused == mark // not resumed meanwhile
+	})
 }

@@ -45,6 +45,14 @@ func Marked(marker string, argv ...string) []string {
 	return append([]string{"bash", "-c", markedScript, "pilot-run", marker}, argv...)
 }
 
+// ForegroundArgv is Foreground for a program and its arguments as they
+// are given, as docker exec runs them: the login shell sets up the
+// environment (PATH, the profile), then execs argv with no word split,
+// no glob and no expansion ("$@" is the arguments after bash's $0).
+func ForegroundArgv(argv []string, seconds int) []string {
+	return append(Foreground(`exec "$@"`, seconds), append([]string{"pilot-exec"}, argv...)...)
+}
+
 // Foreground is the argv of a command run under bash -lc for at most
 // seconds: timeout(1), on expiry, ends its process group (SIGTERM, SIGKILL
 // 2 s later).

@@ -73,6 +73,11 @@ type Usage struct {
 	OutputTokens      int64    `json:"outputTokens"`
 	CachedInputTokens int64    `json:"cachedInputTokens,omitempty"`
 	CostUsd           *float64 `json:"costUsd,omitempty"`
+	// Requests and Source: a usage the model gateway counted
+	// (SourceGateway), for all of the task's model calls, sent once as
+	// it ends, before finished.
+	Requests int64  `json:"requests,omitempty"`
+	Source   string `json:"source,omitempty"`
 }
 
 // Finished is how the task ended.

@@ -58,13 +58,27 @@ func (m *Manager) Start(ctx context.Context, req StartRequest, report func(works
 	if err != nil {
 		return Record{}, err
 	}
+	access, err := m.openModels(ctx, project, id)
+	if err != nil {
+		return Record{}, fmt.Errorf("open the model gateway to the task: %w", err)
+	}
+	endModels := access.once()
+	switch req.Agent {
+	case AgentCodex:
+		argv = codexProvider(argv, access.Env)
+	case AgentClaude:
+		argv = claudeMCP(argv, access.Env)
+	}
 	t, err := m.prepare(ctx, sb, Record{
 		ID: id, ProjectPath: project, Agent: req.Agent, Prompt: req.Prompt, Argv: argv,
 		Timeout: timeout.String(), Container: sb.ContainerID(), Status: StatusRunning, StartedAt: time.Now().UnixMilli(),
 	}, !req.NoSync, report)
 	if err != nil {
+		endModels()
 		return Record{}, err
 	}
+	t.endModels = endModels
+	env = withModels(env, access.Env)
 	started := make(chan error, 1)
 	m.wg.Add(1)
 	limit := strconv.Itoa(m.maxTasks(project))
@@ -118,6 +132,7 @@ func (m *Manager) run(t *task, sb workspace.Sandbox, argv, env []string, started
 	rec := t.record()
 	res, fin, err := m.stream(m.ctx, t, sb, append(argv, rec.Argv...), env, started)
 	if fin == nil && err == nil && res.ExitCode == exitBusy {
+		t.endAccess()
 		m.forget(rec.ID)
 		started <- fmt.Errorf("%w: %s", ErrBusy, stderrText(res))
 		return
@@ -247,6 +262,10 @@ func (m *Manager) finish(t *task, fin Finished) {
 		if err != nil {
 			fin.Error = joinErr(fin.Error, "its change was not saved: "+err.Error())
 		}
+	}
+	if u := t.endAccess(); u != nil && u.Requests > 0 {
+		u.Source = SourceGateway
+		m.emit(t, Event{Type: TypeUsage, TimeMs: fin.DurationMs, Body: u})
 	}
 	sum := t.parser.summary()
 	fin.CostUsd, fin.Turns = sum.costUsd, sum.turns

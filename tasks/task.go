@@ -22,6 +22,10 @@ const (
 type task struct {
 	parser parser
 	done   chan struct{} // closed when the task ended and its record says so
+	// endModels ends the task's access to the model gateway (once), set
+	// before its runner starts; nil for a task this process reattached to
+	// (its tokens died with the sidecar that started it).
+	endModels func() *Usage
 
 	mu        sync.Mutex // guards the fields below
 	rec       Record

@@ -53,7 +53,10 @@ type Options struct {
 	// MaxTasks is how many tasks may run at once in a project's sandbox
 	// (config.json maxTasks); nil or a value below 1 means one.
 	MaxTasks func(project string) int
-	Logger   zerolog.Logger
+	// Models opens a task's access to the model gateway as it starts;
+	// nil: tasks get none.
+	Models Models
+	Logger zerolog.Logger
 }
 
 // Manager runs and follows tasks.

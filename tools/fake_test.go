@@ -21,6 +21,7 @@ import (
 type fakeSandbox struct {
 	display desktop.Display
 	stopped bool
+	paused  bool // Desktop answers service.ErrPaused
 	calls   []string
 	pointer image.Point
 	out     service.ExecOutput // what exec answers
@@ -65,6 +66,9 @@ func (f *fakeSandbox) ExecArgv(ctx context.Context, p string, spec service.ExecS
 func (f *fakeSandbox) Desktop(ctx context.Context, p string) (Desktop, error) {
 	if f.stopped {
 		return nil, service.ErrNotRunning
+	}
+	if f.paused {
+		return nil, service.ErrPaused
 	}
 	return fakeDesktop{f}, nil
 }

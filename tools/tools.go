@@ -151,6 +151,8 @@ func failure(err error) Result {
 	switch {
 	case errors.As(err, &ae):
 		return Errorf("Invalid arguments: " + explain(ae) + ".")
+	case errors.Is(err, service.ErrPaused):
+		return Errorf("The sandbox is paused: every process in it is frozen, its windows kept as they were. Resume it with sandbox_start, then take a screenshot.")
 	case errors.Is(err, service.ErrNotRunning):
 		return Errorf("The sandbox is not running. Start it with sandbox_start, then take a screenshot.")
 	case errors.Is(err, service.ErrDockerUnavailable):

@@ -222,6 +222,17 @@ func TestStoppedSandboxSaysHowToStartIt(t *testing.T) {
 	}
 }
 
+func TestPausedSandboxSaysHowToResumeIt(t *testing.T) {
+	sb := &fakeSandbox{display: desktop.DefaultDisplay, paused: true}
+	for _, name := range []string{"sandbox_click", "sandbox_screenshot", "sandbox_key"} {
+		args := map[string]string{"sandbox_click": `{"x":1,"y":1}`, "sandbox_key": `{"keys":"Return"}`}[name]
+		res := call(t, sb, name, args)
+		if !res.IsError || !strings.Contains(textOf(res), "The sandbox is paused") || !strings.Contains(textOf(res), "Resume it with sandbox_start") {
+			t.Errorf("%s on a paused sandbox: %q", name, textOf(res))
+		}
+	}
+}
+
 func TestLargeDisplaysAreScaled(t *testing.T) {
 	sb := &fakeSandbox{display: desktop.Display{Width: 2560, Height: 1600}}
 	res := call(t, sb, "sandbox_screenshot", `{}`)

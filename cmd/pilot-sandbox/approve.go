@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/pilot-sandbox/pilot-sandbox/service"
@@ -33,7 +34,7 @@ func runApprove(ctx context.Context, e *env, args []string) error {
 	}
 	if !yes && !isTerminalReader(e.stdin) {
 		for _, a := range pending {
-			fmt.Fprintf(e.stdout, "%s asks to %s (digest %s).\n", c.project, a.Summary, a.Digest)
+			showApproval(e.stdout, c.project, a)
 		}
 		return errors.New("not asking without a terminal: run pilot-sandbox approve --yes to approve it")
 	}
@@ -45,15 +46,10 @@ func runApprove(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// approveOne asks about one request (unless yes) and records it.
+// approveOne shows one request, asks about it (unless yes) and records
+// it.
 func (c *cli) approveOne(ctx context.Context, a service.Approval, yes bool) error {
-	fmt.Fprintf(c.env.stdout, "The project %s asks to %s.\n", c.project, a.Summary)
-	for _, line := range strings.Split(strings.TrimSpace(a.Content), "\n") {
-		if line != "" {
-			fmt.Fprintf(c.env.stdout, "    %s\n", line)
-		}
-	}
-	fmt.Fprintf(c.env.stdout, "  digest %s\n", a.Digest)
+	showApproval(c.env.stdout, c.project, a)
 	if !yes && !confirm(c.env.stdin, c.env.stdout, "Approve this? [y/N] ") {
 		return errors.New("not approved: the sandbox does not start until it is")
 	}
@@ -80,4 +76,32 @@ func (c *cli) startApproving(ctx context.Context) (service.State, error) {
 			return st, err
 		}
 	}
+}
+
+// showApproval writes what a request asks, all of it, before the question
+// (docs/protocol.md, "Approvals show what they approve"): the summary,
+// the content, the files a Dockerfile takes, what changed since the kind
+// was approved last, the warnings, the digest.
+func showApproval(w io.Writer, project string, a service.Approval) {
+	fmt.Fprintf(w, "The project %s asks to %s.\n", project, a.Summary)
+	section := func(title, text string) {
+		if strings.TrimSpace(text) == "" {
+			return
+		}
+		fmt.Fprintf(w, "  %s\n", title)
+		for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+			fmt.Fprintf(w, "    %s\n", line)
+		}
+	}
+	section("What it asks:", a.Content)
+	for _, f := range a.Files {
+		if f.Omitted != "" {
+			fmt.Fprintf(w, "  File %s (%d bytes): not shown, %s\n", f.Path, f.Size, f.Omitted)
+			continue
+		}
+		section(fmt.Sprintf("File %s (%d bytes):", f.Path, f.Size), f.Text)
+	}
+	section("Changed since you last approved it:", a.Diff)
+	section("Warnings (what reaches beyond the project):", strings.Join(a.Warnings, "\n"))
+	fmt.Fprintf(w, "  digest %s\n", a.Digest)
 }

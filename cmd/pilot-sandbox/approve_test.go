@@ -89,6 +89,40 @@ func approvalFiles(state string) int {
 	return len(files)
 }
 
+// pilot-sandbox approve shows what it asks to approve, all of it: a
+// Dockerfile's text, the files it copies, its warnings; after a change,
+// what changed since the approval.
+func TestCommandLineShowsWhatItApproves(t *testing.T) {
+	dockertest.Engine(t)
+	state := t.TempDir()
+	env := []string{"XDG_STATE_HOME=" + state}
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, projectfs.Dir), 0o755)
+	os.WriteFile(projectfs.SettingsFile(dir), []byte(`{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`), 0o644)
+	write := func(name, text string) { os.WriteFile(filepath.Join(dir, projectfs.Dir, name), []byte(text), 0o644) }
+	write("Dockerfile", "ARG PILOT_BASE\nFROM ${PILOT_BASE}\nCOPY tool.sh /usr/local/bin/\nARG API=http://localhost:3000\n")
+	write("tool.sh", "echo tool\n")
+	out, _, code := cliRun(t, env, "", "approve", "--project", dir)
+	for _, want := range []string{
+		"  What it asks:\n    ARG PILOT_BASE\n    FROM ${PILOT_BASE}\n    COPY tool.sh /usr/local/bin/\n",
+		"  File .pilot/tool.sh (10 bytes):\n    echo tool\n",
+		"  Warnings (what reaches beyond the project):\n    line 4: ARG names localhost, an address of this machine or its network\n",
+	} {
+		if code != 1 || !strings.Contains(out, want) {
+			t.Errorf("approve without a terminal (%d) does not show\n%s\nin\n%s", code, want, out)
+		}
+	}
+	if _, _, code := cliRun(t, env, "", "approve", "--yes", "--project", dir); code != 0 {
+		t.Fatalf("approve --yes: %d", code)
+	}
+	write("tool.sh", "echo tool, changed\n")
+	out, _, _ = cliRun(t, env, "", "approve", "--project", dir)
+	if !strings.Contains(out, "  Changed since you last approved it:\n") || !strings.Contains(out, "    -echo tool\n") ||
+		!strings.Contains(out, "    +echo tool, changed\n") {
+		t.Errorf("approve after a change does not show the change:\n%s", out)
+	}
+}
+
 // A repository's network policy wider than the user's is shown, rule by
 // rule, before the approval is asked; a narrowing one asks nothing.
 func TestCommandLineApprovesANetworkPolicy(t *testing.T) {

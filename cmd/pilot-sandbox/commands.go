@@ -103,6 +103,8 @@ func (c *cli) printState(st *service.State) {
 		fmt.Fprintf(w, "  control    %s\n", st.ViewerURL)
 		fmt.Fprintf(w, "  watch      %s\n", st.WatchURL)
 		fmt.Fprintf(w, "  vnc        127.0.0.1:%d\n", st.VNCPort)
+	case st.Status == service.StatusPaused:
+		fmt.Fprintf(w, "  paused     every process frozen, every window kept%s; pilot-sandbox start resumes it\n", heldMemory(st.MemoryBytes))
 	}
 	if st.Error != "" {
 		fmt.Fprintf(w, "  error      %s\n", st.Error)
@@ -316,44 +318,6 @@ func printOthers(w io.Writer, others []service.Foreign) {
 	for _, o := range others {
 		fmt.Fprintf(w, "%-9s %s  %s  (%s)\n", o.Status, o.Owner, o.ProjectPath, o.ContainerName)
 	}
-}
-
-func runExec(ctx context.Context, e *env, args []string) error {
-	var timeout time.Duration
-	c, fs, err := newCLI(e, "exec", args, func(fs *flag.FlagSet) {
-		fs.DurationVar(&timeout, "timeout", service.DefaultExecTimeout, "stop the command after this long (at most 10m)")
-	})
-	if err != nil {
-		return err
-	}
-	defer c.close()
-	command := strings.Join(fs.Args(), " ")
-	if command == "" {
-		fmt.Fprintln(e.stderr, "usage: pilot-sandbox exec [--project DIR] [--timeout D] -- COMMAND...")
-		return errUsage
-	}
-	stopAsking := c.askOnTerminal(ctx)
-	defer stopAsking()
-	out, err := c.manager.Exec(ctx, c.project, service.ExecRequest{Command: command, Timeout: timeout})
-	if err != nil {
-		return err
-	}
-	if c.json {
-		c.printJSON(out)
-		return nil
-	}
-	io.WriteString(e.stdout, out.Stdout)
-	io.WriteString(e.stderr, out.Stderr)
-	if out.TimedOut {
-		fmt.Fprintf(e.stderr, "pilot-sandbox exec: timed out after %s\n", timeout)
-	}
-	if out.Truncated {
-		fmt.Fprintf(e.stderr, "pilot-sandbox exec: output truncated at %d MiB\n", service.MaxExecOutput>>20)
-	}
-	if out.ExitCode != 0 {
-		return exitError{code: min(max(out.ExitCode, 1), 255)}
-	}
-	return nil
 }
 
 func runScreenshot(ctx context.Context, e *env, args []string) error {

@@ -47,10 +47,10 @@ func TestCp(t *testing.T) {
 		out  string // in stdout (code 0) or stderr
 	}{
 		{[]string{"cp", "./dist", "sandbox:/home/sandbox/site"}, 0, "3 files"},
-		{[]string{"exec", "--", "cat site/index.html site/app.js; stat -c '%U %a' site/assets/app.js"}, 0, "<h1>site</h1>run()sandbox 600\n"},
+		{[]string{"exec", "--", "sh", "-c", "cat site/index.html site/app.js; stat -c '%U %a' site/assets/app.js"}, 0, "<h1>site</h1>run()sandbox 600\n"},
 		// An existing directory receives the copy under its own name.
 		{[]string{"cp", "dist", "sandbox:site"}, 0, "sandbox:/home/sandbox/site/dist"},
-		{[]string{"exec", "--", "cat site/dist/index.html"}, 0, "<h1>site</h1>"},
+		{[]string{"exec", "--", "cat", "site/dist/index.html"}, 0, "<h1>site</h1>"},
 		{[]string{"cp", "sandbox:site/index.html", "back.html"}, 0, "1 files"},
 		{[]string{"cp", "sandbox:site/index.html", "back.html"}, 1, "set overwrite"},
 		{[]string{"cp", "--overwrite", "sandbox:site/index.html", "back.html"}, 0, "1 files"},

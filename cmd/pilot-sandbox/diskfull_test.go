@@ -107,8 +107,8 @@ func TestFullOrReadOnlyProjectFileSystem(t *testing.T) {
 			if got, _ := os.ReadFile(filepath.Join(project, ".pilot", "sandbox.json")); !bytes.Equal(got, recordBefore) {
 				t.Errorf("sandbox.json changed though it could not be written: %q", got)
 			}
-			if entries := settledEntries(filepath.Join(project, ".pilot"), 2); len(entries) != 2 {
-				t.Errorf(".pilot holds %v, want settings.json and sandbox.json alone", entries)
+			if entries := settledEntries(filepath.Join(project, ".pilot"), 3); len(entries) != 3 {
+				t.Errorf(".pilot holds %v, want settings.json, sandbox.json and .gitignore alone", entries)
 			}
 
 			undo()

@@ -146,7 +146,9 @@ func checkPolicy(ctx context.Context, w io.Writer, a *app) bool {
 		if bounded, why := a.docker.DiskLimitSupport(ctx); bounded {
 			fmt.Fprintf(w, "ok   disk: the engine bounds each new sandbox's files (%s); the sidecar measures them too\n", why)
 		} else {
-			fmt.Fprintf(w, "note disk: the sidecar measures each running sandbox's files and stops it past the limit,\n     as the engine cannot bound them (%s)\n", why)
+			fmt.Fprintf(w, "note disk: the sidecar measures each running sandbox's files (a slow layer at least once a minute)\n"+
+				"     and stops it past the limit, or near it when they cannot be measured in time, as the engine\n"+
+				"     cannot bound them (%s)\n", why)
 		}
 	}
 	return err == nil

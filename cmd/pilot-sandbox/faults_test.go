@@ -52,8 +52,8 @@ func TestSidecarKilledMidStart(t *testing.T) {
 			assertOneContainer(t, docker, project, st["containerId"].(string))
 			assertStateFile(t, project, st)
 			assertViewer(t, st["viewerUrl"].(string))
-			if entries, _ := os.ReadDir(filepath.Join(project, ".pilot")); len(entries) != 1 {
-				t.Errorf(".pilot holds %v, want sandbox.json alone", entries)
+			if entries, _ := os.ReadDir(filepath.Join(project, ".pilot")); len(entries) != 2 {
+				t.Errorf(".pilot holds %v, want sandbox.json and .gitignore alone", entries)
 			}
 		})
 	}

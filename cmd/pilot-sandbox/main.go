@@ -4,10 +4,10 @@
 //	pilot-sandbox serve [--framing lsp|ndjson]   JSON-RPC on stdio (docs/protocol.md)
 //	pilot-sandbox ui [--project DIR] [--listen ADDR] [--no-open]   the panel in a browser
 //	pilot-sandbox mcp [--project DIR] [--enable-tools]   MCP on stdio for coding agents
-//	pilot-sandbox start|stop|status [--project DIR]
+//	pilot-sandbox start|pause|stop|status [--project DIR]
 //	pilot-sandbox approve [--project DIR] [--yes]
 //	pilot-sandbox remove [--project DIR | --container ID]
-//	pilot-sandbox exec [--project DIR] [--timeout D] -- COMMAND...
+//	pilot-sandbox exec [--project DIR] [--timeout D] [-i] [--workdir DIR] [--env NAME=VALUE] -- PROGRAM [ARG...]
 //	pilot-sandbox screenshot [--project DIR] [-o FILE]
 //	pilot-sandbox tool [NAME [--project DIR] [JSON arguments]]
 //	pilot-sandbox net [--project DIR] [allow HOST | deny HOST | preset NAME | forget RULE]
@@ -44,12 +44,13 @@ func commands() []command {
 		{"mcp", "serve the project's agent tools over MCP on stdin/stdout (for coding agents)", runMCP},
 		{"start", "start the project's sandbox and print how to watch it", runStart},
 		{"approve", "approve what the project's own files ask (a Dockerfile, limits above your caps)", runApprove},
+		{"pause", "freeze the project's sandbox, every window kept; start resumes it", runPause},
 		{"stop", "stop the project's sandbox (its files are kept)", runStop},
 		{"status", "show the project's sandbox", runStatus},
 		{"remove", "delete the project's sandbox and everything in it", runRemove},
 		{"list", "list your sandboxes (--all: other users' too)", runList},
 		{"prune", "remove the sandboxes whose project directory is gone", runPrune},
-		{"exec", "run a shell command in the project's sandbox", runExec},
+		{"exec", "run a program in the project's sandbox, its arguments as given (like docker exec)", runExec},
 		{"cp", "copy files into or out of the project's sandbox (sandbox:PATH), running or stopped", runCp},
 		{"screenshot", "save a PNG of the project's sandbox display", runScreenshot},
 		{"tool", "run one of the agent tools, or list them", runTool},

@@ -382,7 +382,7 @@ func TestCommandLine(t *testing.T) {
 	if out, code := run("list"); code != 0 || !strings.Contains(out, "running   desktop    "+project) {
 		t.Errorf("list: %d %s", code, out)
 	}
-	if out, code := run("exec", "--", "echo", "$((6*7))", ";", "exit", "3"); code != 3 || out != "42\n" {
+	if out, code := run("exec", "--", "sh", "-c", "echo $((6*7)); exit 3"); code != 3 || out != "42\n" {
 		t.Errorf("exec: code %d, out %q", code, out)
 	}
 	shot := filepath.Join(t.TempDir(), "s.png")

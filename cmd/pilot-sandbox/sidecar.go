@@ -15,7 +15,9 @@ import (
 // the user's own choice, kept in their state, so the sandbox reaches their
 // dev server however it was started. Close closes them all.
 func newCarrier(a *app, project string) *ports.Carrier {
-	return ports.NewCarrier(a.m, a.docker, ports.Options{Project: project, Desktops: a.desktops, Log: a.log})
+	c := ports.NewCarrier(a.m, a.docker, ports.Options{Project: project, Desktops: a.desktops, Log: a.log})
+	a.models.useCarrier(c) // it carries the model gateway into the tasks' sandboxes
+	return c
 }
 
 // sidecarServices is what the protocol serves: the manager for the

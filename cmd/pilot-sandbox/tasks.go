@@ -15,9 +15,10 @@ import (
 
 // newTasks is the process's task manager (docs/tasks.md): the manager's
 // running sandboxes for the workspace and the runner, the user's state for
-// manifests and records, config.json's maxTasks. It starts nothing: serve
-// and ui reattach to the tasks an earlier sidecar left running.
-func newTasks(m *service.Manager, log zerolog.Logger) *tasks.Manager {
+// manifests and records, config.json's maxTasks, the model gateway for
+// the tasks' model calls (models.go). It starts nothing: serve and ui
+// reattach to the tasks an earlier sidecar left running.
+func newTasks(m *service.Manager, models tasks.Models, log zerolog.Logger) *tasks.Manager {
 	return tasks.New(runningSandboxes{m}, tasks.Options{
 		Runner:    resources.TaskRunner(),
 		Workspace: workspace.Options{Program: resources.WorkspaceProgram(), StateDir: stateDir()},
@@ -25,6 +26,7 @@ func newTasks(m *service.Manager, log zerolog.Logger) *tasks.Manager {
 			policy, _, _ := m.Policy()
 			return policy.MaxTasks
 		},
+		Models: models,
 		Logger: log,
 	})
 }
@@ -41,6 +43,8 @@ func (s runningSandboxes) Running(ctx context.Context, project string) (workspac
 		return nil, err
 	case st == nil:
 		return nil, service.ErrNoSandbox
+	case st.Status == service.StatusPaused:
+		return nil, service.ErrPaused
 	case st.Status != service.StatusRunning:
 		return nil, fmt.Errorf("%w (it is %s)", service.ErrNotRunning, st.Status)
 	}

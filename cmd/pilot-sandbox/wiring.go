@@ -66,6 +66,7 @@ type app struct {
 	net      *network
 	egress   *enforcement
 	tasks    *tasks.Manager
+	models   *modelGateway
 	close    func()
 }
 
@@ -91,12 +92,20 @@ func openApp(stderr io.Writer, level zerolog.Level) (*app, error) {
 	enf.log.Store(net.netLog)
 	events, unsubscribe := m.Subscribe()
 	go net.followStops(events) // ends with unsubscribe
-	tasks := newTasks(m, log)
+	models := newModelGateway(m, docker, log)
+	tasks := newTasks(m, models, log)
 	// The process's proxies end with it: another process takes each
 	// sandbox over, or it has no way out (docs/network.md). The tasks go
 	// on in their sandboxes: closing stops following them.
-	closeAll := func() { tasks.Close(); unsubscribe(); enf.Close(); net.close(); closeLog() }
-	return &app{log: log, m: m, docker: docker, desktops: desktops, net: net, egress: enf, tasks: tasks, close: closeAll}, nil
+	closeAll := func() {
+		tasks.Close()
+		models.close()
+		unsubscribe()
+		enf.Close()
+		net.close()
+		closeLog()
+	}
+	return &app{log: log, m: m, docker: docker, desktops: desktops, net: net, egress: enf, tasks: tasks, models: models, close: closeAll}, nil
 }
 
 // newManager builds the manager the way every command uses it, its

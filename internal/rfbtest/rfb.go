@@ -248,6 +248,31 @@ func (c *Conn) Sync(timeout time.Duration) error {
 	}
 }
 
+// Update asks for the whole framebuffer (only what changed, if
+// incremental, as a viewer keeps asking) and reads server messages until
+// an update comes.
+func (c *Conn) Update(incremental bool, timeout time.Duration) error {
+	inc := byte(0)
+	if incremental {
+		inc = 1
+	}
+	if err := c.send(msgFramebufferRequest, []byte{inc}, u16(0), u16(0), u16(c.Width), u16(c.Height)); err != nil {
+		return err
+	}
+	c.conn.SetReadDeadline(time.Now().Add(timeout))
+	defer c.conn.SetReadDeadline(time.Time{})
+	for {
+		t, err := c.r.ReadByte()
+		if err != nil {
+			return fmt.Errorf("rfb: waiting for an update: %w", err)
+		}
+		done, err := c.skipMessage(t)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
 // skipMessage reads past one server message of type t, reporting whether it
 // was a framebuffer update.
 func (c *Conn) skipMessage(t byte) (update bool, err error) {

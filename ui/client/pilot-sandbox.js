@@ -44,7 +44,8 @@ export const PROTOCOL_VERSION = 1;
  * on (docs/protocol.md, Errors); `field` names the bad param of an
  * invalid_params error; `log` holds the last lines of a failed image build
  * or start; `running` lists the sandboxes that run, for too_many_sandboxes;
- * `approval` is what needs_approval asks the user ({kind, summary, digest}).
+ * `approval` is what needs_approval asks the user ({kind, summary, digest,
+ * content, files?, diff?, warnings?}).
  */
 export class RpcError extends Error {
   /**

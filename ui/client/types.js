@@ -11,7 +11,7 @@
  * @property {string} [error] what is wrong and what to do, in plain words
  */
 
-/** @typedef {'starting' | 'running' | 'stopping' | 'stopped' | 'error'} SandboxStatus */
+/** @typedef {'starting' | 'running' | 'stopping' | 'stopped' | 'error' | 'paused'} SandboxStatus */
 
 /**
  * @typedef {object} SandboxState
@@ -33,6 +33,7 @@
  * @property {boolean} [carried] its ports are the sidecar's relays (no network, or a remote engine): they last while the sidecar runs
  * @property {string} [stopReason] why the lifecycle policy stopped it ("stopped after 30m without activity")
  * @property {number} [diskBytes] its own files, as last measured, when a disk limit is set
+ * @property {number} [memoryBytes] the memory a paused sandbox holds
  */
 
 /**
@@ -42,7 +43,19 @@
  * @property {'dockerfile' | 'limits' | 'network'} kind
  * @property {string} summary what would happen, in plain words
  * @property {string} digest names exactly this content, for sandbox/approve
- * @property {string} [content] what is approved as text (the network rules asked)
+ * @property {string} [content] the text asked: the Dockerfile, the limits against the caps, the network rules asked
+ * @property {ApprovalFile[]} [files] the files a Dockerfile's COPY and ADD take
+ * @property {string} [diff] unified diff from the content approved last of this kind
+ * @property {string[]} [warnings] what reaches beyond the project, "line N: ..."
+ */
+
+/**
+ * A file of a Dockerfile's build context, as an approval shows it.
+ * @typedef {object} ApprovalFile
+ * @property {string} path relative to the project
+ * @property {number} size
+ * @property {string} [text] its text, when it is short text
+ * @property {string} [omitted] why its text is not shown
  */
 
 /**

@@ -36,6 +36,14 @@
  * @property {'watch' | 'control'} mode what the viewer does with input
  * @property {ViewerState} viewer
  * @property {string} viewerMessage
+ * @property {Clipboard | null} clipboard what the desktop's clipboard last gave the viewer
+ */
+
+/**
+ * @typedef {object} Clipboard text copied in the desktop, as the viewer
+ * posted it
+ * @property {string} text
+ * @property {boolean} written whether it is on this computer's clipboard
  */
 
 /** @returns {Model} */
@@ -44,12 +52,12 @@ export function initialModel() {
     connection: 'connecting', connectionError: '', docker: null,
     loaded: false, sandbox: null, action: null, progress: null, failure: null, approval: null,
     toolsEnabled: null, toolsPending: false, toolsError: '',
-    mode: 'watch', viewer: 'connecting', viewerMessage: '',
+    mode: 'watch', viewer: 'connecting', viewerMessage: '', clipboard: null,
   };
 }
 
 /**
- * @typedef {'connecting' | 'lost' | 'docker' | 'stopped' | 'approval' | 'starting' | 'running' | 'stopping' | 'error'} Phase
+ * @typedef {'connecting' | 'lost' | 'docker' | 'stopped' | 'approval' | 'starting' | 'running' | 'stopping' | 'error' | 'paused'} Phase
  */
 
 /**
@@ -66,8 +74,8 @@ export function phase(m) {
   const status = m.sandbox?.status ?? 'stopped';
   // A start or stop of this panel shows at once, before the sidecar's
   // first event says so.
-  if (m.action === 'start' && (status === 'stopped' || status === 'error')) return 'starting';
-  if (m.action === 'stop' && status === 'running') return 'stopping';
+  if (m.action === 'start' && (status === 'stopped' || status === 'error' || status === 'paused')) return 'starting';
+  if (m.action === 'stop' && (status === 'running' || status === 'paused')) return 'stopping';
   // The project's own files ask for something only the user may allow.
   if (m.approval && (status === 'stopped' || status === 'error')) return 'approval';
   if (status === 'stopped' && m.failure) return 'error';
@@ -87,6 +95,7 @@ const BADGES = {
   running: { label: 'Running', tone: 'good' },
   stopping: { label: 'Stopping…', tone: 'busy' },
   error: { label: 'Error', tone: 'bad' },
+  paused: { label: 'Paused', tone: 'neutral' },
 };
 
 /**
@@ -101,7 +110,19 @@ export function badge(m) {
   let detail = '';
   if (p === 'error') detail = errorText(m);
   else if (p === 'stopped') detail = m.sandbox?.stopReason ?? '';
+  else if (p === 'paused') detail = pausedText(m.sandbox?.memoryBytes);
   return { ...BADGES[p], detail };
+}
+
+/**
+ * What a paused sandbox keeps, and holds.
+ *
+ * @param {number | undefined} memoryBytes
+ * @returns {string}
+ */
+function pausedText(memoryBytes) {
+  const held = memoryBytes ? `; it holds ${Math.round(memoryBytes / (1 << 20))} MiB of memory` : '';
+  return `Every window is kept: Start resumes it as it was${held}`;
 }
 
 /**
@@ -125,8 +146,8 @@ export function controls(m) {
   const p = phase(m);
   const online = m.connection === 'connected';
   return {
-    start: online && m.action === null && (p === 'stopped' || p === 'error'),
-    stop: online && m.action === null && p === 'running',
+    start: online && m.action === null && (p === 'stopped' || p === 'error' || p === 'paused'),
+    stop: online && m.action === null && (p === 'running' || p === 'paused'),
     tools: online && m.toolsEnabled !== null && !m.toolsPending,
     mode: p === 'running',
   };

@@ -1,7 +1,9 @@
 // <pilot-sandbox-panel project="/abs/path">: the sandbox panel. It shows a
 // project's sandbox (status, Start and Stop, the agent-tools switch, and
 // the live desktop in the sandbox's viewer page, to watch or to take
-// control), follows the sidecar's events, and never needs a reload.
+// control), beside it the sandbox's permission questions, its tasks and its
+// network log (network.js, tasks.js), follows the sidecar's events, and
+// never needs a reload.
 //
 // It talks to the sidecar through a ui/client Client that its host sets:
 // `panel.client = await connectWebSocket(url)` in a browser (main.js does),
@@ -13,6 +15,8 @@ import { initialModel, phase, controls, viewerSource, messageOf } from './model.
 import { panelMarkup } from './template.js';
 import { renderPanel } from './render.js';
 import { PortsSection } from './ports.js';
+import { NetworkSection } from './network.js';
+import { TasksSection } from './tasks.js';
 
 /** @typedef {import('../client/pilot-sandbox.js').Client} Client */
 /** @typedef {import('./model.js').Model} Model */
@@ -48,12 +52,17 @@ export class PilotSandboxPanel extends HTMLElement {
   #viewerReloads = 0; // silent viewers loaded again in a row
   #root;
   #ports;
+  #network;
+  #tasks;
 
   constructor() {
     super();
     this.#root = this.attachShadow({ mode: 'open' });
     this.#root.innerHTML = panelMarkup(new URL('./panel.css', import.meta.url).href);
     this.#ports = new PortsSection(this.#root);
+    this.#network = new NetworkSection(this.#root);
+    this.#network.onChange = () => this.#drawSide();
+    this.#tasks = new TasksSection(this.#root);
     this.#on('.start', () => this.#start());
     this.#on('.start-sandbox', () => this.#start());
     this.#on('.stop', () => this.#stop());
@@ -61,6 +70,7 @@ export class PilotSandboxPanel extends HTMLElement {
     this.#on('.cancel-approval', () => this.#set({ approval: null }));
     this.#on('.switch', () => this.#toggleTools());
     this.#on('.recheck', () => this.#load());
+    this.#on('.clipboard-copy', () => this.#copyClipboard());
     this.#on('.reconnect', () => {
       this.#viewerReloads = 0;
       this.#reloadFrame();
@@ -241,12 +251,27 @@ export class PilotSandboxPanel extends HTMLElement {
       /** @type {HTMLElement | null} */ (this.#root.querySelector('input[name=mode]:checked'))?.focus();
     }
     this.#viewerHeard = true;
+    if (data.type === 'clipboard' && typeof data.text === 'string') {
+      this.#set({ clipboard: { text: data.text, written: data.written === true } });
+    }
     if (data.type === 'state') {
       if (data.state === 'connected') this.#viewerReloads = 0;
       this.#set({ viewer: data.state, viewerMessage: String(data.message ?? '') });
       if (data.state === 'disconnected') this.#desktopLost();
     }
   };
+
+  /**
+   * The user's click on Copy: the desktop's text goes to this computer's
+   * clipboard now, by the user's own gesture (viewer.js writes it only
+   * after a copy key in control).
+   */
+  async #copyClipboard() {
+    const clip = this.#model.clipboard;
+    if (!clip) return;
+    const written = await navigator.clipboard?.writeText(clip.text).then(() => true, () => false);
+    if (written && this.#model.clipboard === clip) this.#set({ clipboard: { ...clip, written: true } });
+  }
 
   /**
    * The viewer lost the desktop: find out whether the sandbox went away (the
@@ -276,6 +301,8 @@ export class PilotSandboxPanel extends HTMLElement {
     // Each time the desktop comes up, the panel watches until told
     // otherwise: a click meant for the panel must not land in the agent's work.
     if (this.#model.mode !== 'watch' && phase(this.#model) !== 'running') this.#model.mode = 'watch';
+    // What the desktop's clipboard gave belongs to that desktop.
+    if (this.#model.clipboard && phase(this.#model) !== 'running') this.#model.clipboard = null;
     this.#render();
   }
 
@@ -290,9 +317,23 @@ export class PilotSandboxPanel extends HTMLElement {
   #render() {
     const focused = /** @type {HTMLElement | null} */ (this.#root.activeElement);
     renderPanel(this.#root, this.#model, this.project);
-    this.#ports.update(this.#model.connection === 'connected' ? this.#client : null, this.project, phase(this.#model) === 'running');
+    const client = this.#model.connection === 'connected' ? this.#client : null;
+    const running = phase(this.#model) === 'running';
+    this.#ports.update(client, this.project, running);
+    this.#network.update(client, this.project, running);
+    this.#tasks.update(client, this.project, running);
+    this.#drawSide();
     this.#syncFrame();
     if (focused && focused.closest('[hidden]')) this.#moveFocus();
+  }
+
+  /**
+   * The column beside the desktop: while the sandbox runs (tasks, the
+   * network), and whenever a question waits.
+   */
+  #drawSide() {
+    const side = /** @type {HTMLElement} */ (this.#root.querySelector('.side'));
+    side.hidden = phase(this.#model) !== 'running' && !this.#network.asking;
   }
 
   /** Keeps the iframe's address in step with the sandbox and the mode. */

@@ -5,6 +5,7 @@
 import { phase, badge, controls, progressOf, errorText } from './model.js';
 
 /** @typedef {import('./model.js').Model} Model */
+/** @typedef {import('../client/types.js').Approval} Approval */
 
 /**
  * Draws the model into the panel's markup (template.js).
@@ -39,6 +40,11 @@ export function renderPanel(root, m, project) {
     const input = /** @type {HTMLInputElement} */ (radio);
     input.checked = input.value === m.mode;
   }
+  $('.clipboard-note').hidden = !m.clipboard;
+  $('.clipboard-text').textContent = clipPreview(m.clipboard?.text ?? '');
+  $('.clipboard-text').title = m.clipboard?.text.slice(0, 2000) ?? '';
+  $('.clipboard-copy').hidden = m.clipboard?.written !== false;
+  $('.clipboard-written').hidden = m.clipboard?.written !== true;
   $('.mode-note').textContent = m.mode === 'control'
     ? 'Your mouse and keyboard go to the desktop. Ctrl+Alt+Shift+Esc gives the keyboard back.'
     : 'The desktop ignores your mouse and keyboard.';
@@ -55,6 +61,7 @@ export function renderPanel(root, m, project) {
   $('.failure-log pre').textContent = (m.failure?.log ?? []).join('\n');
 
   $('.approval-summary').textContent = m.approval?.summary ?? '';
+  renderApproval(root, m.approval);
 
   const progress = progressOf(m);
   const bar = /** @type {HTMLProgressElement} */ (root.querySelector('.progress'));
@@ -67,6 +74,58 @@ export function renderPanel(root, m, project) {
   $('.overlay').hidden = !overlay;
   $('.overlay-text').textContent = m.viewer === 'connecting' ? 'Connecting to the desktop…' : m.viewerMessage;
   $('.reconnect').hidden = m.viewer === 'connecting' || m.viewer === 'connected';
+}
+
+/**
+ * A clipboard text on one line, its first 200 characters: a long or
+ * many-line text shows what it starts with.
+ *
+ * @param {string} text
+ */
+function clipPreview(text) {
+  const line = text.slice(0, 200).replace(/\s+/g, ' ');
+  return text.length > 200 ? `${line}…` : line;
+}
+
+/**
+ * Shows what an approval approves, as text only (it is the repository's,
+ * maybe a stranger's): its warnings, the change since the kind was last
+ * approved, its content, and the files a Dockerfile takes. Drawn again
+ * only when the approval changes.
+ *
+ * @param {ShadowRoot} root
+ * @param {Approval | null} a
+ */
+function renderApproval(root, a) {
+  const detail = /** @type {HTMLElement} */ (root.querySelector('.approval-detail'));
+  const key = a ? `${a.kind} ${a.digest} ${a.diff ?? ''}` : '';
+  if (detail.dataset.shown === key) return;
+  detail.dataset.shown = key;
+  const section = (/** @type {string} */ selector, /** @type {string | undefined} */ text) => {
+    const el = /** @type {HTMLElement} */ (detail.querySelector(selector));
+    el.hidden = !text;
+    /** @type {HTMLElement} */ (el.querySelector('pre')).textContent = text ?? '';
+  };
+  section('.approval-diff', a?.diff);
+  section('.approval-content', a?.content);
+  const warnings = /** @type {HTMLElement} */ (detail.querySelector('.approval-warnings'));
+  warnings.hidden = !a?.warnings?.length;
+  /** @type {HTMLElement} */ (warnings.querySelector('ul')).replaceChildren(...(a?.warnings ?? []).map((w) => {
+    const li = document.createElement('li');
+    li.textContent = w;
+    return li;
+  }));
+  /** @type {HTMLElement} */ (detail.querySelector('.approval-files')).replaceChildren(...(a?.files ?? []).map((f) => {
+    const box = document.createElement('details');
+    const summary = document.createElement('summary');
+    summary.textContent = `File ${f.path} (${f.size} bytes)`;
+    const body = document.createElement(f.omitted ? 'p' : 'pre');
+    body.textContent = f.omitted ? `Not shown: ${f.omitted}` : (f.text ?? '');
+    if (f.omitted) body.className = 'approval-omitted';
+    box.open = true;
+    box.append(summary, body);
+    return box;
+  }));
 }
 
 /**

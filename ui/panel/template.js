@@ -40,6 +40,11 @@ export function panelMarkup(stylesheet) {
       <label><input type="radio" name="mode" value="control"><span>Take control</span></label>
     </fieldset>
     <span class="mode-note"></span>
+    <span class="clipboard-note" role="status" hidden>
+      Copied in the sandbox: <q class="clipboard-text"></q>
+      <button type="button" class="clipboard-copy">Copy to my clipboard</button>
+      <span class="clipboard-written">On your clipboard.</span>
+    </span>
   </div>
   <details class="ports" hidden>
     <summary>Ports</summary>
@@ -71,6 +76,7 @@ export function panelMarkup(stylesheet) {
     </div>
   </details>
   <main class="body">
+    <div class="stage">
     <section data-phase="connecting" class="message">
       <p class="lead">Connecting to pilot-sandbox…</p>
     </section>
@@ -87,7 +93,7 @@ export function panelMarkup(stylesheet) {
       <p class="hint">The sandbox runs in Docker. Install Docker Desktop (macOS, Windows) or Docker Engine (Linux), or start it if it is installed. This panel notices when Docker answers.</p>
       <button type="button" class="recheck">Check again</button>
     </section>
-    <section data-phase="stopped error" class="message" hidden>
+    <section data-phase="stopped error paused" class="message" hidden>
       ${monitorIcon}
       <h2>No sandbox running</h2>
       <div class="failure" role="alert" hidden>
@@ -102,6 +108,15 @@ export function panelMarkup(stylesheet) {
       <h2>This project asks for your approval</h2>
       <p class="approval-lead">Its own files (.pilot/settings.json, its Dockerfile) ask to:</p>
       <p class="approval-summary"></p>
+      <div class="approval-detail">
+        <div class="approval-warnings" role="alert" hidden>
+          <h3>What reaches beyond the project</h3>
+          <ul></ul>
+        </div>
+        <details class="approval-diff" open hidden><summary>Changed since you last approved it</summary><pre></pre></details>
+        <details class="approval-content" open hidden><summary>What it asks</summary><pre></pre></details>
+        <div class="approval-files"></div>
+      </div>
       <p class="hint">A repository may be a stranger's. Approve only what you trust; any change to it asks again.</p>
       <div class="approval-actions">
         <button type="button" class="primary approve">Approve</button>
@@ -127,6 +142,58 @@ export function panelMarkup(stylesheet) {
         <button type="button" class="reconnect" hidden>Reconnect</button>
       </div>
     </section>
+    </div>
+    <aside class="side" aria-label="Questions, tasks and network" hidden>
+      <section class="questions" aria-labelledby="questions-title" hidden>
+        <h2 id="questions-title" class="questions-title" aria-live="polite">The sandbox asks</h2>
+        <ol class="question-list"></ol>
+      </section>
+      <details class="tasks" hidden>
+        <summary>Tasks</summary>
+        <div class="tasks-body">
+          <form class="task-form">
+            <label>Agent <select name="agent">
+              <option value="claude">Claude Code</option>
+              <option value="codex">Codex</option>
+              <option value="command">Command</option>
+            </select></label>
+            <label class="task-prompt">Prompt <textarea name="prompt" rows="3"></textarea></label>
+            <label class="task-argv" hidden>Command, one argument a line <textarea name="argv" rows="3" spellcheck="false"></textarea></label>
+            <button type="submit">Start task</button>
+            <p class="hint">It works on a copy of the project in the sandbox; nothing reaches the project until you apply it.</p>
+          </form>
+          <p class="tasks-error" role="alert"></p>
+          <div class="task" hidden>
+            <p class="task-title"></p>
+            <div class="task-head">
+              <span class="task-status" role="status" aria-label="Task status" aria-live="polite"></span>
+              <button type="button" class="task-cancel" hidden>Cancel</button>
+            </div>
+            <ol class="transcript" aria-label="Transcript" tabindex="0"></ol>
+            <div class="diff" hidden>
+              <h3>Its change</h3>
+              <ul class="diff-files"></ul>
+              <pre class="diff-patch" tabindex="0" hidden></pre>
+              <div class="diff-actions">
+                <button type="button" class="task-apply">Apply</button>
+                <button type="button" class="task-discard">Discard</button>
+              </div>
+              <p class="apply-result" role="status"></p>
+            </div>
+          </div>
+        </div>
+      </details>
+      <details class="network" hidden>
+        <summary><span>Network</span> <span class="preset"></span></summary>
+        <div class="network-body">
+          <p class="network-error" role="alert"></p>
+          <h3 id="kept-title">Your decisions</h3>
+          <ul class="kept" aria-labelledby="kept-title"></ul>
+          <h3 id="netlog-title">Recent connections</h3>
+          <ol class="netlog" aria-labelledby="netlog-title"></ol>
+        </div>
+      </details>
+    </aside>
   </main>
 </div>`;
 }

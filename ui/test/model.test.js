@@ -52,6 +52,9 @@ test('phases and badges', () => {
     ['a failed start', model({ sandbox: sandbox({ status: 'stopped' }), failure: { message: 'no' } }), 'error', 'Error'],
     ['a start that needs approval', model({ approval: ask }), 'approval', 'Needs approval'],
     ['the approved start', model({ approval: null, action: 'start' }), 'starting', 'Starting…'],
+    ['paused', model({ sandbox: sandbox({ status: 'paused' }) }), 'paused', 'Paused'],
+    ['a resume of the panel', model({ action: 'start', sandbox: sandbox({ status: 'paused' }) }), 'starting', 'Starting…'],
+    ['a stop of a paused sandbox', model({ action: 'stop', sandbox: sandbox({ status: 'paused' }) }), 'stopping', 'Stopping…'],
     ['an approval left while it runs', model({ approval: ask, sandbox: sandbox() }), 'running', 'Running'],
   ])) {
     assert.equal(phase(m), wantPhase, name);
@@ -69,6 +72,12 @@ test('a sandbox the policy stopped says why', () => {
   const why = 'stopped after 30m without activity';
   assert.equal(badge(model({ sandbox: sandbox({ status: 'stopped', stopReason: why }) })).detail, why);
   assert.equal(badge(model({ sandbox: sandbox({ status: 'stopped' }) })).detail, '');
+});
+
+test('a paused sandbox says what it keeps and holds', () => {
+  assert.equal(badge(model({ sandbox: sandbox({ status: 'paused', memoryBytes: 100 << 20 }) })).detail,
+    'Every window is kept: Start resumes it as it was; it holds 100 MiB of memory');
+  assert.deepEqual(controls(model({ sandbox: sandbox({ status: 'paused' }) })), { start: true, stop: true, tools: true, mode: false });
 });
 
 test('controls work only when they can', () => {

@@ -57,6 +57,7 @@ test('the panel asks for approval of what the project asks, with Approve and Can
   await panel.expectBadge('Needs approval');
   await panel.expectVisible(page.getByRole('heading', { name: 'This project asks for your approval' }));
   await panel.expectVisible(page.getByText('run its sandbox with memory 5g (your cap 4GiB), processes 5000 (your cap 4096)'));
+  await panel.expectVisible(page.getByText(/memory +5g +your cap: 4GiB\s+processes +5000 +your cap: 4096/));
   await screenshot('1-asks');
   await page.emulateMedia({ colorScheme: 'dark' });
   await screenshot('1-asks-dark');
@@ -83,5 +84,42 @@ test('the panel asks for approval of what the project asks, with Approve and Can
   }
   const st = await client.status(project);
   assert.equal(st?.status, 'running');
+  assertNoErrors();
+});
+
+// What is approved shows before the question, all of it (docs/protocol.md,
+// "Approvals show what they approve"): a Dockerfile's text, the files it
+// takes, what in it reaches beyond the project; as text, whatever the
+// repository put in it. Cancel: nothing built, nothing recorded.
+test('the panel shows the Dockerfile it asks to approve, its files and warnings', { skip, timeout: 120_000 }, async () => {
+  const dir = tempProject('pilot-ui-approval-df-');
+  const project = dir.path;
+  mkdirSync(join(project, '.pilot'));
+  writeFileSync(join(project, '.pilot', 'settings.json'), '{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}\n');
+  writeFileSync(join(project, '.pilot', 'Dockerfile'), 'ARG PILOT_BASE\nFROM ${PILOT_BASE}\nCOPY tool.sh /usr/local/bin/\nARG API=http://localhost:3000\n');
+  writeFileSync(join(project, '.pilot', 'tool.sh'), 'echo "<b>not bold</b>"\n');
+  const state = tempDir('pilot-ui-approval-df-state-');
+  const { page, screenshot, assertNoErrors, logFile } = await newPage(/** @type {any} */ (browser), 'panel-approval-dockerfile');
+  const { address, rpcUrl } = await startUI(project, { XDG_STATE_HOME: state }, logFile);
+  const client = await connectWebSocket(rpcUrl);
+  dir.removeSandbox = async () => {
+    await client.remove(project);
+    client.close();
+  };
+  const panel = await openPanel(page, address);
+  await panel.expectBadge('Stopped');
+  await page.getByRole('button', { name: 'Start Sandbox' }).click();
+  await panel.expectBadge('Needs approval');
+  await panel.expectVisible(page.getByText('What it asks'));
+  assert.equal(await page.locator('.approval-content pre').textContent(),
+    'ARG PILOT_BASE\nFROM ${PILOT_BASE}\nCOPY tool.sh /usr/local/bin/\nARG API=http://localhost:3000\n');
+  await panel.expectVisible(page.getByText('File .pilot/tool.sh (23 bytes)'));
+  await panel.expectVisible(page.getByText('echo "<b>not bold</b>"'));
+  await panel.expectVisible(page.getByText('What reaches beyond the project'));
+  await panel.expectVisible(page.getByText('line 4: ARG names localhost, an address of this machine or its network'));
+  await screenshot('dockerfile-asks');
+  await page.getByRole('button', { name: 'Cancel' }).click();
+  await panel.expectBadge('Stopped');
+  assert.deepEqual(approvalFiles(state), [], 'Cancel recorded an approval');
   assertNoErrors();
 });

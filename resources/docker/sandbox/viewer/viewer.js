@@ -25,16 +25,25 @@
 //     desktop's size, once connected) and message (why, for the last three)
 //   type 'release-focus': the user pressed Ctrl+Alt+Shift+Escape to leave the
 //     desktop with the keyboard (it captures Tab and every other key)
-//   type 'clipboard': text was copied in the desktop (text)
+//   type 'clipboard': text was copied in the desktop (text), and whether
+//     the viewer wrote it to the browser's clipboard (written)
 // They carry no password, so they go to any parent origin ('*'): an opaque
 // origin cannot be named. The clipboard's text goes too: a parent that
 // frames the viewer sees the desktop anyway.
 //
 // The clipboard both ways (README, Copy and paste):
-// - Text copied in the desktop comes as noVNC's clipboard event: the viewer
-//   writes it to the browser's clipboard (the browser allows that only in a
-//   focused page, with clipboard-write permission in a frame) and posts it
-//   to the parent.
+// - Text copied in the desktop comes as noVNC's clipboard event, and is
+//   posted to the parent. The viewer writes it to the browser's clipboard
+//   only in control, and only when it comes within COPY_WINDOW_MS of the
+//   user's copy key in this page (Ctrl+C and the like), one write a key: a
+//   program in the sandbox sets the desktop's clipboard whenever it likes,
+//   and a phishing line pushed into a watching viewer went to the host's
+//   clipboard (issue 28, N7). A click does not count: the sandbox sees
+//   every click, and a click is most of what a user does in control. What
+//   was not written (a menu's Copy among it) the parent may show, and
+//   write on the user's click there (the panel does). The browser also
+//   allows the write only in a focused page, with clipboard-write
+//   permission in a frame.
 // - The browser's clipboard goes to the desktop when the viewer gets the
 //   focus (a read the browser allows only with clipboard-read permission),
 //   on a paste event (a paste from the browser's menu), or by message.
@@ -44,6 +53,10 @@ import { initLogging } from '../core/util/logging.js';
 
 const SOURCE = 'pilot-sandbox-viewer';
 const MAX_RECONNECT_DELAY_MS = 10_000;
+// How long after the user's copy key the desktop's text may come and
+// still be written: a copy in the desktop reaches the viewer in well under
+// a second (pilot-clipboard hands it to x11vnc at once), more under load.
+const COPY_WINDOW_MS = 3000;
 
 const params = new URLSearchParams(location.hash.slice(1));
 const flag = (/** @type {string} */ name, /** @type {boolean} */ fallback) => {
@@ -69,6 +82,8 @@ let reconnectTimer;
 // The text both sides last agreed on, so neither side's copy comes back
 // to it as a new one.
 let lastClipboard = '';
+// When (performance.now()) the user last pressed a copy key in control.
+let copyGesture = -Infinity;
 
 initLogging(params.get('log') ?? 'warn');
 
@@ -120,7 +135,7 @@ function connect() {
     if (settings.password) return; // a wrong one: securityfailure follows
     report('credentials-required', 'This address needs the password the sidecar gave with it (after #).');
   });
-  client.addEventListener('clipboard', (event) => fromDesktop(event.detail.text));
+  client.addEventListener('clipboard', (event) => { fromDesktop(event.detail.text); });
   client.addEventListener('securityfailure', (event) => {
     wanted = false; // the same password would fail again
     const reason = event.detail.reason || `status ${event.detail.status}`;
@@ -146,16 +161,33 @@ function onDisconnect(client, clean) {
 }
 
 /**
- * Text copied in the desktop: to the browser's clipboard and the parent.
+ * Text copied in the desktop: to the parent, and to the browser's
+ * clipboard when the user's copy key asked for it (see the top).
  *
  * @param {string} text
  */
-function fromDesktop(text) {
+async function fromDesktop(text) {
   if (typeof text !== 'string' || text === lastClipboard) return;
   lastClipboard = text;
-  post({ type: 'clipboard', text });
-  // Rejected without the focus or the permission: the parent has the text.
-  navigator.clipboard?.writeText(text).catch(() => {});
+  const asked = !settings.viewOnly && performance.now() - copyGesture <= COPY_WINDOW_MS;
+  copyGesture = -Infinity;
+  let written = false;
+  if (asked && navigator.clipboard) {
+    // Rejected without the focus or the permission: the parent has the text.
+    written = await navigator.clipboard.writeText(text).then(() => true, () => false);
+  }
+  post({ type: 'clipboard', text, written });
+}
+
+/**
+ * Whether event is the user's copy key: Ctrl or Cmd with C or X (Shift
+ * too, as terminals take it), or Ctrl+Insert.
+ *
+ * @param {KeyboardEvent} event
+ */
+function isCopyKey(event) {
+  const key = event.key.toLowerCase();
+  return (event.ctrlKey || event.metaKey) && (key === 'c' || key === 'x' || key === 'insert');
 }
 
 /**
@@ -209,6 +241,12 @@ window.addEventListener('message', (event) => {
 
 window.addEventListener('focus', readBrowserClipboard);
 window.addEventListener('paste', (event) => toDesktop(event.clipboardData?.getData('text/plain') ?? ''));
+
+// The user's copy key, in control: capture phase, before noVNC's
+// handlers on the canvas see it; isTrusted, so no script's event counts.
+window.addEventListener('keydown', (event) => {
+  if (event.isTrusted && !settings.viewOnly && isCopyKey(event)) copyGesture = performance.now();
+}, true);
 
 // Capture phase, before noVNC's keyboard handler on the canvas sees it.
 window.addEventListener('keydown', (event) => {

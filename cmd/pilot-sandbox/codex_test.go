@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestServeCodexThroughTheGateway: the real Codex CLI, run as a task
+// (agent codex), against a scripted Responses API on the host reached
+// only through the model gateway, as the model provider the task gives
+// it: its answer and usage come as events, and the API got the user's
+// key, never the placeholder. The CLI comes from an image that has it
+// (PILOT_TEST_CODEX_IMAGE, e.g. the dev image with `npm install -g
+// @openai/codex`), until sandbox.agents installs it (docs/models.md).
+func TestServeCodexThroughTheGateway(t *testing.T) {
+	image := os.Getenv("PILOT_TEST_CODEX_IMAGE")
+	if image == "" {
+		t.Skip("PILOT_TEST_CODEX_IMAGE names no image with the codex CLI")
+	}
+	key := "sk-proj-test-codex-0123456789"
+	var mu sync.Mutex
+	var auths, paths []string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		auths, paths = append(auths, r.Header.Get("Authorization")), append(paths, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		if r.URL.Path != "/v1/responses" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, data := range []string{
+			`{"type":"response.created","response":{"id":"resp_1"}}`,
+			`{"type":"response.output_item.done","item":{"type":"message","role":"assistant","id":"m1","content":[{"type":"output_text","text":"Hello from the script."}]}}`,
+			`{"type":"response.completed","response":{"id":"resp_1","usage":{"input_tokens":11,"input_tokens_details":{"cached_tokens":3},"output_tokens":4,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":15}}}`,
+		} {
+			name := strings.SplitN(strings.TrimPrefix(data, `{"type":"`), `"`, 2)[0]
+			event(w, name, data)
+		}
+	}))
+	t.Cleanup(api.Close)
+	project := taskProject(t)
+	os.MkdirAll(filepath.Join(project, ".pilot"), 0o755)
+	os.WriteFile(filepath.Join(project, ".pilot", "Dockerfile"), []byte("ARG PILOT_BASE\nFROM "+image+"\n"), 0o644)
+	os.WriteFile(filepath.Join(project, ".pilot", "settings.json"), []byte(`{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`), 0o644)
+	config := writeConfig(t.TempDir(), "models", fmt.Sprintf(`{"idleStop": "0", "maxRunning": 0, "disk": "0",
+		"models": {"openai": {"apiKeyEnv": "PILOT_TEST_MODEL_KEY", "baseUrl": %q}}}`, api.URL))
+	env := []string{ownScope(t), "XDG_CONFIG_HOME=" + config, "XDG_STATE_HOME=" + t.TempDir(), "PILOT_TEST_MODEL_KEY=" + key}
+	if out, errOut, code := cliRun(t, env, "", "approve", "--yes", "--project", project); code != 0 {
+		t.Fatalf("approve: %s %s", out, errOut)
+	}
+	s := startSidecar(t, "ndjson", env...)
+	result(t, s.call("initialize", map[string]any{}, 20*time.Second))
+	result(t, s.call("sandbox/start", map[string]any{"projectPath": project}, 10*time.Minute))
+	started := result(t, s.call("sandbox/tasks/start", map[string]any{"projectPath": project, "agent": "codex", "prompt": "Say hello."}, 2*time.Minute))
+	id := started["taskId"].(string)
+	fin := s.waitNotification("sandbox/task", func(p map[string]any) bool {
+		return p["taskId"] == id && p["event"].(map[string]any)["type"] == "finished"
+	}, 5*time.Minute)
+	var seen []string
+	for _, n := range s.notifications("sandbox/task") {
+		if n["taskId"] == id {
+			seen = append(seen, jsonString(n["event"]))
+		}
+	}
+	transcript := strings.Join(seen, "\n")
+	if ev := fin["event"].(map[string]any); ev["status"] != "succeeded" {
+		t.Fatalf("codex: %v\n%s", ev, transcript)
+	}
+	for _, want := range []string{`"text":"Hello from the script."`, `"cachedInputTokens":3,"inputTokens":11,"outputTokens":4,"requests":1,"source":"gateway"`} {
+		if !strings.Contains(transcript, want) {
+			t.Errorf("the events lack %s:\n%s", want, transcript)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(paths) == 0 || paths[len(paths)-1] != "POST /v1/responses" {
+		t.Errorf("the API got %v", paths)
+	}
+	for _, a := range auths {
+		if a != "Bearer "+key {
+			t.Errorf("the API got Authorization %q", a)
+		}
+	}
+}

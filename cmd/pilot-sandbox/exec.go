@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// runExec runs a program in the project's sandbox as docker exec runs
+// one: its arguments as given (no shell: `sh -c '...'` for a shell
+// line), its output as it comes, this process's stdin with -i, and its
+// exit code as this process's.
+func runExec(ctx context.Context, e *env, args []string) error {
+	var (
+		timeout     time.Duration
+		interactive bool
+		workdir     string
+		vars        envFlag
+	)
+	c, fs, err := newCLI(e, "exec", args, func(fs *flag.FlagSet) {
+		fs.DurationVar(&timeout, "timeout", service.DefaultExecTimeout, "stop the command after this long (at most 10m)")
+		fs.BoolVar(&interactive, "i", false, "pass this process's standard input to the command")
+		fs.StringVar(&workdir, "workdir", "", "the directory in the sandbox to run it in (default: the sandbox user's home)")
+		fs.Var(&vars, "env", "set a variable for the command, `NAME=VALUE` (repeatable)")
+	})
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	if fs.NArg() == 0 {
+		fmt.Fprintln(e.stderr, "usage: pilot-sandbox exec [--project DIR] [--timeout D] [-i] [--workdir DIR] [--env NAME=VALUE]... -- PROGRAM [ARG...]")
+		return errUsage
+	}
+	req := service.ExecRequest{Argv: fs.Args(), Timeout: timeout, WorkDir: workdir, Env: vars.vars}
+	if interactive {
+		req.Input = e.stdin
+	}
+	if !c.json {
+		req.Stdout, req.Stderr = e.stdout, e.stderr
+	}
+	stopAsking := c.askOnTerminal(ctx)
+	defer stopAsking()
+	out, err := c.manager.Exec(ctx, c.project, req)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		c.printJSON(out)
+		return nil
+	}
+	if out.TimedOut {
+		fmt.Fprintf(e.stderr, "pilot-sandbox exec: timed out after %s\n", timeout)
+	}
+	if out.ExitCode != 0 {
+		return exitError{code: min(max(out.ExitCode, 1), 255)}
+	}
+	return nil
+}
+
+// envFlag collects --env NAME=VALUE flags.
+type envFlag struct{ vars map[string]string }
+
+func (f *envFlag) String() string { return "" }
+
+func (f *envFlag) Set(kv string) error {
+	name, value, ok := strings.Cut(kv, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("%q is not NAME=VALUE", kv)
+	}
+	if f.vars == nil {
+		f.vars = map[string]string{}
+	}
+	f.vars[name] = value
+	return nil
+}

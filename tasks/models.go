@@ -1,0 +1,128 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Models gives tasks the model gateway (docs/models.md). Open, as a task
+// starts, returns what the task's environment gets: the gateway's
+// address inside the sandbox and the task's placeholder tokens, never a
+// key; with no provider configured, nothing.
+type Models interface {
+	Open(ctx context.Context, project, task string) (ModelAccess, error)
+}
+
+// ModelAccess is a task's access to the model gateway.
+type ModelAccess struct {
+	// Env goes into every exec of the task (its names replace the
+	// request's).
+	Env []string
+	// End kills the task's tokens and returns what its model calls used;
+	// nil when there is nothing to end.
+	End func() Usage
+}
+
+// SourceGateway marks a usage event the sidecar's gateway counted from
+// the model APIs' responses (the agent's own reports have no source).
+const SourceGateway = "gateway"
+
+// openModels opens the task's access, if the manager has a gateway.
+func (m *Manager) openModels(ctx context.Context, project, id string) (ModelAccess, error) {
+	if m.opts.Models == nil {
+		return ModelAccess{}, nil
+	}
+	return m.opts.Models.Open(ctx, project, id)
+}
+
+// once makes End callable more than once (a start that fails, then the
+// task's end): the second call returns nothing.
+func (a ModelAccess) once() func() *Usage {
+	if a.End == nil {
+		return func() *Usage { return nil }
+	}
+	var o sync.Once
+	return func() *Usage {
+		var u *Usage
+		o.Do(func() { got := a.End(); u = &got })
+		return u
+	}
+}
+
+// withModels is env with the access's variables, which replace the
+// request's of the same names.
+func withModels(env, access []string) []string {
+	if len(access) == 0 {
+		return env
+	}
+	names := map[string]bool{}
+	for _, kv := range access {
+		name, _, _ := strings.Cut(kv, "=")
+		names[name] = true
+	}
+	out := make([]string, 0, len(env)+len(access))
+	for _, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); !names[name] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, access...)
+}
+
+// endAccess ends the task's access to the model gateway, if this process
+// opened one, and returns its usage the first time.
+func (t *task) endAccess() *Usage {
+	if t.endModels == nil {
+		return nil
+	}
+	return t.endModels()
+}
+
+// codexProvider is the model provider Codex is given when the task has the
+// gateway's OpenAI endpoint: Codex takes no base URL from its
+// environment (0.171.0 went to its own host with OPENAI_BASE_URL set,
+// measured), only from a provider of its config, given here as -c flags
+// after "exec". Its key is the token, by env_key.
+func codexProvider(argv, access []string) []string {
+	base := ""
+	for _, kv := range access {
+		if v, ok := strings.CutPrefix(kv, "OPENAI_BASE_URL="); ok {
+			base = v
+		}
+	}
+	if base == "" || len(argv) < 2 || argv[0] != "codex" {
+		return argv
+	}
+	flags := []string{
+		"-c", "model_provider=pilot-gateway",
+		"-c", `model_providers.pilot-gateway.name="pilot-sandbox model gateway"`,
+		"-c", `model_providers.pilot-gateway.base_url="` + base + `"`,
+		"-c", `model_providers.pilot-gateway.env_key="OPENAI_API_KEY"`,
+		"-c", `model_providers.pilot-gateway.wire_api="responses"`,
+	}
+	return slices.Concat(argv[:2], flags, argv[2:])
+}
+
+// claudeMCP gives Claude Code the sandbox's own tools (PILOT_MCP_URL, an
+// MCP server over HTTP the sidecar carries in) with --mcp-config. The
+// token stays in the environment: Claude Code expands ${PILOT_MCP_TOKEN}
+// in the config's headers, so the argv (kept in the task's record) holds
+// none.
+func claudeMCP(argv, access []string) []string {
+	url := ""
+	for _, kv := range access {
+		if v, ok := strings.CutPrefix(kv, "PILOT_MCP_URL="); ok {
+			url = v
+		}
+	}
+	if url == "" || len(argv) == 0 || argv[0] != "claude" {
+		return argv
+	}
+	config, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"pilot-sandbox": map[string]any{
+		"type": "http", "url": url, "headers": map[string]string{"Authorization": "Bearer ${PILOT_MCP_TOKEN}"},
+	}}})
+	return append(slices.Clone(argv), "--mcp-config", string(config))
+}
