@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pilot-sandbox/pilot-sandbox/resources"
 )
 
 // The desktop agent (resources/agent/agent.py) runs in the sandbox as its
@@ -30,6 +32,10 @@ const (
 	// maxClipboardAnswer bounds the answer to clipboard_get: its text,
 	// JSON-escaped (up to 12 bytes for a character), is the largest part.
 	maxClipboardAnswer = 16 << 20
+	// maxTreeAnswer bounds the answer to tree: a few thousand nodes of a
+	// few hundred bytes each (perception.py reads at most 3,000 objects of
+	// a program and 5,000 of a page), names JSON-escaped.
+	maxTreeAnswer = 8 << 20
 )
 
 // ErrAgent marks a request the desktop agent refused or failed; the message
@@ -63,8 +69,16 @@ type Session interface {
 
 // Command is the argv that runs the agent from its source: -I ignores the
 // environment and the user's site packages, -u leaves output unbuffered.
+// Its own modules follow as NAME=SOURCE arguments, which the agent
+// installs before it imports them (agent.py, install_modules): a -c
+// program has no directory to import from, and the modules then always
+// match the agent, whatever image the container was made from.
 func Command(source []byte) []string {
-	return []string{"python3", "-I", "-u", "-c", string(source)}
+	argv := []string{"python3", "-I", "-u", "-c", string(source)}
+	for _, m := range resources.DesktopAgentModules() {
+		argv = append(argv, m.Name+"="+string(m.Source))
+	}
+	return argv
 }
 
 // request is one request; the agent reads the fields its op needs.
@@ -89,6 +103,12 @@ type request struct {
 	HoldMs     int64    `json:"holdMs,omitempty"`
 	Width      int      `json:"width,omitempty"`
 	Height     int      `json:"height,omitempty"`
+	// Perception (perception.go).
+	Ref       string `json:"ref,omitempty"`
+	WaitMs    int64  `json:"waitMs,omitempty"`
+	QuietMs   int64  `json:"quietMs,omitempty"`
+	LongestMs int64  `json:"longestMs,omitempty"`
+	TimeoutMs int64  `json:"timeoutMs,omitempty"`
 
 	// maxAnswer bounds the answer's line; 0 means the package's maxAnswer.
 	maxAnswer int `json:"-"`
@@ -105,6 +125,16 @@ type response struct {
 	Text   string `json:"text"`
 	Empty  bool   `json:"empty"`
 	Typed  int    `json:"typed"`
+	// Perception (perception.go).
+	Role    string  `json:"role"`
+	Name    string  `json:"name"`
+	Nodes   []Node  `json:"nodes"`
+	Omitted Omitted `json:"omitted"`
+	Content int     `json:"content"`
+	Changed bool    `json:"changed"`
+	Box     []int   `json:"box"`
+	Ms      int64   `json:"ms"`
+	Still   bool    `json:"still"`
 }
 
 // Agent is a running desktop agent.

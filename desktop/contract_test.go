@@ -23,6 +23,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pilot-sandbox/pilot-sandbox/resources"
 )
 
 type agentContract struct {
@@ -105,6 +107,22 @@ func contractCalls(ctx context.Context, d *Desktop, shots map[string]Screenshot)
 			_, err := d.ScreenshotRegion(ctx, image.Rect(310, 190, 330, 210))
 			return nil, err
 		}},
+		// Perception, on a screen with no window and no accessibility bus.
+		"tree_empty": {call: func() (any, error) { return d.Tree(ctx) }, want: Tree{Nodes: []Node{}}},
+		"locate_unknown": {call: func() (any, error) {
+			_, err := d.Locate(ctx, "e1")
+			return nil, err
+		}},
+		"focus_unknown": {call: func() (any, error) {
+			_, err := d.Focus(ctx, "e2")
+			return nil, err
+		}},
+		"mark": {call: func() (any, error) { return nil, d.Mark(ctx) }},
+		"settle_unchanged": {call: func() (any, error) {
+			return d.Settle(ctx, 50*time.Millisecond, 20*time.Millisecond, 200*time.Millisecond)
+		}, want: Change{Still: true}},
+		"still": {call: func() (any, error) { return d.Still(ctx, 50*time.Millisecond, 500*time.Millisecond) },
+			want: Stillness{Still: true, Took: 50 * time.Millisecond}},
 	}
 }
 
@@ -138,9 +156,14 @@ func TestAgentContractSidecarEnd(t *testing.T) {
 	if conn.dialed != 1 {
 		t.Errorf("%d agents started, want 1", conn.dialed)
 	}
-	// The Python side of the contract runs the agent the same way.
-	if got, want := Command([]byte("# the agent")), []string{"python3", "-I", "-u", "-c", "# the agent"}; !slices.Equal(got, want) {
-		t.Errorf("the agent runs as %q, want %q", got, want)
+	// The Python side of the contract runs the agent the same way: its
+	// source, then its modules as NAME=SOURCE (agent.py, MODULES).
+	want := []string{"python3", "-I", "-u", "-c", "# the agent"}
+	for _, m := range resources.DesktopAgentModules() {
+		want = append(want, m.Name+"="+string(m.Source))
+	}
+	if got := Command([]byte("# the agent")); !slices.Equal(got, want) {
+		t.Errorf("the agent runs as %.200q, want %.200q", got, want)
 	}
 }
 

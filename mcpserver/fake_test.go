@@ -201,6 +201,22 @@ func (d fakeDesktop) SetClipboard(ctx context.Context, text string) error {
 	return nil
 }
 
+// Perception: a screen with no tree, that nothing changes.
+func (d fakeDesktop) Tree(ctx context.Context) (desktop.Tree, error) { return desktop.Tree{}, nil }
+func (d fakeDesktop) Locate(ctx context.Context, ref string) (desktop.Element, error) {
+	return desktop.Element{}, fmt.Errorf("%w: %s is not a ref of the latest tree", service.ErrAgent, ref)
+}
+func (d fakeDesktop) Focus(ctx context.Context, ref string) (desktop.Element, error) {
+	return d.Locate(ctx, ref)
+}
+func (d fakeDesktop) Mark(ctx context.Context) error { return nil }
+func (d fakeDesktop) Settle(ctx context.Context, wait, quiet, longest time.Duration) (desktop.Change, error) {
+	return desktop.Change{}, nil
+}
+func (d fakeDesktop) Still(ctx context.Context, quiet, timeout time.Duration) (desktop.Stillness, error) {
+	return desktop.Stillness{Still: true, Took: quiet}, nil
+}
+
 // fileSwitch is the switch as every process sees it: the settings file.
 type fileSwitch struct{}
 

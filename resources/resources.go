@@ -21,6 +21,13 @@ var seccomp string
 //go:embed agent/agent.py
 var agent []byte
 
+//go:embed agent/*.py
+var agentFiles embed.FS
+
+// agentModules are the desktop agent's own modules, in the order they
+// import one another: agent.py's MODULES.
+var agentModules = []string{"dbuswire", "atspi", "cdp", "web", "xscreen", "perception"}
+
 //go:embed relay/pilot_relay.py
 var relayProgram string
 
@@ -73,6 +80,29 @@ func ChromiumSeccomp() string { return seccomp }
 // sandbox at run time, not built into the image, so it always matches the
 // binary, whatever image an older container was made from.
 func DesktopAgent() []byte { return agent }
+
+// Module is one of the desktop agent's own modules: its name and source.
+type Module struct {
+	Name   string
+	Source []byte
+}
+
+// DesktopAgentModules are the modules the desktop agent imports (the
+// accessibility tree and the screen's changes: agent/perception.py and
+// what it uses), in the order they import one another. They go to the
+// sandbox with the agent, as its arguments (desktop.Command).
+func DesktopAgentModules() []Module {
+	out := make([]Module, 0, len(agentModules))
+	for _, name := range agentModules {
+		src, err := agentFiles.ReadFile("agent/" + name + ".py")
+		if err != nil {
+			// The names are constants, and embedded with the pattern.
+			panic(err)
+		}
+		out = append(out, Module{Name: name, Source: src})
+	}
+	return out
+}
 
 // Relay is the source of the relay, the Python program that is the
 // sandbox's end of every connection the sidecar carries (package relay).

@@ -41,7 +41,7 @@ func dragTool(sb Sandbox) tool {
 	desc := "Drag with the left mouse button: press at (startX, startY), move to (endX, endY) holding the button, " +
 		"release there; coordinates are pixels of the latest screenshot. Moves windows, selects text, drags and drops. " +
 		"path adds points to pass through, durationMs slows the move, modifiers holds keys down (shift extends a selection)."
-	return define("sandbox_drag", desc, func(ctx context.Context, project string, a dragArgs) (Result, error) {
+	return define("sandbox_drag", desc, acts, func(ctx context.Context, project string, a dragArgs) (Result, error) {
 		return act(ctx, sb, project, func(d Desktop, s scale) (string, error) {
 			path, err := a.displayPath(s)
 			if err != nil {

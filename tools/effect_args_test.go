@@ -153,7 +153,7 @@ func TestDragFollowsItsPathForItsDuration(t *testing.T) {
 	d.openXev("1200x700+0+0")
 	d.events()
 	out := d.must("sandbox_drag", `{"startX": 100, "startY": 100, "endX": 300, "endY": 400, "path": [[600, 100], [600, 400]], "durationMs": 800}`)
-	if !strings.HasSuffix(out, "The pointer is at (300, 400).") {
+	if !strings.Contains(out, "through 2 points over 800 ms. The pointer is at (300, 400).") {
 		t.Errorf("drag: %q", out)
 	}
 	var press, release *xevEvent

@@ -23,13 +23,13 @@ import (
 
 // desk is a real sandbox with the tools on it.
 type desk struct {
-	t       *testing.T
+	t       testing.TB
 	m       *service.Manager
 	set     *tools.Set
 	project string
 }
 
-func newDesk(t *testing.T, settings string) *desk {
+func newDesk(t testing.TB, settings string) *desk {
 	t.Helper()
 	m, docker := dockertest.Manager(t, nil)
 	dir := dockertest.Project(t, docker)

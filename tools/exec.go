@@ -55,7 +55,7 @@ func execTool(sb Sandbox) tool {
 		"forwarded reach the user's own dev server on their machine at localhost:PORT, so a page opened in the "+
 		"sandbox can test it too. timeoutSeconds: 1 to %d (default %d); the command is killed when it runs out.",
 		maxExecText, maxExecSeconds, defaultExecSeconds)
-	return define("sandbox_exec", desc, func(ctx context.Context, project string, a execArgs) (Result, error) {
+	return define("sandbox_exec", desc, runs, func(ctx context.Context, project string, a execArgs) (Result, error) {
 		out, err := sb.Exec(ctx, project, service.ExecRequest{
 			Command: a.Command,
 			Timeout: time.Duration(a.TimeoutSeconds) * time.Second,

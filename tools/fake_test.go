@@ -26,6 +26,12 @@ type fakeSandbox struct {
 	pointer image.Point
 	out     service.ExecOutput // what exec answers
 	files   map[string]string  // written with ExecArgv
+	// Perception: the tree the desktop reads, its elements by ref (others
+	// are gone), what the screen does after an action and in a wait.
+	tree     desktop.Tree
+	elements map[string]desktop.Element
+	change   desktop.Change
+	still    desktop.Stillness
 }
 
 func (f *fakeSandbox) Start(ctx context.Context, p string) (service.State, error) {
@@ -132,6 +138,38 @@ func (d fakeDesktop) ScreenshotRegion(ctx context.Context, r image.Rectangle) (d
 }
 func (d fakeDesktop) Clipboard(ctx context.Context) (string, bool, error) { return "", true, nil }
 func (d fakeDesktop) SetClipboard(ctx context.Context, t string) error    { return d.log("clip " + t) }
+
+func (d fakeDesktop) Tree(ctx context.Context) (desktop.Tree, error) { return d.f.tree, nil }
+func (d fakeDesktop) Locate(ctx context.Context, ref string) (desktop.Element, error) {
+	el, ok := d.f.elements[ref]
+	if !ok {
+		return el, &refGone{ref}
+	}
+	return el, nil
+}
+func (d fakeDesktop) Focus(ctx context.Context, ref string) (desktop.Element, error) {
+	el, err := d.Locate(ctx, ref)
+	if err == nil {
+		d.log("focus " + ref)
+	}
+	return el, err
+}
+func (d fakeDesktop) Mark(ctx context.Context) error { return nil }
+func (d fakeDesktop) Settle(ctx context.Context, wait, quiet, longest time.Duration) (desktop.Change, error) {
+	return d.f.change, nil
+}
+func (d fakeDesktop) Still(ctx context.Context, quiet, timeout time.Duration) (desktop.Stillness, error) {
+	d.log(fmt.Sprintf("still %s %s", quiet, timeout))
+	return d.f.still, nil
+}
+
+// refGone is the agent's answer for a ref that names nothing now.
+type refGone struct{ ref string }
+
+func (e *refGone) Error() string {
+	return service.ErrAgent.Error() + ": " + e.ref + " (button \"Save\") is gone: the page changed or was left"
+}
+func (*refGone) Unwrap() error { return service.ErrAgent }
 
 func withMods(mods []string) string {
 	if len(mods) == 0 {

@@ -22,6 +22,7 @@ const (
 
 type typeArgs struct {
 	Text string `json:"text" jsonschema:"The text to type."`
+	Ref  string `json:"ref,omitempty" jsonschema:"An element's ref from the latest sandbox_screenshot with tree: true (e.g. a text field's): it gets the keyboard focus (its window comes to the front) before the text is typed."`
 }
 
 func (typeArgs) TuneSchema(s *jsonschema.Schema) { textBounds(s, "text", 1, MaxTextLength) }
@@ -37,14 +38,28 @@ func textBounds(s *jsonschema.Schema, name string, min, max int) {
 
 func typeTool(sb Sandbox) tool {
 	desc := fmt.Sprintf("Type text into the sandbox's focused window, exactly as given: any Unicode, a newline presses "+
-		"Enter, a tab presses Tab. Click the field first to focus it. 1 to %d characters. For shortcuts "+
-		"and special keys (ctrl+c, Escape, arrows) use sandbox_key.", MaxTextLength)
-	return define("sandbox_type", desc, func(ctx context.Context, project string, a typeArgs) (Result, error) {
+		"Enter, a tab presses Tab. Click the field first to focus it, or give its ref (from sandbox_screenshot with "+
+		"tree: true) to focus it. 1 to %d characters. For shortcuts and special keys (ctrl+c, Escape, arrows) use "+
+		"sandbox_key.", MaxTextLength)
+	return define("sandbox_type", desc, acts, func(ctx context.Context, project string, a typeArgs) (Result, error) {
 		if err := checkTypeable(a.Text); err != nil {
 			return Result{}, err
 		}
+		if a.Ref != "" {
+			if err := checkRef("ref", a.Ref); err != nil {
+				return Result{}, err
+			}
+		}
 		return act(ctx, sb, project, func(d Desktop, _ scale) (string, error) {
-			return fmt.Sprintf("Typed %d characters.", len([]rune(a.Text))), d.Type(ctx, a.Text)
+			into := ""
+			if a.Ref != "" {
+				el, err := d.Focus(ctx, a.Ref)
+				if err != nil {
+					return "", refError(err)
+				}
+				into = fmt.Sprintf(" into %s (%s)", a.Ref, elementName(el))
+			}
+			return fmt.Sprintf("Typed %d characters%s.", len([]rune(a.Text)), into), d.Type(ctx, a.Text)
 		})
 	})
 }
@@ -78,7 +93,7 @@ func keyTool(sb Sandbox) tool {
 		"a, A, 1, combinations joined with + (ctrl+c, ctrl+shift+t, alt+F4, super), several separated by " +
 		"spaces (\"ctrl+a BackSpace\"). Modifiers: ctrl, shift, alt, super. holdMs holds one combination down " +
 		"that long. To type text use sandbox_type."
-	return define("sandbox_key", desc, func(ctx context.Context, project string, a keyArgs) (Result, error) {
+	return define("sandbox_key", desc, acts, func(ctx context.Context, project string, a keyArgs) (Result, error) {
 		if err := checkKeys(a.Keys, a.HoldMs > 0); err != nil {
 			return Result{}, err
 		}

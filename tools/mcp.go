@@ -23,7 +23,7 @@ func (s *Set) AddTo(srv *mcp.Server, project string) {
 }
 
 func (t typedTool[A]) addTo(srv *mcp.Server, js *jobs, project string) {
-	tool := &mcp.Tool{Name: t.name, Description: t.desc, InputSchema: t.spec.Schema()}
+	tool := &mcp.Tool{Name: t.name, Description: t.desc, InputSchema: t.spec.Schema(), Annotations: t.hints}
 	mcp.AddTool(srv, tool, func(ctx context.Context, req *mcp.CallToolRequest, a A) (*mcp.CallToolResult, any, error) {
 		if token := req.Params.GetProgressToken(); token != nil {
 			ctx = WithProgress(ctx, progressNotifier(ctx, req.Session, token))

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,7 +19,7 @@ func jsonInt(n int) json.RawMessage { return json.RawMessage(strconv.Itoa(n)) }
 func startTool(sb Sandbox) tool {
 	desc := "Start the project's sandbox, a Linux desktop in a container, if it is not running (the first " +
 		"start can take a minute). Returns its state; then take a screenshot to see the screen."
-	t := define("sandbox_start", desc, func(ctx context.Context, project string, _ noArgs) (Result, error) {
+	t := define("sandbox_start", desc, starts, func(ctx context.Context, project string, _ noArgs) (Result, error) {
 		defer followProgress(ctx, sb, project)()
 		st, err := sb.Start(ctx, project)
 		if err != nil {
@@ -60,7 +61,7 @@ func followProgress(ctx context.Context, sb Sandbox, project string) (stop func(
 
 func stopTool(sb Sandbox) tool {
 	desc := "Stop the project's sandbox. Its files and installed programs are kept for the next start."
-	return define("sandbox_stop", desc, func(ctx context.Context, project string, _ noArgs) (Result, error) {
+	return define("sandbox_stop", desc, stops, func(ctx context.Context, project string, _ noArgs) (Result, error) {
 		if _, err := sb.Stop(ctx, project); err != nil && !errors.Is(err, service.ErrNoSandbox) {
 			return Result{}, err
 		}
@@ -69,25 +70,60 @@ func stopTool(sb Sandbox) tool {
 }
 
 type waitArgs struct {
-	Seconds float64 `json:"seconds" jsonschema:"Seconds to wait."`
+	Seconds   *float64 `json:"seconds,omitempty" jsonschema:"Seconds to wait."`
+	Until     string   `json:"until,omitempty" jsonschema:"stable: instead of seconds, wait until the screen has been still for 0.3 s (a page loaded, an animation ended), at most timeoutMs."`
+	TimeoutMs int      `json:"timeoutMs,omitzero" jsonschema:"With until: the longest wait, in milliseconds (10000 when left out)."`
 }
 
-func (waitArgs) TuneSchema(s *jsonschema.Schema) { bound(s.Properties["seconds"], 0, MaxWait) }
+// Bounds of sandbox_wait's timeoutMs.
+const (
+	defaultStableTimeoutMs = 10000
+	maxStableTimeoutMs     = MaxWait * 1000
+)
 
-func waitTool(js *jobs) tool {
+func (waitArgs) TuneSchema(s *jsonschema.Schema) {
+	bound(s.Properties["seconds"], 0, MaxWait)
+	s.Properties["until"].Enum = []any{"stable"}
+	// No default in the schema: the decoder would fill it in, and
+	// timeoutMs without until is refused.
+	bound(s.Properties["timeoutMs"], 1, maxStableTimeoutMs)
+}
+
+// check says what is wrong with a wait's arguments: seconds or until, one.
+func (a waitArgs) check() error {
+	switch {
+	case a.Seconds != nil && a.Until != "":
+		return argError("until", "waits instead of seconds: give seconds, or until, not both")
+	case a.Seconds == nil && a.Until == "":
+		return argError("seconds", fmt.Sprintf("is required: the seconds to wait (0 to %d), or until \"stable\" instead", MaxWait))
+	case a.TimeoutMs != 0 && a.Until == "":
+		return argError("timeoutMs", `applies to until only: add "until": "stable", or leave timeoutMs out`)
+	}
+	return nil
+}
+
+func waitTool(sb Sandbox, js *jobs) tool {
 	desc := fmt.Sprintf("Wait a number of seconds, 0 to %d, for something in the sandbox to happen (a page to load, a "+
-		"program to start). Then take a screenshot to check. When a call was left running in the background (a "+
-		"first sandbox_start, a long sandbox_exec), it waits for that instead and returns its result as soon as it "+
-		"ends.", MaxWait)
-	return define("sandbox_wait", desc, func(ctx context.Context, project string, a waitArgs) (Result, error) {
-		t := time.NewTimer(time.Duration(a.Seconds * float64(time.Second)))
+		"program to start). Then take a screenshot to check. until \"stable\" instead waits until the screen has "+
+		"been still for 0.3 s, at most timeoutMs (10000 when left out), and says how long that took. When a call "+
+		"was left running in the background (a first sandbox_start, a long sandbox_exec), seconds waits for that "+
+		"instead and returns its result as soon as it ends.", MaxWait)
+	return define("sandbox_wait", desc, looks, func(ctx context.Context, project string, a waitArgs) (Result, error) {
+		if err := a.check(); err != nil {
+			return Result{}, err
+		}
+		if a.Until != "" {
+			timeout := time.Duration(cmp.Or(a.TimeoutMs, defaultStableTimeoutMs)) * time.Millisecond
+			return waitStable(ctx, sb, project, timeout)
+		}
+		t := time.NewTimer(time.Duration(*a.Seconds * float64(time.Second)))
 		defer t.Stop()
 		if pending := js.pending(project); len(pending) > 0 {
 			return js.waitFor(ctx, pending, t.C)
 		}
 		select {
 		case <-t.C:
-			return Text(fmt.Sprintf("Waited %s seconds.", strconv.FormatFloat(a.Seconds, 'f', -1, 64))), nil
+			return Text(fmt.Sprintf("Waited %s seconds.", strconv.FormatFloat(*a.Seconds, 'f', -1, 64))), nil
 		case <-ctx.Done():
 			return Result{}, ctx.Err()
 		}

@@ -9,7 +9,7 @@ import (
 
 func clipboardGetTool(sb Sandbox) tool {
 	desc := "Return the text on the sandbox's clipboard (what ctrl+c copied there)."
-	return define("sandbox_clipboard_get", desc, func(ctx context.Context, project string, _ noArgs) (Result, error) {
+	return define("sandbox_clipboard_get", desc, looks, func(ctx context.Context, project string, _ noArgs) (Result, error) {
 		d, err := sb.Desktop(ctx, project)
 		if err != nil {
 			return Result{}, err
@@ -34,7 +34,7 @@ func (clipboardArgs) TuneSchema(s *jsonschema.Schema) { textBounds(s, "text", 0,
 func clipboardSetTool(sb Sandbox) tool {
 	desc := fmt.Sprintf("Put text on the sandbox's clipboard, to paste with ctrl+v (ctrl+shift+v in a terminal). "+
 		"Up to %d characters.", MaxTextLength)
-	return define("sandbox_clipboard_set", desc, func(ctx context.Context, project string, a clipboardArgs) (Result, error) {
+	return define("sandbox_clipboard_set", desc, moves, func(ctx context.Context, project string, a clipboardArgs) (Result, error) {
 		d, err := sb.Desktop(ctx, project)
 		if err != nil {
 			return Result{}, err

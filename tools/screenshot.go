@@ -15,12 +15,40 @@ import (
 )
 
 type screenshotArgs struct {
-	Format  string `json:"format,omitempty" jsonschema:"png, lossless, or jpeg, many times smaller for pictures and photos (not for text)."`
-	Quality int    `json:"quality,omitzero" jsonschema:"The JPEG's quality (with format jpeg only; 75 when left out)."`
-	Region  []int  `json:"region,omitempty" jsonschema:"Zoom: [x1, y1, x2, y2], the corners of a rectangle of the latest screenshot (in its pixels), to see at the display's full resolution."`
+	Format   string `json:"format,omitempty" jsonschema:"png, lossless, or jpeg, many times smaller for pictures and photos (not for text)."`
+	Quality  int    `json:"quality,omitzero" jsonschema:"The JPEG's quality (with format jpeg only; 75 when left out)."`
+	Region   []int  `json:"region,omitempty" jsonschema:"Zoom: [x1, y1, x2, y2], the corners of a rectangle of the latest screenshot (in its pixels), to see at the display's full resolution."`
+	Tree     bool   `json:"tree,omitempty" jsonschema:"Also list what is on the screen as a tree of elements (windows, buttons, fields, links, text), each with its role, name, state, bounds and a ref that sandbox_click and sandbox_type take instead of x and y."`
+	Query    string `json:"query,omitempty" jsonschema:"With tree: list only the elements whose role, name or value contains this text (any case), and what they are in."`
+	Scope    string `json:"scope,omitempty" jsonschema:"With tree: list only the element with this ref and what is in it."`
+	MaxNodes int    `json:"maxNodes,omitzero" jsonschema:"With tree: list at most this many elements, in order (300 when left out)."`
+}
+
+// view is what the arguments ask to see of the tree, checked.
+func (a screenshotArgs) view() (treeView, error) {
+	v := treeView{query: a.Query, scope: a.Scope, maxNodes: a.MaxNodes}
+	if !a.Tree {
+		for _, o := range []struct {
+			name string
+			set  bool
+		}{{"query", a.Query != ""}, {"scope", a.Scope != ""}, {"maxNodes", a.MaxNodes != 0}} {
+			if o.set {
+				return v, argError(o.name, `applies to the tree only: add "tree": true, or leave it out`)
+			}
+		}
+		return v, nil
+	}
+	if a.Scope != "" {
+		return v, checkRef("scope", a.Scope)
+	}
+	return v, nil
 }
 
 func (screenshotArgs) TuneSchema(s *jsonschema.Schema) {
+	textBounds(s, "query", 1, maxQueryLength)
+	// No default in the schema: the decoder would fill it in, and maxNodes
+	// without tree is refused.
+	bound(s.Properties["maxNodes"], 1, maxMaxNodes)
 	s.Properties["format"].Enum = []any{desktop.FormatPNG, desktop.FormatJPEG}
 	s.Properties["format"].Default = json.RawMessage(strconv.Quote(desktop.FormatPNG))
 	bound(s.Properties["quality"], 1, 100)
@@ -34,27 +62,55 @@ func screenshotTool(sb Sandbox) tool {
 		"tools are pixels of this image. Take one after acting to see the effect. format jpeg makes pictures, " +
 		"photos and video many times smaller and is enough to see what is where; keep png (the default) for text " +
 		"and terminals, where it is sharper and no larger. region [x1, y1, x2, y2] zooms into that rectangle at the display's full resolution; the text " +
-		"then says how its pixels map back. To see a web page, open it first with sandbox_exec: pilot-open URL (Chromium, " +
-		"maximized on this screen)."
-	return define("sandbox_screenshot", desc, func(ctx context.Context, project string, a screenshotArgs) (Result, error) {
+		"then says how its pixels map back. tree true adds the accessibility tree of what is on the screen: one line per " +
+		"element with a ref to click or type into (query and scope narrow it, maxNodes bounds it, 300 when left out). " +
+		"To see a web page, open it first with sandbox_exec: pilot-open URL (Chromium, maximized on this screen)."
+	return define("sandbox_screenshot", desc, looks, func(ctx context.Context, project string, a screenshotArgs) (Result, error) {
 		if a.Quality != 0 && a.Format != desktop.FormatJPEG {
 			return Result{}, argError("quality", `applies to JPEG only: add "format": "jpeg", or leave quality out`)
+		}
+		view, err := a.view()
+		if err != nil {
+			return Result{}, err
 		}
 		d, err := sb.Desktop(ctx, project)
 		if err != nil {
 			return Result{}, err
 		}
-		if a.Region != nil {
-			return zoom(ctx, d, a)
+		res, err := shoot(ctx, d, a)
+		if err != nil || !a.Tree {
+			return res, err
 		}
-		shot, err := d.Screenshot(ctx)
-		if err != nil {
-			return Result{}, err
-		}
-		// The screenshot's own size is the display's, whatever was recorded.
-		s := scaleFor(desktop.Display{Width: shot.Width, Height: shot.Height})
-		return picture(shot, s.shot, a, wholeNote(s))
+		return withTree(ctx, d, res, view)
 	})
+}
+
+// shoot takes the screenshot, or the zoom, asked for.
+func shoot(ctx context.Context, d Desktop, a screenshotArgs) (Result, error) {
+	if a.Region != nil {
+		return zoom(ctx, d, a)
+	}
+	shot, err := d.Screenshot(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	// The screenshot's own size is the display's, whatever was recorded.
+	s := scaleFor(desktop.Display{Width: shot.Width, Height: shot.Height})
+	return picture(shot, s.shot, a, wholeNote(s))
+}
+
+// withTree adds the screen's accessibility tree to a screenshot's result,
+// in pixels of the whole screenshot (a zoom's too: the other tools take
+// those). A screen with no tree makes the result an error that says why.
+func withTree(ctx context.Context, d Desktop, res Result, v treeView) (Result, error) {
+	t, err := d.Tree(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	text, isErr := treeText(t, scaleFor(d.Display()), v)
+	res.Content = append(res.Content, Content{Type: "text", Text: text})
+	res.IsError = isErr
+	return res, nil
 }
 
 func wholeNote(s scale) string {

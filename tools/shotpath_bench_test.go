@@ -61,6 +61,20 @@ func (shotDesktop) SetClipboard(context.Context, string) error                  
 func (d shotDesktop) ScreenshotRegion(context.Context, image.Rectangle) (desktop.Screenshot, error) {
 	return d.shot, nil
 }
+func (shotDesktop) Tree(context.Context) (desktop.Tree, error) { return desktop.Tree{}, nil }
+func (shotDesktop) Locate(context.Context, string) (desktop.Element, error) {
+	return desktop.Element{}, nil
+}
+func (shotDesktop) Focus(context.Context, string) (desktop.Element, error) {
+	return desktop.Element{}, nil
+}
+func (shotDesktop) Mark(context.Context) error { return nil }
+func (shotDesktop) Settle(context.Context, time.Duration, time.Duration, time.Duration) (desktop.Change, error) {
+	return desktop.Change{}, nil
+}
+func (shotDesktop) Still(context.Context, time.Duration, time.Duration) (desktop.Stillness, error) {
+	return desktop.Stillness{}, nil
+}
 
 // textScreen is a 1280x800 PNG like a screen of terminals: a dark
 // background with lines of coloured glyph-like dots, compressed as the

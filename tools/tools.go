@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/pilot-sandbox/pilot-sandbox/args"
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
@@ -42,6 +44,13 @@ type Desktop interface {
 	ScreenshotRegion(ctx context.Context, r image.Rectangle) (desktop.Screenshot, error)
 	Clipboard(ctx context.Context) (string, bool, error)
 	SetClipboard(ctx context.Context, text string) error
+	// Perception (desktop/perception.go).
+	Tree(ctx context.Context) (desktop.Tree, error)
+	Locate(ctx context.Context, ref string) (desktop.Element, error)
+	Focus(ctx context.Context, ref string) (desktop.Element, error)
+	Mark(ctx context.Context) error
+	Settle(ctx context.Context, wait, quiet, longest time.Duration) (desktop.Change, error)
+	Still(ctx context.Context, quiet, timeout time.Duration) (desktop.Stillness, error)
 }
 
 // Limits of the tools' arguments. The schemas and descriptions state them
@@ -80,7 +89,7 @@ func definitions(sb Sandbox, js *jobs) []tool {
 		clipboardSetTool(sb),
 		startTool(sb),
 		stopTool(sb),
-		waitTool(js),
+		waitTool(sb, js),
 		execTool(sb),
 	}
 }
@@ -92,17 +101,18 @@ type typedTool[A any] struct {
 	name, desc string
 	spec       *args.Spec[A]
 	run        func(ctx context.Context, project string, a A) (Result, error)
-	joinable   bool // a call joins the project's call of this tool still going
+	joinable   bool                 // a call joins the project's call of this tool still going
+	hints      *mcp.ToolAnnotations // what it does to the sandbox (hints.go)
 }
 
 // define is a tool from its arguments struct and a function of the
-// decoded arguments.
-func define[A any](name, desc string, run func(ctx context.Context, project string, a A) (Result, error)) typedTool[A] {
-	return typedTool[A]{name: name, desc: desc, spec: args.For[A](), run: run}
+// decoded arguments, with what it does to the sandbox (hints.go).
+func define[A any](name, desc string, hints *mcp.ToolAnnotations, run func(ctx context.Context, project string, a A) (Result, error)) typedTool[A] {
+	return typedTool[A]{name: name, desc: desc, spec: args.For[A](), run: run, hints: hints}
 }
 
 func (t typedTool[A]) info() Tool {
-	return Tool{Name: t.name, Description: t.desc, InputSchema: t.spec.Schema()}
+	return Tool{Name: t.name, Description: t.desc, InputSchema: t.spec.Schema(), Annotations: t.hints}
 }
 
 // call runs the tool; bad arguments and sandbox failures become error

@@ -3,15 +3,21 @@
 // Result), so the same tools can be served to MCP clients.
 package tools
 
-import "github.com/google/jsonschema-go/jsonschema"
+import (
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
 
 // Tool describes one agent tool to a model. InputSchema is the schema of
 // the tool's arguments struct (package args), as the MCP Go SDK takes it;
-// it is shared, and must not be changed.
+// it is shared, and must not be changed. Annotations say what the tool
+// does to the sandbox (MCP's hints: hints.go), so that a host need not
+// ask the user before every screenshot.
 type Tool struct {
-	Name        string             `json:"name"`
-	Description string             `json:"description"`
-	InputSchema *jsonschema.Schema `json:"inputSchema"`
+	Name        string               `json:"name"`
+	Description string               `json:"description"`
+	InputSchema *jsonschema.Schema   `json:"inputSchema"`
+	Annotations *mcp.ToolAnnotations `json:"annotations,omitempty"`
 }
 
 // Content is one part of a tool's result: text, or an image.

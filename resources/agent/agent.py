@@ -19,8 +19,12 @@ characters of a whole stretch of text are bound at once, in one request per
 run of keycodes: every binding makes every client refetch the keyboard map,
 and one binding per character leaves a terminal seconds behind.
 
-Only Python's standard library and libX11/libXtst/libXext (installed with
-xdotool).
+Perception (perception.py and the modules it uses): the accessibility tree
+of the screen, finding and focusing an element of it by ref, and whether the
+screen changed after an action (xscreen.py).
+
+Only Python's standard library and libX11/libXtst/libXext/libXdamage
+(installed with xdotool and x11vnc).
 """
 
 import base64
@@ -31,11 +35,38 @@ import struct
 import subprocess
 import sys
 import time
+import types
 import zlib
+
+# The agent's own modules, in the order they import one another.
+MODULES = ("dbuswire", "atspi", "cdp", "web", "xscreen", "perception")
+
+
+def install_modules(args):
+    """Makes the agent's modules importable where the sidecar runs it: as
+    python3 -I -u -c SOURCE NAME=SOURCE..., its modules come as arguments
+    (desktop.Command), whatever image the sandbox was made from. Run from
+    its directory (the tests), it imports them as files."""
+    for arg in args:
+        name, sep, source = arg.partition("=")
+        if not sep or name not in MODULES:
+            raise SystemExit("pilot-agent: unexpected argument %r" % arg[:40])
+        module = types.ModuleType(name)
+        module.__file__ = "<pilot-agent %s.py>" % name
+        sys.modules[name] = module
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
+
+
+if sys.argv[:1] == ["-c"]:
+    install_modules(sys.argv[1:])
+
+import perception  # noqa: E402 (after the modules are installed)
+import xscreen  # noqa: E402
 
 REBIND_AFTER = 0.5  # seconds a spare keycode keeps its character after use
 CHUNK = 64  # key events sent between XSync calls while typing
 CLIPBOARD_WAIT = 5  # seconds xclip has to take the clipboard
+FOCUS_QUIET, FOCUS_SETTLE = 0.1, 1.0  # seconds still, and at most, after a focus by ref
 GLIDE_STEP = 0.01  # seconds between the pointer's steps in a drag that takes a duration
 
 XK_SHIFT_L = 0xFFE1
@@ -244,6 +275,22 @@ class Desktop:
         self._load_keymap()
         self._shm = None  # made at the first screenshot
         self._bands = BandDeflater()
+        self.screen = xscreen.Screen(self.d, self.root, self.width, self.height, self._grab, _x_errors)
+        self.refs = perception.Refs()
+
+    def _grab(self):
+        """The whole screen's pixels: (BGRX rows, the bytes of a row)."""
+        shm = self._shm_screen()
+        if shm:
+            return shm.grab(), shm.stride
+        img_p = x11.XGetImage(self.d, self.root, 0, 0, self.width, self.height, ALL_PLANES, Z_PIXMAP)
+        if not img_p:
+            raise Fail("XGetImage failed")
+        try:
+            img = img_p.contents
+            return ctypes.string_at(img.data, img.bytes_per_line * img.height), img.bytes_per_line
+        finally:
+            img_p.contents.destroy_image(img_p)
 
     def _shm_screen(self):
         """The shared-memory capture of the whole screen, or None where the
@@ -619,6 +666,52 @@ class Desktop:
         text = ctypes.string_at(data, n.value)
         x11.XFree(data)
         return {"text": decode_text(text), "empty": False}
+
+    # --- perception ---
+
+    def op_tree(self, r):
+        """The accessibility tree of the screen (perception.py)."""
+        return perception.tree(self.screen, self.refs)
+
+    def op_locate(self, r):
+        """Where the element of a ref of the latest tree is now."""
+        try:
+            return perception.locate(self.screen, self.refs, str(r["ref"]))
+        except perception.Gone as e:
+            raise Fail(str(e)) from None
+
+    def op_focus(self, r):
+        """Gives the element of a ref the keyboard focus, and returns once
+        the screen is still after it (at most FOCUS_SETTLE seconds): a
+        Chromium window that becomes active redraws itself whole, and keys
+        typed before it has are lost (TestTreeOfAPageAndActingByRef lost
+        them one run in three)."""
+        try:
+            got = perception.focus(self.screen, self.refs, str(r["ref"]))
+        except perception.Gone as e:
+            raise Fail(str(e)) from None
+        self.screen.still(FOCUS_QUIET, FOCUS_SETTLE)
+        return got
+
+    def op_mark(self, r):
+        """Starts watching the screen: settle reports what changes after."""
+        self.screen.mark()
+        return {}
+
+    def op_settle(self, r):
+        """After an action: whether the screen changed within waitMs, and
+        when it was still again for quietMs (at most longestMs)."""
+        box, secs, still = self.screen.settle(r["waitMs"] / 1000.0, r["quietMs"] / 1000.0, r["longestMs"] / 1000.0)
+        out = {"changed": box is not None, "ms": round(secs * 1000), "still": still}
+        if box is not None:
+            out["box"] = list(box)
+        return out
+
+    def op_still(self, r):
+        """Waits until the screen has been still for quietMs, at most
+        timeoutMs."""
+        still, secs, box = self.screen.still(r["quietMs"] / 1000.0, r["timeoutMs"] / 1000.0)
+        return {"still": still, "ms": round(secs * 1000), "changed": box is not None}
 
     def op_hello(self, r):
         return {"width": self.width, "height": self.height, "spares": len(self.spares)}

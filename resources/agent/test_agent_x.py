@@ -488,3 +488,18 @@ class ClipboardTest(XTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class WindowsTest(XTestCase):
+    def test_a_window_gone_while_asked_about_is_no_error(self):
+        # Chromium's popups come and go between the window list and the
+        # questions about each window: their BadWindow errors must not fail
+        # the request that asked (a click by ref did, under load).
+        with mock.patch.dict(os.environ, {"DISPLAY": self.xvfb.display}):
+            d = agent.Desktop()  # in this process, to look inside
+        agent.x11.XCloseDisplay.argtypes = [agent.Display]
+        self.addCleanup(agent.x11.XCloseDisplay, d.d)
+        d.screen._clients = lambda: [0x3FFFFF]  # no such window
+        self.assertEqual(d.screen.windows(), [])
+        d.sync()  # raises the X errors collected since the last request
+        self.assertEqual(agent._x_errors, [])

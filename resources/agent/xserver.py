@@ -109,14 +109,24 @@ class Xvfb:
             self.proc.stderr.close()
 
 
-class Agent:
-    """The agent as the sidecar runs it: python3 -I -u -c SOURCE, one JSON
-    line in, one out."""
+def agent_argv():
+    """The argv the sidecar runs the agent with (desktop.Command): its
+    source, then its modules as NAME=SOURCE."""
+    import agent
+    with open(AGENT) as f:
+        argv = [sys.executable, "-I", "-u", "-c", f.read()]
+    for name in agent.MODULES:
+        with open(os.path.join(HERE, name + ".py")) as f:
+            argv.append(name + "=" + f.read())
+    return argv
 
-    def __init__(self, xvfb):
-        with open(AGENT) as f:
-            source = f.read()
-        self.proc = subprocess.Popen([sys.executable, "-I", "-u", "-c", source], env=xvfb.env(),
+
+class Agent:
+    """The agent as the sidecar runs it: python3 -I -u -c SOURCE
+    NAME=SOURCE..., one JSON line in, one out."""
+
+    def __init__(self, xvfb, env=None):
+        self.proc = subprocess.Popen(agent_argv(), env=dict(xvfb.env(), **(env or {})),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      bufsize=0)
         self.buf = b""

@@ -144,6 +144,12 @@ test('an MCP client sees and drives the sandbox, and follows the switch', { skip
     }
     assert.deepEqual(tools.find((t) => t.name === 'sandbox_scroll')?.inputSchema.properties?.amount,
       { type: 'integer', description: 'How many wheel clicks, 1 to 100.', minimum: 1, maximum: 100, default: 3 });
+    // The tools that only look say so, so that a host need not ask the
+    // user before each (tools/hints.go); the others do not.
+    const readOnly = tools.filter((t) => t.annotations?.readOnlyHint).map((t) => t.name).sort();
+    assert.deepEqual(readOnly, ['sandbox_clipboard_get', 'sandbox_screenshot', 'sandbox_wait']);
+    assert.equal(tools.find((t) => t.name === 'sandbox_exec')?.annotations?.destructiveHint, true);
+    assert.equal(tools.find((t) => t.name === 'sandbox_click')?.annotations?.destructiveHint, false);
 
     /** @type {string[]} */
     const progress = [];
@@ -176,7 +182,8 @@ test('an MCP client sees and drives the sandbox, and follows the switch', { skip
       command: "xterm -T second -geometry 40x10+700+100 -e sh -c 'cat > /tmp/second' >/dev/null 2>&1 &",
     } });
     await until(mcp, 'the second terminal focused', focused('second'));
-    assert.equal(textOf(await mcp.callTool({ name: 'sandbox_click', arguments: { x: 200, y: 150 } })), 'Left-clicked at (200, 150). The pointer is at (200, 150).');
+    assert.match(textOf(await mcp.callTool({ name: 'sandbox_click', arguments: { x: 200, y: 150 } })),
+      /^Left-clicked at \(200, 150\)\. The pointer is at \(200, 150\)\. The screen (changed \(.*\) and settled \d+ ms|did not change within 0\.5 s)/);
     await until(mcp, 'the first terminal focused by the click', focused('first'));
     await mcp.callTool({ name: 'sandbox_type', arguments: { text: 'héllo from MCP' } });
     await mcp.callTool({ name: 'sandbox_key', arguments: { keys: 'Return' } });

@@ -35,6 +35,14 @@ tidy_profile() {
   fi
 }
 
+# Accessibility: --force-renderer-accessibility keeps each page's
+# accessibility tree built as the page changes, so the desktop agent's
+# tree of the screen (sandbox_screenshot with tree: true) reads it without
+# waiting for the renderer to build it first (docs/agent-tools.md has
+# what it costs). The pages still reach the desktop agent through the
+# DevTools port, not AT-SPI: Chromium joins the accessibility bus only
+# when told a screen reader runs.
+#
 # WebGL: the image has no Mesa and the container no GPU, so ANGLE draws
 # with Chromium's own SwiftShader (without these flags the GPU process fails
 # on the missing GLX, twice per start, and WebGL is off); "unsafe" lets
@@ -56,6 +64,7 @@ flags=(
   --use-angle=swiftshader
   --enable-unsafe-swiftshader
   --disable-gpu-rasterization
+  --force-renderer-accessibility
 )
 
 devtools_path() {

@@ -33,6 +33,14 @@ if [ $# -gt 0 ] && : 2>/dev/null >>"$1"; then
   exec >>"$1" 2>&1
 fi
 
+# The accessibility bus of this user's programs, in images that have one
+# (the browser image's pilot-a11y): started here because this is the
+# process the sidecar starts as this user at every start of the sandbox.
+# It stays in this process group, which a flood's end spares.
+if [ -x /usr/local/bin/pilot-a11y ]; then
+  /usr/local/bin/pilot-a11y || echo "pilot-pidguard: the accessibility bus did not start" >&2
+fi
+
 cg=/sys/fs/cgroup/pids # cgroup v1
 [ -r "$cg/pids.max" ] || cg=/sys/fs/cgroup # cgroup v2
 read -r max <"$cg/pids.max" || exit 0

@@ -1,0 +1,180 @@
+"""Tests of the agent's perception modules that need no X server, no bus
+and no browser: the D-Bus wire format and its bounds, the page's tree as
+read from the DevTools Protocol, refs, and what counts as a change of the
+screen. The engine tests (tools/perception_test.go) run them for real.
+
+    cd resources/agent && python3 -m unittest -v test_perception
+"""
+
+import struct
+import unittest
+
+import atspi
+import dbuswire
+import perception
+import web
+import xscreen
+
+
+class DBusWireTest(unittest.TestCase):
+    def roundtrip(self, signature, args):
+        fields = {dbuswire.F_PATH: ("o", "/a/b"), dbuswire.F_MEMBER: ("s", "Get")}
+        msg = dbuswire.unmarshal(dbuswire.marshal(dbuswire.METHOD_CALL, 7, fields, signature, args))
+        self.assertEqual(msg.serial, 7)
+        self.assertEqual(msg.fields[dbuswire.F_MEMBER], "Get")
+        return msg.body
+
+    def test_values_come_back(self):
+        body = self.roundtrip("ysa(so)a{sv}(iiii)", [
+            3, "é name", [("a", dbuswire.ObjectPath("/x")), ("b", dbuswire.ObjectPath("/y"))],
+            {"k": dbuswire.Variant("u", 5)}, (1, -2, 3, 4)])
+        self.assertEqual(body, (3, "é name", [("a", "/x"), ("b", "/y")], {"k": 5}, (1, -2, 3, 4)))
+
+    def test_signatures_split_into_complete_types(self):
+        self.assertEqual(dbuswire.split_types("a(so)ia{sv}v"), ["a(so)", "i", "a{sv}", "v"])
+        for bad in ("a", "(ii", "z"):
+            with self.assertRaises(dbuswire.Error):
+                dbuswire.split_types(bad)
+
+    def test_hostile_messages_are_refused(self):
+        good = dbuswire.marshal(dbuswire.METHOD_RETURN, 1, {dbuswire.F_REPLY_SERIAL: ("u", 1)}, "as", [["a", "b"]])
+        with self.assertRaises(dbuswire.Error):  # cut short
+            dbuswire.unmarshal(good[:-3])
+        huge = bytearray(good)
+        struct.pack_into("<I", huge, 4, dbuswire.MAX_MESSAGE)  # a body length past the bound
+        with self.assertRaises(dbuswire.Error):
+            dbuswire.parse_header(bytes(huge[:16]))
+        with self.assertRaises(dbuswire.Error):
+            dbuswire.split_types("a" * (dbuswire.MAX_DEPTH + 2) + "i")
+        with self.assertRaises(dbuswire.Error):  # not a D-Bus message at all
+            dbuswire.parse_header(b"GET / HTTP/1.1\r\n")
+
+
+class AtspiTest(unittest.TestCase):
+    def test_state_words(self):
+        bits = 1 << atspi.S_FOCUSED | 1 << atspi.S_ENABLED | 1 << atspi.S_CHECKABLE | 1 << atspi.S_CHECKED
+        self.assertEqual(atspi.state_words(bits, 7), ["focused", "checked"])
+        self.assertEqual(atspi.state_words(0, 43), ["disabled"])  # a button neither enabled nor sensitive
+        self.assertEqual(atspi.state_words(0, 29), [])  # a label is never "disabled"
+
+    def test_states_of_two_words(self):
+        self.assertEqual(atspi.states_of([1 << 12, 1 << (atspi.S_CHECKABLE - 32)]),
+                         1 << 12 | 1 << atspi.S_CHECKABLE)
+
+
+def ax(node_id, role, name="", children=(), backend=None, **props):
+    """An Accessibility.getFullAXTree node."""
+    n = {"nodeId": node_id, "role": {"value": role}, "name": {"value": name}, "childIds": list(children),
+         "properties": [{"name": k, "value": {"value": v}} for k, v in props.items()]}
+    if backend is not None:
+        n["backendDOMNodeId"] = backend
+    return n
+
+
+class WebTreeTest(unittest.TestCase):
+    def fold(self, nodes):
+        by_id = {n["nodeId"]: n for n in nodes}
+        return web.fold(by_id, nodes[0], "T1")
+
+    def test_containers_fold_away_and_text_names_its_parent(self):
+        root = self.fold([
+            ax("1", "RootWebArea", "Orders", ["2"], 1, focused=True),
+            ax("2", "generic", "", ["3", "5", "7"], 2),
+            ax("3", "button", "", ["4"], 3),
+            ax("4", "StaticText", "Save", [], 4),
+            ax("5", "listitem", "", ["6", "8"], 5),
+            ax("6", "ListMarker", "•", [], 6),
+            ax("8", "link", "Home", ["9"], 8),
+            ax("9", "StaticText", "Home", [], 9),
+            ax("7", "textbox", "Name", [], 7, focused=True),
+        ])
+        self.assertEqual((root.role, root.name, root.states), ("document", "Orders", []))
+        got = [(k.role, k.name, k.states) for k in root.children]
+        self.assertEqual(got, [("button", "Save", []), ("listitem", "", []), ("textbox", "Name", ["focused"])])
+        self.assertEqual([(k.role, k.name, k.children) for k in root.children[1].children], [("link", "Home", [])])
+        self.assertEqual(root.children[0].key, ("w", "T1", 3))
+
+    def test_hostile_nodes_are_skipped(self):
+        root = self.fold([
+            ax("1", "RootWebArea", "x", ["2", "3", 5, "missing"], 1),
+            ax("2", "button", "no backend id", []),
+            {"nodeId": "3", "role": "not a dict", "childIds": "nor a list"},
+        ])
+        self.assertEqual(root.children, [])
+
+    def test_to_screen_cuts_to_the_viewport(self):
+        # A maximized 1280x780 window whose 1280x693 viewport starts 87
+        # pixels down, at zoom 1.
+        page = web.Page("T1", "S1", ["visible", 0, 0, 1280, 780, 1280, 693, 1], {})
+        self.assertEqual(page.to_screen([10, 10, 50, 10, 50, 30, 10, 30]), (10, 97, 40, 20))
+        self.assertEqual(page.to_screen([10, 680, 50, 680, 50, 720, 10, 720]), (10, 767, 40, 13))
+        self.assertIsNone(page.to_screen([10, 900, 50, 900, 50, 920, 10, 920]))
+
+    def test_geometry_is_checked(self):
+        self.assertIsNone(web.geometry('["visible", 1, 2]'))
+        self.assertIsNone(web.geometry("not json"))
+        self.assertEqual(web.geometry('["visible",0,0,1280,780,1280,693,1]')[3], 1280)
+
+
+class RefsTest(unittest.TestCase):
+    def test_an_element_keeps_its_ref_and_unseen_ones_are_forgotten(self):
+        refs = perception.Refs()
+        a = refs.ref(("w", "T", 1), {"role": "button", "name": "A", "win": 5})
+        b = refs.ref(("w", "T", 2), {"role": "button", "name": "B", "win": 5})
+        refs.keep({a, b})
+        self.assertEqual(refs.ref(("w", "T", 1), {"role": "button", "name": "A", "win": 5}), a)
+        refs.keep({a})
+        with self.assertRaisesRegex(perception.Gone, "%s is not a ref of the latest tree" % b):
+            refs.lookup(b)
+        # A new element gets a new ref, never an old one's.
+        self.assertNotIn(refs.ref(("w", "T", 2), {"role": "button", "name": "B", "win": 5}), (a, b))
+
+
+class ChangeTest(unittest.TestCase):
+    W, H = 40, 30
+
+    def frame(self, paint=()):
+        px = bytearray(self.W * self.H * 4)
+        for x, y, w, h in paint:
+            for yy in range(y, y + h):
+                for xx in range(x, x + w):
+                    px[(yy * self.W + xx) * 4:(yy * self.W + xx) * 4 + 3] = b"\xff\xff\xff"
+        return bytes(px), self.W * 4
+
+    def test_the_box_of_what_changed(self):
+        got = xscreen.changed_box(self.frame(), self.frame([(5, 6, 10, 4), (20, 20, 4, 5)]), self.W, self.H)
+        self.assertEqual(got, (5, 6, 19, 19))
+
+    def test_a_caret_is_no_change(self):
+        self.assertIsNone(xscreen.changed_box(self.frame(), self.frame([(12, 3, 1, 15)]), self.W, self.H))
+        self.assertIsNone(xscreen.changed_box(self.frame(), self.frame(), self.W, self.H))
+
+    def test_union(self):
+        self.assertEqual(xscreen.union(None, (1, 2, 3, 4)), (1, 2, 3, 4))
+        self.assertEqual(xscreen.union((0, 0, 2, 2), (5, 5, 1, 1)), (0, 0, 6, 6))
+
+
+class PlaceTest(unittest.TestCase):
+    def test_clip_and_covered(self):
+        self.assertEqual(perception.clip((-10, 5, 30, 10), 100, 50), (0, 5, 20, 10))
+        self.assertIsNone(perception.clip((100, 0, 5, 5), 100, 50))
+
+        class Screen:
+            width, height = 100, 50
+
+        b = perception.Builder(Screen(), perception.Refs())
+        self.assertEqual(b.placed((10, 10, 10, 10), [(0, 0, 50, 50)]), (None, "covered"))
+        self.assertEqual(b.placed((60, 10, 10, 10), [(0, 0, 50, 50)]), ((60, 10, 10, 10), None))
+        self.assertEqual(b.placed((200, 10, 10, 10), []), (None, "offscreen"))
+
+    def test_long_names_and_values_are_cut(self):
+        class Screen:
+            width, height = 100, 50
+
+        b = perception.Builder(Screen(), perception.Refs())
+        b.add(("w", "T", 1), 0, "paragraph", "x" * 100000, value="y" * 100000)
+        self.assertEqual((len(b.nodes[0]["name"]), len(b.nodes[0]["value"])), (perception.MAX_TEXT, perception.MAX_TEXT))
+
+
+if __name__ == "__main__":
+    unittest.main()
