@@ -3,6 +3,7 @@ package engine_test
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -22,7 +23,7 @@ func TestAProjectBuildReachesNoOtherContainer(t *testing.T) {
 	api := dockertest.NewAPI(t)
 	var created struct{ ID string }
 	api.PostJSON("/containers/create", map[string]any{
-		"Image":      dockertest.Config(t).Image,
+		"Image":      cmp.Or(dockertest.Config(t).Image, images.DefaultTag), // PILOT_IMAGE, or the desktop image's default
 		"Entrypoint": []string{"python3", "-m", "http.server", "8000"},
 		"User":       "sandbox",
 		"Labels":     map[string]string{"pilot.test": "build-target"},
