@@ -322,6 +322,23 @@ export class Client {
   stop(projectPath) { return this.request('sandbox/stop', { projectPath }); }
 
   /**
+   * Freezes the running sandbox with every window kept; start resumes it.
+   *
+   * @param {string} projectPath
+   * @returns {Promise<SandboxState>}
+   */
+  pause(projectPath) { return this.request('sandbox/pause', { projectPath }); }
+
+  /**
+   * The app closed the project: its running sandbox is paused, or stopped
+   * when config.json says closeAction "stop"; null when it has none.
+   *
+   * @param {string} projectPath
+   * @returns {Promise<SandboxState | null>}
+   */
+  closeSandbox(projectPath) { return this.request('sandbox/close', { projectPath }); }
+
+  /**
    * @param {string} projectPath
    * @returns {Promise<{removed: boolean}>}
    */

@@ -19,6 +19,8 @@ const wrappers = {
   'sandbox/start': 'start',
   'sandbox/approve': 'approve',
   'sandbox/stop': 'stop',
+  'sandbox/pause': 'pause',
+  'sandbox/close': 'closeSandbox',
   'sandbox/remove': 'remove',
   'sandbox/status': 'status',
   'sandbox/list': 'list',
