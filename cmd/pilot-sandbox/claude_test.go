@@ -154,16 +154,7 @@ func TestServeClaudeCodeThroughTheGateway(t *testing.T) {
 		"command": `mkdir -p ~/.claude && echo '{"permissions": {"allow": ["Write", "Edit", "Bash", "mcp__pilot-sandbox"]}}' > ~/.claude/settings.json`}, time.Minute))
 	started := result(t, s.call("sandbox/tasks/start", map[string]any{"projectPath": project, "agent": "claude", "prompt": "Write hello.txt, then show it."}, 2*time.Minute))
 	id := started["taskId"].(string)
-	fin := s.waitNotification("sandbox/task", func(p map[string]any) bool {
-		return p["taskId"] == id && p["event"].(map[string]any)["type"] == "finished"
-	}, 5*time.Minute)
-	var seen []string
-	for _, n := range s.notifications("sandbox/task") {
-		if n["taskId"] == id {
-			seen = append(seen, jsonString(n["event"]))
-		}
-	}
-	transcript := strings.Join(seen, "\n")
+	fin, transcript := taskFinished(t, s, id, 5*time.Minute)
 	if ev := fin["event"].(map[string]any); ev["status"] != "succeeded" {
 		t.Fatalf("claude: %v\n%s", ev, transcript)
 	}

@@ -63,16 +63,7 @@ func TestServeCodexThroughTheGateway(t *testing.T) {
 	result(t, s.call("sandbox/start", map[string]any{"projectPath": project}, 10*time.Minute))
 	started := result(t, s.call("sandbox/tasks/start", map[string]any{"projectPath": project, "agent": "codex", "prompt": "Say hello."}, 2*time.Minute))
 	id := started["taskId"].(string)
-	fin := s.waitNotification("sandbox/task", func(p map[string]any) bool {
-		return p["taskId"] == id && p["event"].(map[string]any)["type"] == "finished"
-	}, 5*time.Minute)
-	var seen []string
-	for _, n := range s.notifications("sandbox/task") {
-		if n["taskId"] == id {
-			seen = append(seen, jsonString(n["event"]))
-		}
-	}
-	transcript := strings.Join(seen, "\n")
+	fin, transcript := taskFinished(t, s, id, 5*time.Minute)
 	if ev := fin["event"].(map[string]any); ev["status"] != "succeeded" {
 		t.Fatalf("codex: %v\n%s", ev, transcript)
 	}

@@ -112,6 +112,22 @@ func TestCommandLineTask(t *testing.T) {
 	}
 }
 
+// taskFinished waits for the task's finished notification and returns it
+// with the task's events, one JSON text each, in order.
+func taskFinished(t *testing.T, s *sidecar, id string, within time.Duration) (map[string]any, string) {
+	t.Helper()
+	fin := s.waitNotification("sandbox/task", func(p map[string]any) bool {
+		return p["taskId"] == id && p["event"].(map[string]any)["type"] == "finished"
+	}, within)
+	var seen []string
+	for _, n := range s.notifications("sandbox/task") {
+		if n["taskId"] == id {
+			seen = append(seen, jsonString(n["event"]))
+		}
+	}
+	return fin, strings.Join(seen, "\n")
+}
+
 func jsonString(v any) string {
 	raw, _ := json.Marshal(v)
 	return string(raw)
