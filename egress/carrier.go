@@ -68,7 +68,14 @@ func (c *carrier) dispatch(ctx context.Context, m proxyMsg, f func(context.Conte
 	case c.slots <- struct{}{}:
 		go func() {
 			defer func() { <-c.slots }()
-			c.ch.send(f(ctx, m))
+			v := f(ctx, m)
+			if ctx.Err() != nil {
+				// The run ended while this was judged: a judge cut off by
+				// it did not decide, and the proxy, losing its channel,
+				// tells the held connection why itself.
+				return
+			}
+			c.ch.send(v)
 		}()
 	default:
 		c.ch.send(busy)
