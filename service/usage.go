@@ -219,6 +219,18 @@ func (m *Manager) noteCreationOnly(b *box, pc projectfs.Config, c Container) {
 	}
 }
 
+// noteImageChange says, in the start's progress, when the project's
+// Dockerfile (or its context) changed since its sandbox was made: the
+// image applies to a new sandbox, as every sandbox.image does.
+func (m *Manager) noteImageChange(ctx context.Context, b *box, pc projectfs.Config, c Container) {
+	df := pc.ImageDockerfile()
+	if df == "" || c.Image != m.ownImage(b.project).Tag || !m.images.ContextChanged(ctx, c.Image, b.project, df) {
+		return
+	}
+	m.progress(b.project, StageStart, fmt.Sprintf("%s changed since this sandbox was made: it applies to a new sandbox; "+
+		"remove the sandbox (its files go with it) to build and use it", df), 0, 0)
+}
+
 // limits are the container limits for the project: defaults, replaced by
 // its settings, within what the engine has. A default the engine cannot
 // give (2 CPUs on a one-CPU engine) is lowered to what it has; a setting
