@@ -22,8 +22,10 @@
 // box.go (a project's box: its locks, and commit), state.go (State, from
 // the engine's facts, and the events), start.go, stop.go, observe.go
 // (refresh, resync, Run, readiness), project.go (what a project's files
-// ask: approvals, its image, the tools' switch), policy.go and usage.go
-// (the lifecycle policy), run.go (one run of a container: passwords,
+// ask: approvals, the plan of its image, the tools' switch), policy.go
+// and usage.go (the lifecycle policy: use, limits, the decision to stop
+// for disk; the disk limit's arithmetic is disklimit's), owner.go (whose
+// sandbox it is on a shared engine), run.go (one run of a container: passwords,
 // agent, pidguard; the desktop and the files), exec.go (commands, in the
 // foreground or the background), network.go (a sandbox without a
 // network; what service holds of the network policy), docker.go (the

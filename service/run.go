@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/disklimit"
 	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/sandboxfs"
 )
@@ -37,12 +38,8 @@ type run struct {
 	lastActive, sharedAt time.Time
 	viewing              bool      // a viewer was connected at the last look
 	viewersAt            time.Time // the last look
-	// What the disk policy knows of the run (usage.go): whether it was
-	// measured, how far it may grow, and whether its use was warned of.
-	diskSeen      bool
-	diskAllowance int64
-	diskWarned    bool
-	diskNextAt    time.Time // a slow layer is measured no sooner
+	// disk is what the disk policy knows of the run (usage.go).
+	disk disklimit.Run
 
 	guarded bool // this process keeps its pilot-pidguard running (startGuard)
 
