@@ -14,6 +14,10 @@ import (
 // user approved that Dockerfile is the caller's to ask before it makes
 // sure of the plan; what the container keeps of the browser image whatever
 // the Dockerfile set is Pinned.
+//
+// Locks: EnsurePlan takes the Builder's mu, as Ensure and EnsureProject
+// do (a check or a build, minutes long: step 2 of the lock order in
+// service/manager.go); Plan, Pinned and ContextChanged take none.
 
 // Plan is the image a project's new container runs. It is a plain value:
 // decided from the project's settings (Builder.Plan), approved by the
