@@ -23,11 +23,7 @@ import (
 // limits update), and those that go through the library's context-less
 // calls (capacity, network list) and create the sandboxes' network.
 func TestRemoteEngine(t *testing.T) {
-	direct := dockertest.Engine(t) // before DOCKER_HOST points elsewhere
-	m, _ := dockertest.Manager(t, nil)
-	if err := m.EnsureImage(context.Background(), ""); err != nil {
-		t.Fatal(err)
-	}
+	direct, image := withImage(t) // before DOCKER_HOST points elsewhere
 	for _, tc := range []struct {
 		name    string
 		connect func(t *testing.T) *engine.Client
@@ -49,7 +45,7 @@ func TestRemoteEngine(t *testing.T) {
 			if !strings.HasPrefix(remote.Endpoint(), "tcp://") && !strings.HasPrefix(remote.Endpoint(), "127.0.0.1:") {
 				t.Fatalf("the client is not remote: %s", remote.Endpoint())
 			}
-			exerciseEngine(t, remote, direct, m.Image())
+			exerciseEngine(t, remote, direct, image)
 		})
 	}
 }

@@ -27,12 +27,8 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkSSHConnection -benchtime 20x ./engine
 func BenchmarkSSHConnection(b *testing.B) {
-	direct := dockertest.Engine(b)
-	m, _ := dockertest.Manager(b, nil)
-	if err := m.EnsureImage(context.Background(), ""); err != nil {
-		b.Fatal(err)
-	}
-	b.Run("local", func(b *testing.B) { benchRoute(b, direct, direct, m.Image()) })
+	direct, image := withImage(b)
+	b.Run("local", func(b *testing.B) { benchRoute(b, direct, direct, image) })
 	for _, tc := range []struct {
 		name string
 		opts sshtest.Options
@@ -45,7 +41,7 @@ func BenchmarkSSHConnection(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			server := sshtest.Start(b, tc.opts)
 			server.Use(b)
-			benchRoute(b, engine.New(""), direct, m.Image())
+			benchRoute(b, engine.New(""), direct, image)
 			if tc.opts.NoSocketForwarding {
 				b.Run("login_each", func(b *testing.B) { benchLogin(b, server) })
 			}

@@ -17,17 +17,25 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
+// withImage is this machine's engine, reached directly (before a test
+// points DOCKER_HOST elsewhere), and the sandbox image, built if missing.
+func withImage(tb testing.TB) (direct *engine.Client, image string) {
+	tb.Helper()
+	direct = dockertest.Engine(tb)
+	m, _ := dockertest.Manager(tb, nil)
+	if err := m.EnsureImage(context.Background(), ""); err != nil {
+		tb.Fatal(err)
+	}
+	return direct, m.Image()
+}
+
 // TestSSHEngine reaches the engine over ssh (an sshd of the test's own in
 // front of this machine's engine), both ways the client has: the engine's
 // socket forwarded by the master, and, where the server refuses to
 // forward sockets, docker system dial-stdio per connection. Each way
 // carries the calls, the event stream, an exec and an attached session.
 func TestSSHEngine(t *testing.T) {
-	direct := dockertest.Engine(t)
-	m, _ := dockertest.Manager(t, nil)
-	if err := m.EnsureImage(context.Background(), ""); err != nil {
-		t.Fatal(err)
-	}
+	direct, image := withImage(t)
 	for _, tc := range []struct {
 		name  string
 		opts  sshtest.Options
@@ -42,11 +50,11 @@ func TestSSHEngine(t *testing.T) {
 			if !remote.Remote() || !strings.HasPrefix(remote.Endpoint(), "ssh://") {
 				t.Fatalf("the client is not remote: %s", remote.Endpoint())
 			}
-			exerciseEngine(t, remote, direct, m.Image())
+			exerciseEngine(t, remote, direct, image)
 			if route := remote.Route(); !strings.Contains(route, tc.route) || !strings.Contains(route, "DOCKER_HOST") {
 				t.Errorf("route: %s", route)
 			}
-			id := idleContainer(t, remote, direct, m.Image())
+			id := idleContainer(t, remote, direct, image)
 			exerciseExec(t, remote, id)
 		})
 	}
@@ -102,11 +110,7 @@ func exerciseExec(t *testing.T, remote *engine.Client, id string) {
 // connects again; the next call does, and the container, its files and a
 // new exec are there.
 func TestSSHDropMidCall(t *testing.T) {
-	direct := dockertest.Engine(t)
-	m, _ := dockertest.Manager(t, nil)
-	if err := m.EnsureImage(context.Background(), ""); err != nil {
-		t.Fatal(err)
-	}
+	direct, image := withImage(t)
 	for _, tc := range []struct {
 		name string
 		opts sshtest.Options
@@ -118,7 +122,7 @@ func TestSSHDropMidCall(t *testing.T) {
 			server := sshtest.Start(t, tc.opts)
 			server.Use(t)
 			remote := engine.New("")
-			id := idleContainer(t, remote, direct, m.Image())
+			id := idleContainer(t, remote, direct, image)
 			dropUnderExec(t, server, remote, direct, id)
 		})
 	}

@@ -5,13 +5,15 @@
 // age, past which they are rebuilt without the cache for security updates;
 // and a project's own image, built from its Dockerfile on the browser
 // image. It decides when an image is missing, out of date or old, and
-// reports each step as progress.
+// reports each step as progress. From a project's settings it plans which
+// image the project's new container runs (Plan, plan.go), and says what a
+// project's own image keeps of the browser image whatever its Dockerfile
+// set (the labels the images' Dockerfiles set, their entrypoint).
 //
-// It knows nothing of sandboxes, containers or a project's settings: which
-// variant a project runs, whether the user approved its Dockerfile, what
-// its container keeps of the image, and how a failure reaches a client are
-// service's. It declares the part of the engine it uses (Engine), which the
-// engine package implements.
+// It knows nothing of sandboxes or containers: whether the user approved a
+// project's Dockerfile, what a container is made with, and how a failure
+// reaches a client are service's. It declares the part of the engine it
+// uses (Engine), which the engine package implements.
 package images
 
 import (

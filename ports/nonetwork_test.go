@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
@@ -86,7 +87,7 @@ func TestNetworkNoneSandbox(t *testing.T) {
 		if err != nil || !c.NoNetwork || len(c.Ports) != 0 {
 			t.Fatalf("container %+v, %v: want no network and no published port", c, err)
 		}
-		if err := desktop.Probe(ctx, "127.0.0.1", st.WSPort, c.Labels[service.LabelViewer]); err != nil {
+		if err := desktop.Probe(ctx, "127.0.0.1", st.WSPort, c.Labels[images.LabelViewer]); err != nil {
 			t.Errorf("probe through the relay: %v", err)
 		}
 		resp, err := http.Get(st.ViewerURL)

@@ -179,7 +179,7 @@ func TestProjectDockerfileNeedsApproval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tag := ProjectTag(h.m.cfg.Image, dir)
+	tag := images.ProjectTag(h.m.cfg.Image, ContainerName(dir))
 	last := h.docker.builds[len(h.docker.builds)-1]
 	if st.Image != tag || last.Tag != tag || last.BuildArgs["PILOT_BASE"] != h.m.cfg.BrowserImage || last.Dockerfile != "Dockerfile" {
 		t.Errorf("state image %s; build %+v", st.Image, last)
@@ -188,7 +188,7 @@ func TestProjectDockerfileNeedsApproval(t *testing.T) {
 		t.Errorf("context %q, want the Dockerfile and extra.txt (not settings.json or sandbox.json)", names)
 	}
 	spec := h.docker.specs[st.ContainerID]
-	if spec.User == "" || spec.User == "root" || !slices.Equal(spec.Entrypoint, []string{desktopEntrypoint}) {
+	if spec.User == "" || spec.User == "root" || !slices.Equal(spec.Entrypoint, []string{images.Entrypoint}) {
 		t.Errorf("container user %q entrypoint %q", spec.User, spec.Entrypoint)
 	}
 	if spec.Seccomp != h.m.cfg.Seccomp {
@@ -281,20 +281,6 @@ func TestBothAsksOneAtATime(t *testing.T) {
 	}
 	if pending, _ := h.m.Pending(ctx, dir); len(pending) != 0 {
 		t.Errorf("still pending: %+v", pending)
-	}
-}
-
-func TestProjectTag(t *testing.T) {
-	name := strings.TrimPrefix(ContainerName("/p/web"), "pilot-sandbox-")
-	for _, tc := range []struct{ image, want string }{
-		{"", "pilot-sandbox-project:" + name},
-		{"pilot-sandbox:latest", "pilot-sandbox-project:" + name},
-		{"registry:5000/team/pilot:v2", "registry:5000/team/pilot-project:" + name},
-		{"registry:5000/pilot", "registry:5000/pilot-project:" + name},
-	} {
-		if got := ProjectTag(tc.image, "/p/web"); got != tc.want {
-			t.Errorf("ProjectTag(%q) = %q, want %q", tc.image, got, tc.want)
-		}
 	}
 }
 

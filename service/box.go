@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pilot-sandbox/pilot-sandbox/disklimit"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
@@ -48,7 +49,7 @@ type box struct {
 	// stopReason says why the policy stopped a container (usage.go), and
 	// disk what its layer measured last (usage.go).
 	stopReason stopReason
-	disk       diskUse
+	disk       disklimit.Last
 	paused     pauseMark // its container's current pause (stop.go)
 }
 
@@ -209,7 +210,7 @@ func (m *Manager) commit(b *box, st *State) {
 	b.mu.Lock()
 	prev := b.state
 	if st != nil {
-		st.DiskBytes = b.disk.of(st.ContainerID)
+		st.DiskBytes = b.disk.Of(st.ContainerID)
 		cp := *st
 		b.state = &cp
 	} else {

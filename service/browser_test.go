@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 )
 
 // TestBrowserTargetIsTheRunOfABrowserSandbox: sandbox/browser's relay
@@ -27,7 +28,7 @@ func TestBrowserTargetIsTheRunOfABrowserSandbox(t *testing.T) {
 		t.Errorf("the desktop image: %v, want ErrNoBrowser", err)
 	}
 	h.docker.mu.Lock()
-	h.docker.containers[st.ContainerID].Labels[LabelBrowser] = "chromium"
+	h.docker.containers[st.ContainerID].Labels[images.LabelBrowser] = "chromium"
 	h.docker.mu.Unlock()
 	got, err := h.m.BrowserTarget(ctx, dir)
 	if err != nil {
@@ -73,9 +74,9 @@ func TestRelayTargetRunsAsTheDesktopUser(t *testing.T) {
 		cont := h.docker.containers[st.ContainerID]
 		cont.IP = c.ip
 		if c.label != "" {
-			cont.Labels[LabelDesktopUser] = c.label
+			cont.Labels[images.LabelDesktopUser] = c.label
 		} else {
-			delete(cont.Labels, LabelDesktopUser)
+			delete(cont.Labels, images.LabelDesktopUser)
 		}
 		h.docker.mu.Unlock()
 		got, err := h.m.RelayTarget(context.Background(), dir)

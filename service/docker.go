@@ -229,10 +229,6 @@ type ContainerEvent struct {
 const (
 	LabelSandbox = "pilot.sandbox"
 	LabelProject = "pilot.project"
-	// LabelViewer, set by the image's Dockerfile (so every container made
-	// from it carries it too), is the path of the sandbox's own viewer page
-	// on the noVNC port.
-	LabelViewer = "pilot.sandbox.viewer"
 	// LabelVariant, set on the container when it is created, is the kind
 	// of image it runs: images.VariantDesktop, VariantBrowser or
 	// VariantProject. On the container, not the image, so a project's

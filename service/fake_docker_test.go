@@ -230,7 +230,7 @@ func (f *fakeDocker) CreateContainer(ctx context.Context, spec ContainerSpec) (s
 	// The real engine merges the image's labels into the container's;
 	// images of the current Dockerfile name where the passwords go.
 	labels := maps.Clone(spec.Labels)
-	labels[LabelVNCDir] = "/etc/pilot-sandbox/vnc"
+	labels[images.LabelVNCDir] = "/etc/pilot-sandbox/vnc"
 	f.containers[id] = &Container{
 		ID: id, Name: spec.Name, Image: spec.Image, Labels: labels,
 		State: "created", Env: append([]string(nil), spec.Env...), CreatedAt: f.now, Ports: map[int]int{},
@@ -578,7 +578,7 @@ func (f *fakeDocker) addContainer(project string, running bool, exitCode int, se
 		f.nextPort += 2
 	}
 	f.containers[id] = c
-	// An earlier sidecar's container: an image without LabelVNCDir.
+	// An earlier sidecar's container: an image without images.LabelVNCDir.
 	f.files[id] = map[string]string{desktop.LegacyVNCDir + "/passwd": string(secret.PasswdFile())}
 	return c
 }

@@ -22,8 +22,10 @@
 // box.go (a project's box: its locks, and commit), state.go (State, from
 // the engine's facts, and the events), start.go, stop.go, observe.go
 // (refresh, resync, Run, readiness), project.go (what a project's files
-// ask: approvals, its image, the tools' switch), policy.go and usage.go
-// (the lifecycle policy), run.go (one run of a container: passwords,
+// ask: approvals, the plan of its image, the tools' switch), policy.go
+// and usage.go (the lifecycle policy: use, limits, the decision to stop
+// for disk; the disk limit's arithmetic is disklimit's), owner.go (whose
+// sandbox it is on a shared engine), run.go (one run of a container: passwords,
 // agent, pidguard; the desktop and the files), exec.go (commands, in the
 // foreground or the background), network.go (a sandbox without a
 // network; what service holds of the network policy), docker.go (the
@@ -109,7 +111,7 @@ type Config struct {
 	Network Network
 	// Probe checks a started desktop; nil means the real check
 	// (desktop.ProbeAuth). Unit tests replace it.
-	// viewerPath is the container's LabelViewer, password its control
+	// viewerPath is the container's images.LabelViewer, password its control
 	// password.
 	Probe func(ctx context.Context, wsPort int, viewerPath, password string) error
 	// Logger receives the manager's logs.
@@ -260,6 +262,24 @@ func (m *Manager) ImageHash() string { return m.images.Hash(m.cfg.DefaultVariant
 
 // Image is the default variant's image tag.
 func (m *Manager) Image() string { return m.images.Tag(m.cfg.DefaultVariant) }
+
+// EnsureImage builds the default variant's images unless images with this
+// binary's build hashes exist, reporting progress for project (which may
+// be "").
+func (m *Manager) EnsureImage(ctx context.Context, project string) error {
+	return imageErr(m.images.Ensure(ctx, m.cfg.DefaultVariant, m.imageProgress(project)))
+}
+
+// imageProgress reports the images' steps as the project's progress.
+func (m *Manager) imageProgress(project string) images.Report {
+	return func(msg string, current, total int) { m.progress(project, StageImage, msg, current, total) }
+}
+
+// rebuildAfter is the policy's age past which an image is rebuilt.
+func (m *Manager) rebuildAfter() time.Duration {
+	policy, _ := m.currentPolicy()
+	return policy.RebuildAfter
+}
 
 // StateDir is the sidecar's XDG state directory ("" for none).
 func (m *Manager) StateDir() string { return m.cfg.StateDir }

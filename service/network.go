@@ -301,9 +301,6 @@ func (m *Manager) networkFound(ctx context.Context, b *box, c Container) bool {
 	return false
 }
 
-// LabelBrowser marks an image with a browser: its value names it.
-const LabelBrowser = "pilot.sandbox.browser"
-
 // RelayTarget is one run of a project's running sandbox, as the sidecar's
 // relays reach it (package ports): they run in its container, and end
 // with the run.
@@ -340,7 +337,7 @@ func (m *Manager) RelayTarget(ctx context.Context, project string) (RelayTarget,
 // ErrNoBrowser when the sandbox's image has no browser.
 func (m *Manager) BrowserTarget(ctx context.Context, project string) (RelayTarget, error) {
 	t, c, err := m.relayTarget(ctx, project)
-	if err == nil && c.Labels[LabelBrowser] == "" {
+	if err == nil && c.Labels[images.LabelBrowser] == "" {
 		return RelayTarget{}, fmt.Errorf("%w: its image %s is the desktop without a browser (set sandbox.image to \"browser\" and remove the sandbox)", ErrNoBrowser, c.Image)
 	}
 	return t, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
@@ -323,7 +324,7 @@ func (m *Manager) probe(ctx context.Context, b *box, c Container, ws int, s desk
 			return err
 		}
 	}
-	return m.cfg.Probe(ctx, ws, c.Labels[LabelViewer], s.Control)
+	return m.cfg.Probe(ctx, ws, c.Labels[images.LabelViewer], s.Control)
 }
 
 // watchReadiness runs, for each project it is told of, at most one wait

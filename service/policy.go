@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pilot-sandbox/pilot-sandbox/disklimit"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
@@ -38,7 +39,7 @@ type PolicyConfig struct {
 	// Interval is how often the policy looks at the running sandboxes:
 	// their use, viewers and disk (30 s; sooner when idleStop is short).
 	Interval time.Duration
-	// DiskTimeout bounds one measure of a sandbox's files (10 s; disk.go).
+	// DiskTimeout bounds one measure of a sandbox's files (10 s; disklimit.DefaultTimeout).
 	DiskTimeout time.Duration
 }
 
@@ -73,7 +74,7 @@ func newPolicy(cfg PolicyConfig, stateDir string) *policy {
 		file:        cfg.File,
 		minIdle:     cfg.MinIdleStop,
 		interval:    cfg.Interval,
-		diskTimeout: cmp.Or(cfg.DiskTimeout, defaultDiskTimeout),
+		diskTimeout: cmp.Or(cfg.DiskTimeout, disklimit.DefaultTimeout),
 		activity:    projectfs.NewActivity(stateDir),
 		pending:     map[string]bool{},
 	}

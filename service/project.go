@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -17,7 +18,7 @@ import (
 
 // What a project's own files (.pilot/settings.json, a Dockerfile) ask of
 // its sandbox: what needs the user's approval, and the agent tools'
-// switch (its image is image.go's).
+// switch, and which image its sandbox runs (images.Plan).
 
 // A project's .pilot/settings.json and Dockerfile come with its repository,
 // which may be a stranger's. What they ask beyond the safe defaults (a
@@ -26,6 +27,55 @@ import (
 // content: each request has a digest over that content, and the approval
 // of a digest is kept in the user's own state (projectfs.Approvals). A
 // change of the content changes the digest, and asks again.
+
+// planImage decides the image of the project's new container
+// (images.Builder.Plan). A project Dockerfile's build context must be
+// approved.
+func (m *Manager) planImage(project string, pc projectfs.Config) (images.Plan, error) {
+	plan, err := m.images.Plan(project, pc, m.cfg.DefaultVariant, m.ownImage(project))
+	if err != nil || plan.Project == nil {
+		return plan, err
+	}
+	ask, err := dockerfileAsk(project, plan.Project.Context)
+	if err != nil {
+		return images.Plan{}, err
+	}
+	if err := m.require(project, ask); err != nil {
+		return images.Plan{}, err
+	}
+	return plan, nil
+}
+
+// ownImage is the project's own image as the images know it, without its
+// build context: one per project of this user's (two users of one engine
+// may have a project at the same path: owner.go).
+func (m *Manager) ownImage(project string) images.Project {
+	return images.Project{
+		Tag:    images.ProjectTag(m.cfg.Image, m.containerName(project)),
+		Labels: map[string]string{LabelProject: project},
+		Scope:  m.cfg.Scope,
+	}
+}
+
+// ensurePlan makes sure of the plan's images. A project's own image is
+// built on the browser image, and its container keeps the browser image's
+// user, entrypoint and labels (images.Pinned).
+func (m *Manager) ensurePlan(ctx context.Context, project string, plan images.Plan, spec *ContainerSpec) error {
+	if err := m.images.EnsurePlan(ctx, plan, m.imageProgress(project)); err != nil {
+		return imageErr(err)
+	}
+	if plan.Project == nil {
+		return nil
+	}
+	pinned, err := m.images.Pinned(ctx)
+	if err != nil {
+		return err
+	}
+	maps.Copy(spec.Labels, pinned)
+	spec.User, _ = desktopUserOf(Container{Labels: pinned})
+	spec.Entrypoint = []string{images.Entrypoint}
+	return nil
+}
 
 // Kinds of approval (docs/protocol.md, "Repository content needs the
 // user's approval"); ApprovalNetwork is in network.go.

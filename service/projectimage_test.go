@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/tcptest"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
@@ -30,7 +31,7 @@ func TestProjectDockerfileOnTheEngine(t *testing.T) {
 	m, docker := dockertest.Manager(t, nil)
 	dir := projectWithImage(t, docker)
 	ctx := context.Background()
-	tag := service.ProjectTag(dockertest.Config(t).Image, dir)
+	tag := images.ProjectTag(dockertest.Config(t).Image, service.ContainerName(dir))
 	writeProjectFile(t, dir, "settings.json", `{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`)
 	writeProjectFile(t, dir, "Dockerfile", `ARG PILOT_BASE
 FROM ${PILOT_BASE}
@@ -131,7 +132,7 @@ func projectWithImage(t *testing.T, docker service.Docker) string {
 	// container, which would keep the image in use.
 	t.Cleanup(func() {
 		if dir != "" {
-			docker.RemoveImage(context.Background(), service.ProjectTag(dockertest.Config(t).Image, dir))
+			docker.RemoveImage(context.Background(), images.ProjectTag(dockertest.Config(t).Image, service.ContainerName(dir)))
 		}
 	})
 	dir = dockertest.Project(t, docker)

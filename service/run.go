@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/disklimit"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/sandboxfs"
 )
 
@@ -36,12 +38,8 @@ type run struct {
 	lastActive, sharedAt time.Time
 	viewing              bool      // a viewer was connected at the last look
 	viewersAt            time.Time // the last look
-	// What the disk policy knows of the run (usage.go): whether it was
-	// measured, how far it may grow, and whether its use was warned of.
-	diskSeen      bool
-	diskAllowance int64
-	diskWarned    bool
-	diskNextAt    time.Time // a slow layer is measured no sooner
+	// disk is what the disk policy knows of the run (usage.go).
+	disk disklimit.Run
 
 	guarded bool // this process keeps its pilot-pidguard running (startGuard)
 
@@ -150,21 +148,10 @@ func (m *Manager) startAgent(ctx context.Context, containerID, user string) (*de
 // command line or labels); another process reads them back from the
 // container.
 
-// LabelVNCDir is the image label (inherited by its containers) naming the
-// directory the VNC password file goes into. Images without it keep the
-// file in the sandbox user's ~/.vnc.
-const LabelVNCDir = "pilot.sandbox.vnc-dir"
-
-// LabelDesktopUser is the image label (inherited by its containers) naming
-// the user the desktop runs as, when it is not the sandbox user that every
-// exec runs as (desktop.DesktopUser). Containers of older images have none:
-// their desktop, agent and execs share desktop.User.
-const LabelDesktopUser = "pilot.sandbox.desktop-user"
-
 // desktopUserOf is the user that runs c's desktop and its agent, and the
 // group that may read its VNC passwords.
 func desktopUserOf(c Container) (user string, gid int) {
-	if c.Labels[LabelDesktopUser] == desktop.DesktopUser {
+	if c.Labels[images.LabelDesktopUser] == desktop.DesktopUser {
 		return desktop.DesktopUser, desktop.DesktopGID
 	}
 	return desktop.User, desktop.UID
@@ -173,7 +160,7 @@ func desktopUserOf(c Container) (user string, gid int) {
 // passwdDir is where the container's desktop reads its VNC passwords, and
 // whether that is the legacy place, which the sandbox user owns.
 func passwdDir(c Container) (dir string, legacy bool) {
-	if dir := c.Labels[LabelVNCDir]; strings.HasPrefix(dir, "/") {
+	if dir := c.Labels[images.LabelVNCDir]; strings.HasPrefix(dir, "/") {
 		return dir, false
 	}
 	return desktop.LegacyVNCDir, true

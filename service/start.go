@@ -88,15 +88,15 @@ func (m *Manager) create(ctx context.Context, b *box) (Container, error) {
 // containerSpec is the project's new container as its settings and the
 // policy make it, and the image it needs. It announces the sandbox as
 // starting once nothing the user must approve stands in the way.
-func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, imagePlan, error) {
+func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, images.Plan, error) {
 	name := m.containerName(b.project)
 	pc, limits, err := m.projectLimits(ctx, b)
 	if err != nil {
-		return ContainerSpec{}, imagePlan{}, err
+		return ContainerSpec{}, images.Plan{}, err
 	}
 	noNetwork, err := m.networkNone(b.project, pc)
 	if err != nil {
-		return ContainerSpec{}, imagePlan{}, err
+		return ContainerSpec{}, images.Plan{}, err
 	}
 	display := m.cfg.Display
 	if pc.Display != nil {
@@ -104,9 +104,9 @@ func (m *Manager) containerSpec(ctx context.Context, b *box) (ContainerSpec, ima
 	}
 	plan, err := m.planImage(b.project, pc)
 	if err != nil {
-		return ContainerSpec{}, imagePlan{}, err
+		return ContainerSpec{}, images.Plan{}, err
 	}
-	variant, image := plan.variant, plan.tag
+	variant, image := plan.Variant, plan.Tag
 	m.commit(b, &State{
 		ProjectPath: b.project, ContainerName: name, Image: image, ImageVariant: variant,
 		Status: StatusStarting, Display: display, CreatedAt: m.cfg.Now().UnixMilli(),

@@ -112,7 +112,7 @@ func variantOf(c Container) string {
 		return c.Labels[LabelVariant]
 	case c.Labels[images.LabelContext] != "":
 		return images.VariantProject
-	case c.Labels[LabelBrowser] != "":
+	case c.Labels[images.LabelBrowser] != "":
 		return images.VariantBrowser
 	}
 	return images.VariantDesktop
@@ -137,7 +137,7 @@ func stateOf(project string, c Container, secret desktop.Secret, display desktop
 		st.WSPort = c.Ports[desktop.NoVNCPort]
 		st.VNCPort = c.Ports[desktop.VNCPort]
 		st.StartedAt = millis(c.StartedAt)
-		st.ViewerURL, st.WatchURL = desktop.ViewerURLs(st.WSPort, c.Labels[LabelViewer], secret)
+		st.ViewerURL, st.WatchURL = desktop.ViewerURLs(st.WSPort, c.Labels[images.LabelViewer], secret)
 	}
 	return st
 }

@@ -64,12 +64,12 @@ func TestVariantOf(t *testing.T) {
 		want   string
 	}{
 		{"the desktop image", map[string]string{LabelVariant: images.VariantDesktop}, images.VariantDesktop},
-		{"the browser image", map[string]string{LabelVariant: images.VariantBrowser, LabelBrowser: "1"}, images.VariantBrowser},
-		{"a project's Dockerfile", map[string]string{LabelVariant: images.VariantProject, LabelBrowser: "1", images.LabelContext: "sha256:x"}, images.VariantProject},
+		{"the browser image", map[string]string{LabelVariant: images.VariantBrowser, images.LabelBrowser: "1"}, images.VariantBrowser},
+		{"a project's Dockerfile", map[string]string{LabelVariant: images.VariantProject, images.LabelBrowser: "1", images.LabelContext: "sha256:x"}, images.VariantProject},
 		// Containers created before the label: their image's labels say.
 		{"an older desktop container", nil, images.VariantDesktop},
-		{"an older browser container", map[string]string{LabelBrowser: "1"}, images.VariantBrowser},
-		{"an older project container", map[string]string{LabelBrowser: "1", images.LabelContext: "sha256:x"}, images.VariantProject},
+		{"an older browser container", map[string]string{images.LabelBrowser: "1"}, images.VariantBrowser},
+		{"an older project container", map[string]string{images.LabelBrowser: "1", images.LabelContext: "sha256:x"}, images.VariantProject},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := stateOf("/p", Container{Labels: tc.labels}, desktop.Secret{}, desktop.Display{}, false).ImageVariant; got != tc.want {

@@ -137,6 +137,19 @@ func (m *Manager) remove(ctx context.Context, b *box) (bool, error) {
 	return true, nil
 }
 
+// removeProjectImage deletes the project's own image, if it has one, with
+// its sandbox: nothing else uses it.
+func (m *Manager) removeProjectImage(ctx context.Context, project string) {
+	p := m.ownImage(project)
+	removed, err := m.images.RemoveProject(ctx, p)
+	switch {
+	case err != nil:
+		m.log.Warn().Err(err).Str("image", p.Tag).Msg("could not remove the project's image")
+	case removed:
+		m.log.Info().Str("project", project).Str("image", p.Tag).Msg("removed the project's image")
+	}
+}
+
 // forget drops what the sidecar and the project remember of a sandbox whose
 // container is gone.
 func (m *Manager) forget(b *box) {

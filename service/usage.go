@@ -9,12 +9,14 @@ import (
 
 	units "github.com/docker/go-units"
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/disklimit"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
 // What the lifecycle policy (policy.go) measures of a sandbox's use, and
 // what bounds it: its activity and viewers (idleStop), and its resource
-// limits. Its files (disk) are disk.go's.
+// limits, and its files (the arithmetic of the disk limit is
+// disklimit's; the decision to stop is here).
 
 // A running sandbox is in use while the agent or the user works with it:
 // a tool call, an exec, a file call (each calls Touch, or goes through
@@ -219,6 +221,18 @@ func (m *Manager) noteCreationOnly(b *box, pc projectfs.Config, c Container) {
 	}
 }
 
+// noteImageChange says, in the start's progress, when the project's
+// Dockerfile (or its context) changed since its sandbox was made: the
+// image applies to a new sandbox, as every sandbox.image does.
+func (m *Manager) noteImageChange(ctx context.Context, b *box, pc projectfs.Config, c Container) {
+	df := pc.ImageDockerfile()
+	if df == "" || c.Image != m.ownImage(b.project).Tag || !m.images.ContextChanged(ctx, c.Image, b.project, df) {
+		return
+	}
+	m.progress(b.project, StageStart, fmt.Sprintf("%s changed since this sandbox was made: it applies to a new sandbox; "+
+		"remove the sandbox (its files go with it) to build and use it", df), 0, 0)
+}
+
 // limits are the container limits for the project: defaults, replaced by
 // its settings, within what the engine has. A default the engine cannot
 // give (2 CPUs on a one-CPU engine) is lowered to what it has; a setting
@@ -262,4 +276,90 @@ func describeLimits(l Limits) string {
 	return fmt.Sprintf("memory %s, CPUs %s, processes %d, /dev/shm %s",
 		units.BytesSize(float64(l.MemoryBytes)), strconv.FormatFloat(float64(l.NanoCPUs)/1e9, 'g', 3, 64),
 		l.PidsLimit, units.BytesSize(float64(l.ShmBytes)))
+}
+
+// ProblemDisk is the problem of a Warning about a sandbox's disk use: it
+// names no file.
+const ProblemDisk = "disk"
+
+// checkDisk measures the sandbox's files, warns at disklimit.WarnAt of
+// limit and stops it past its allowance (when stops allows). A measure
+// that takes longer than the policy's diskTimeout is given up; if the last
+// one was near the allowance, the sandbox is stopped too: whatever makes
+// its layer slow to walk must not hide it growing past its limit. It says
+// whether it stopped.
+func (m *Manager) checkDisk(ctx context.Context, b *box, r *run, st State, limit int64, stops bool) bool {
+	if !m.diskDue(b, r) {
+		return false
+	}
+	started := m.cfg.Now()
+	measureCtx, cancel := context.WithTimeout(ctx, m.policy.diskTimeout)
+	used, err := m.docker.DiskUsage(measureCtx, st.ContainerID)
+	timedOut := errors.Is(measureCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	cancel()
+	if err != nil {
+		m.spaceDisk(b, r, started)
+		m.log.Debug().Err(err).Str("project", b.project).Msg("could not measure the sandbox's files")
+		b.mu.Lock()
+		last, near := r.disk.Near(b.disk, st.ContainerID, limit)
+		b.mu.Unlock()
+		if !timedOut || !near || !stops {
+			return false
+		}
+		return m.stopForDisk(ctx, b, st, disklimit.Unmeasured(m.policy.diskTimeout, last, limit))
+	}
+	warn, allowance := b.noteDisk(r, st.ContainerID, used, limit)
+	m.spaceDisk(b, r, started)
+	if warn {
+		m.warnDisk(b, used, limit, allowance)
+	}
+	if used <= allowance || !stops {
+		return false
+	}
+	return m.stopForDisk(ctx, b, st, disklimit.Past(used, limit))
+}
+
+// stopForDisk stops the sandbox, saying why, and says whether it stopped.
+func (m *Manager) stopForDisk(ctx context.Context, b *box, st State, why string) bool {
+	m.policyStop(ctx, b, st.ContainerID, why, func() bool { return true })
+	now := b.snapshot()
+	return now != nil && now.Status == StatusStopped
+}
+
+// diskDue says whether the run's layer is to be measured this round.
+func (m *Manager) diskDue(b *box, r *run) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return r.disk.Due(m.cfg.Now())
+}
+
+// spaceDisk puts off the next measure of a layer that was slow to measure
+// (disklimit.Run.Space).
+func (m *Manager) spaceDisk(b *box, r *run, started time.Time) {
+	now := m.cfg.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r.disk.Space(started, now)
+}
+
+// noteDisk keeps the measure, in the box and its state, and says whether
+// to warn and how far the run may grow (disklimit.Run.Note).
+func (b *box) noteDisk(r *run, id string, used, limit int64) (warn bool, allowance int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	warn, allowance = r.disk.Note(&b.disk, id, used, limit)
+	if b.state != nil && b.state.ContainerID == id {
+		b.state.DiskBytes = used
+	}
+	return warn, allowance
+}
+
+// warnDisk tells the user, and the log, how much of its disk limit the
+// sandbox's files take.
+func (m *Manager) warnDisk(b *box, used, limit, allowance int64) {
+	msg := disklimit.Warning(used, limit, allowance)
+	m.log.Warn().Str("project", b.project).Int64("diskBytes", used).Int64("limit", limit).Msg(msg)
+	m.events.publish(Event{Kind: EventWarning, Project: b.project, Warning: Warning{
+		ProjectPath: b.project, Problem: ProblemDisk, Message: msg,
+	}})
 }

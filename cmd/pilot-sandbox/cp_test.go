@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 )
 
 // TestCp copies a tree into a sandbox and back with pilot-sandbox cp, as
@@ -16,19 +12,9 @@ import (
 // out refusing to replace a file unless --overwrite, and out of a stopped
 // sandbox.
 func TestCp(t *testing.T) {
-	docker := dockertest.Engine(t)
-	project := dockertest.Project(t, docker)
-	state := t.TempDir()
-	run := func(args ...string) (string, string, int) {
-		t.Helper()
-		cmd := exec.Command(binary, args...)
-		cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state)
-		cmd.Dir = project
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		cmd.Run()
-		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
-	}
+	cli := newProjectCLI(t)
+	project := cli.project
+	run := func(args ...string) (string, string, int) { return cli.run(nil, args...) }
 	// The desktop image: files are the same in every image, and it is the
 	// quickest to build.
 	os.MkdirAll(filepath.Join(project, ".pilot"), 0o755)

@@ -2,10 +2,7 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"io"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -18,24 +15,8 @@ import (
 // exit code as its own, stdin with -i, --workdir, --env, and output that
 // comes while the command still runs.
 func TestExecLikeDocker(t *testing.T) {
-	docker := dockertest.Engine(t)
-	project := dockertest.Project(t, docker)
-	state := t.TempDir()
-	command := func(stdin io.Reader, args ...string) *exec.Cmd {
-		cmd := exec.Command(binary, args...)
-		cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state)
-		cmd.Dir = project
-		cmd.Stdin = stdin
-		return cmd
-	}
-	run := func(stdin io.Reader, args ...string) (string, string, int) {
-		t.Helper()
-		cmd := command(stdin, args...)
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		cmd.Run()
-		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
-	}
+	cli := newProjectCLI(t)
+	command, run := cli.command, cli.run
 	if _, errOut, code := run(nil, "start"); code != 0 {
 		t.Fatalf("start: %d %s", code, errOut)
 	}
@@ -97,19 +78,8 @@ func TestExecLikeDocker(t *testing.T) {
 // it paused with the memory it holds, exec says it is paused and how to
 // resume, and start resumes it.
 func TestPauseCommand(t *testing.T) {
-	docker := dockertest.Engine(t)
-	project := dockertest.Project(t, docker)
-	state := t.TempDir()
-	run := func(args ...string) (string, string, int) {
-		t.Helper()
-		cmd := exec.Command(binary, args...)
-		cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state)
-		cmd.Dir = project
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		cmd.Run()
-		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
-	}
+	cli := newProjectCLI(t)
+	run := func(args ...string) (string, string, int) { return cli.run(nil, args...) }
 	if _, errOut, code := run("start"); code != 0 {
 		t.Fatalf("start: %d %s", code, errOut)
 	}

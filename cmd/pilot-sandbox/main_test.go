@@ -351,21 +351,15 @@ func TestServeWithoutDockerSaysWhatToDo(t *testing.T) {
 }
 
 func TestCommandLine(t *testing.T) {
-	docker := dockertest.Engine(t)
-	project := dockertest.Project(t, docker)
-	state := t.TempDir()
+	cli := newProjectCLI(t)
+	project := cli.project
 	run := func(args ...string) (string, int) {
 		t.Helper()
-		cmd := exec.Command(binary, args...)
-		cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state)
-		cmd.Dir = project
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		cmd.Run()
-		if cmd.ProcessState.ExitCode() != 0 {
-			t.Logf("%v: %s", args, errOut.String())
+		out, errOut, code := cli.run(nil, args...)
+		if code != 0 {
+			t.Logf("%v: %s", args, errOut)
 		}
-		return out.String(), cmd.ProcessState.ExitCode()
+		return out, code
 	}
 	if out, code := run("start"); code != 0 || !strings.Contains(out, "control    http://127.0.0.1:") || !strings.Contains(out, "/pilot/viewer.html#password=") {
 		t.Fatalf("start (in the project directory): %d\n%s", code, out)
