@@ -58,6 +58,9 @@ type Config struct {
 	// browser image (its tag images.DevTag(Image)); nil means the sidecar
 	// has no dev variant.
 	DevResources fs.FS
+	// RecorderResources is the recorder image's build context (package
+	// recording), a layer on the desktop image; nil: no recorder.
+	RecorderResources fs.FS
 	// Seccomp is the seccomp profile (JSON) of browser sandboxes: Docker's
 	// default plus what Chromium's own sandbox needs. "" leaves Docker's.
 	Seccomp string
@@ -235,7 +238,7 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 	m.images, err = images.New(docker, images.Config{
 		Tag: cfg.Image, Resources: cfg.Resources, BuildArgs: cfg.BuildArgs,
 		BrowserTag: cfg.BrowserImage, BrowserResources: cfg.BrowserResources,
-		DevResources: cfg.DevResources,
+		DevResources: cfg.DevResources, RecorderResources: cfg.RecorderResources,
 		Labels:       map[string]string{LabelSandbox: "image"},
 		RebuildAfter: m.rebuildAfter,
 		Logger:       cfg.Logger,
