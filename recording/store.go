@@ -1,0 +1,98 @@
+package recording
+
+import (
+	"cmp"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+)
+
+// Bounds of what List reads back: the facts are the sidecar's own, but
+// the folder is the user's.
+const (
+	infoMax = 64 << 10
+	listMax = 1000
+)
+
+// idPattern is what newID makes; anything else names no recording (and
+// no path).
+var idPattern = regexp.MustCompile(`^[0-9]{8}-[0-9]{6}-[0-9a-f]{8}$`)
+
+// writeInfo writes a recording's facts beside its file.
+func writeInfo(info Info) error {
+	return projectfs.WriteStateFile(filepath.Dir(info.Path), info.ID+".json", func(w io.Writer) error {
+		e := json.NewEncoder(w)
+		e.SetIndent("", "  ")
+		return e.Encode(info)
+	})
+}
+
+func readInfo(path string) (Info, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Info{}, err
+	}
+	defer f.Close()
+	var info Info
+	err = json.NewDecoder(io.LimitReader(f, infoMax)).Decode(&info)
+	return info, err
+}
+
+// List is the project's recordings, newest first: those ended, and those
+// under way with what they hold so far.
+func (r *Recorder) List(project string) ([]Info, error) {
+	paths, err := filepath.Glob(filepath.Join(r.cfg.Dir, "*", "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []Info
+	for _, p := range paths {
+		if !idPattern.MatchString(trimExt(filepath.Base(p))) {
+			continue
+		}
+		info, err := readInfo(p)
+		if err != nil || info.ProjectPath != project {
+			continue
+		}
+		out = append(out, r.live(info))
+	}
+	slices.SortFunc(out, func(a, b Info) int { return cmp.Compare(b.StartedAt, a.StartedAt) })
+	if len(out) > listMax {
+		out = out[:listMax]
+	}
+	return out, nil
+}
+
+// live is info with the bytes of a recording under way in this process.
+func (r *Recorder) live(info Info) Info {
+	r.mu.Lock()
+	_, ok := r.active[info.ID]
+	r.mu.Unlock()
+	if !ok {
+		return info
+	}
+	if fi, err := os.Stat(info.Path); err == nil {
+		info.Bytes = fi.Size()
+	}
+	info.DurationMs = r.cfg.Now().UnixMilli() - info.StartedAt
+	return info
+}
+
+// find is the facts of a recording by its ID.
+func (r *Recorder) find(id string) (Info, error) {
+	if !idPattern.MatchString(id) {
+		return Info{}, ErrNotFound
+	}
+	paths, _ := filepath.Glob(filepath.Join(r.cfg.Dir, "*", id+".json"))
+	if len(paths) == 0 {
+		return Info{}, ErrNotFound
+	}
+	return readInfo(paths[0])
+}
+
+func trimExt(name string) string { return name[:len(name)-len(filepath.Ext(name))] }
