@@ -7,7 +7,9 @@ import (
 )
 
 // EnsureRecorder makes sure of the recorder image (package recording) and
-// returns its tag; report hears each step of a build (nil: none).
+// returns its tag; report hears each step of a build (nil: none). A
+// failed build is a LogError of ErrImageBuild, as a sandbox image's is.
 func (m *Manager) EnsureRecorder(ctx context.Context, report images.Report) (string, error) {
-	return m.images.EnsureRecorder(ctx, report)
+	tag, err := m.images.EnsureRecorder(ctx, report)
+	return tag, imageErr(err)
 }

@@ -5,7 +5,9 @@
 # (docs/recording.md). Its standard input carries the display's X cookie
 # first (COOKIE_BYTES bytes: never in the command line or environment),
 # and then nothing: its end is the stop. ffmpeg then ends the file
-# cleanly (SIGINT). It also ends by itself at MAX_SECONDS, or when the
+# cleanly (SIGTERM, which ffmpeg handles as it does SIGINT: a command run
+# in the background by a script starts with SIGINT ignored). It also ends
+# by itself at MAX_SECONDS, or when the
 # display goes away (the sandbox stopped); what it wrote is playable
 # either way, as WebM needs no index at its end.
 #
@@ -28,7 +30,9 @@ fps=$1 max=$2 cookie_bytes=$3 display=$4
 umask 077
 # An asynchronous list's stdin is /dev/null unless redirected: keep ours.
 exec 3<&0
-cookie=/dev/shm/pilot-record-xauth
+# The container's own /dev/shm (a tmpfs; the root is read-only); a test
+# on the host names another folder.
+cookie=${PILOT_RECORD_DIR:-/dev/shm}/pilot-record-xauth
 head -c "$cookie_bytes" <&3 >"$cookie"
 XAUTHORITY=$cookie ffmpeg -hide_banner -loglevel error -nostdin \
   -f x11grab -draw_mouse 1 -framerate "$fps" -i "$display" \
@@ -39,5 +43,5 @@ XAUTHORITY=$cookie ffmpeg -hide_banner -loglevel error -nostdin \
 ffmpeg_pid=$!
 # The end of stdin (the sidecar let go) stops ffmpeg; a recorder that
 # ends by itself ends this shell, the container, and so this reader.
-(cat <&3 >/dev/null; kill -INT "$ffmpeg_pid" 2>/dev/null || true) &
+(cat <&3 >/dev/null; kill -TERM "$ffmpeg_pid" 2>/dev/null || true) &
 wait "$ffmpeg_pid"
