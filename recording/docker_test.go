@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -200,5 +202,65 @@ func TestTheSizeBoundEndsARecordingAndSaysSo(t *testing.T) {
 	}
 	if id2, err := r.rec.Start(ctx, r.project, 5); err != nil || id2 == id {
 		t.Fatalf("a new recording after the bound: %q, %v", id2, err)
+	}
+}
+
+// smallDisk mounts a tmpfs of 256 KiB and fills it but for about room
+// bytes; it skips the test where mounting is not allowed (not root).
+func smallDisk(t *testing.T, room int64) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=256k"); err != nil {
+		t.Skipf("cannot mount a small file system to fill (%v): run as root", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	filler := filepath.Join(dir, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 4096)
+	var size int64
+	for {
+		n, err := f.Write(chunk)
+		size += int64(n)
+		if err != nil {
+			break
+		}
+	}
+	if err := f.Truncate(size - room); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestAFullDiskEndsTheRecordingAndNothingElse(t *testing.T) {
+	m, docker := dockertest.Manager(t, nil)
+	dockertest.Run(t, m)
+	project := dockertest.Project(t, docker)
+	ctx := context.Background()
+	if _, err := m.Start(ctx, project); err != nil {
+		t.Fatal(err)
+	}
+	rec := recording.New(m, docker, recording.Config{Dir: smallDisk(t, 40<<10), Scope: dockertest.TestScope})
+	t.Cleanup(rec.Close)
+	r := &rig{m: m, docker: docker, project: project, rec: rec}
+	id, err := rec.Start(ctx, project, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Exec(ctx, project, service.ExecRequest{Command: "xterm -e top >/dev/null 2>&1 &", Timeout: 10 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	info := r.waitEnded(t, id)
+	if info.State != recording.StateEnded || info.Reason != "the disk is full" || info.Bytes == 0 {
+		t.Fatalf("on a full disk: %+v", info)
+	}
+	if out, err := m.Exec(ctx, project, service.ExecRequest{Command: "echo still here", Timeout: 10 * time.Second}); err != nil || out.ExitCode != 0 {
+		t.Fatalf("the sandbox after the recording's disk filled: %+v, %v", out, err)
+	}
+	if p := r.ffprobe(t, info.Path); p.frames() < 1 {
+		t.Fatalf("ffprobe of the file cut by the full disk: %+v", p)
 	}
 }

@@ -112,9 +112,12 @@ type Recorder struct {
 
 	startMu sync.Mutex // serializes starts: one recording per sandbox
 
-	mu     sync.Mutex      // guards active and closed
+	mu     sync.Mutex      // guards active, unsaved and closed
 	active map[string]*run // by recording ID, until its end is written
-	closed bool
+	// unsaved are the facts of ended recordings whose .json could not be
+	// written (a full disk), for List and Stop; at most maxUnsaved.
+	unsaved map[string]Info
+	closed  bool
 }
 
 // maxBytes is the size bound of a recording that starts now.
@@ -135,5 +138,5 @@ func New(sandboxes Sandboxes, docker Containers, cfg Config) *Recorder {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Recorder{sandboxes: sandboxes, docker: docker, cfg: cfg, active: map[string]*run{}}
+	return &Recorder{sandboxes: sandboxes, docker: docker, cfg: cfg, active: map[string]*run{}, unsaved: map[string]Info{}}
 }

@@ -28,6 +28,9 @@ type run struct {
 	reason  string // why it ended, when not asked
 }
 
+// maxUnsaved bounds the facts kept in memory for want of a disk.
+const maxUnsaved = 256
+
 // stopWait bounds how long a stop waits for ffmpeg to end its file before
 // it cuts the stream (what was written stays playable).
 const stopWait = 15 * time.Second
@@ -111,11 +114,15 @@ func (r *Recorder) finish(ru *run, written int64) {
 	}
 	info := ru.info
 	ru.mu.Unlock()
-	if err := writeInfo(info); err != nil {
-		r.cfg.Logger.Warn().Err(err).Str("recording", ru.id).Msg("could not write the recording's facts")
+	saveErr := writeInfo(info)
+	if saveErr != nil {
+		r.cfg.Logger.Warn().Err(saveErr).Str("recording", ru.id).Msg("could not write the recording's facts; this process keeps them")
 	}
 	r.mu.Lock()
 	delete(r.active, ru.id)
+	if saveErr != nil && len(r.unsaved) < maxUnsaved {
+		r.unsaved[ru.id] = info
+	}
 	r.mu.Unlock()
 	close(ru.done)
 	r.changed(info)

@@ -138,6 +138,11 @@ func (r *Recorder) open(st *service.State, fps int, sess service.ExecSession) (*
 		info: Info{ID: id, ProjectPath: st.ProjectPath, ContainerName: st.ContainerName, Path: path,
 			MimeType: "video/webm", FPS: fps, State: StateRecording, StartedAt: now.UnixMilli()},
 	}
+	if err := writeInfo(ru.info); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("the recording's facts: %w", err)
+	}
 	r.mu.Lock()
 	closed := r.closed
 	if !closed {
@@ -147,10 +152,8 @@ func (r *Recorder) open(st *service.State, fps int, sess service.ExecSession) (*
 	if closed {
 		f.Close()
 		os.Remove(path)
+		os.Remove(filepath.Join(dir, id+".json"))
 		return nil, ErrClosed
-	}
-	if err := writeInfo(ru.info); err != nil {
-		r.cfg.Logger.Warn().Err(err).Str("recording", id).Msg("could not write the recording's facts")
 	}
 	r.changed(ru.info)
 	go r.record(ru)

@@ -68,11 +68,16 @@ func (r *Recorder) List(project string) ([]Info, error) {
 	return out, nil
 }
 
-// live is info with the bytes of a recording under way in this process.
+// live is info with the bytes of a recording under way in this process,
+// or the end this process could not write.
 func (r *Recorder) live(info Info) Info {
 	r.mu.Lock()
 	_, ok := r.active[info.ID]
+	ended, unsaved := r.unsaved[info.ID]
 	r.mu.Unlock()
+	if unsaved {
+		return ended
+	}
 	if !ok {
 		return info
 	}
@@ -92,7 +97,8 @@ func (r *Recorder) find(id string) (Info, error) {
 	if len(paths) == 0 {
 		return Info{}, ErrNotFound
 	}
-	return readInfo(paths[0])
+	info, err := readInfo(paths[0])
+	return r.live(info), err
 }
 
 func trimExt(name string) string { return name[:len(name)-len(filepath.Ext(name))] }
