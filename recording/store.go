@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
@@ -102,3 +103,27 @@ func (r *Recorder) find(id string) (Info, error) {
 }
 
 func trimExt(name string) string { return name[:len(name)-len(filepath.Ext(name))] }
+
+// Open opens the video of one of the project's recordings, for the
+// panel's player: a recording of another project is ErrNotFound, and so
+// is a path its facts name outside the recordings' folder.
+func (r *Recorder) Open(id, project string) (*os.File, time.Time, error) {
+	info, err := r.find(id)
+	if err != nil || info.ProjectPath != project {
+		return nil, time.Time{}, ErrNotFound
+	}
+	want := filepath.Join(r.cfg.Dir, info.ContainerName, info.ID+".webm")
+	if info.Path != want || filepath.Dir(filepath.Dir(want)) != filepath.Clean(r.cfg.Dir) {
+		return nil, time.Time{}, ErrNotFound
+	}
+	f, err := os.Open(want)
+	if err != nil {
+		return nil, time.Time{}, ErrNotFound
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, time.Time{}, ErrNotFound
+	}
+	return f, fi.ModTime(), nil
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -116,7 +117,8 @@ func panelHandler(a *app, project string, port int, token string) (http.Handler,
 	if err != nil {
 		return nil, err
 	}
-	return ui.Handler(ui.Options{Project: project, Port: port, RPC: ws})
+	return ui.Handler(ui.Options{Project: project, Port: port, RPC: ws, Token: token,
+		Recording: func(id string) (io.ReadSeekCloser, time.Time, error) { return a.recorder.Open(id, project) }})
 }
 
 // serveUntilDone serves until ctx ends, then closes every connection:
