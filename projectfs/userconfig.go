@@ -54,8 +54,10 @@ type UserConfig struct {
 	// sandbox (sandbox/close): ClosePause freezes it with every window
 	// kept, CloseStop stops it.
 	CloseAction string
-	// RecordingMaxBytes bounds one recording's file (docs/recording.md).
+	// RecordingMaxBytes bounds one recording's file; RecordTasks records
+	// every task from its start to its end (docs/recording.md).
 	RecordingMaxBytes int64
+	RecordTasks       bool
 }
 
 // What sandbox/close does (UserConfig.CloseAction).
@@ -183,7 +185,7 @@ func (p *configParser) fail(key, format string, args ...any) {
 	p.problems = append(p.problems, ConfigProblem{Key: key, Reason: fmt.Sprintf(format, args...)})
 }
 
-var userConfigKeys = []string{"idleStop", "maxRunning", "maxTasks", "disk", "caps", "network", "rebuildAfter", "models", "closeAction", "recordingMaxBytes"}
+var userConfigKeys = []string{"idleStop", "maxRunning", "maxTasks", "disk", "caps", "network", "rebuildAfter", "models", "closeAction", "recordingMaxBytes", "recordTasks"}
 
 func (p *configParser) parse(doc map[string]json.RawMessage, cfg *UserConfig) {
 	for _, key := range sortedNames(doc) {
@@ -199,6 +201,10 @@ func (p *configParser) parse(doc map[string]json.RawMessage, cfg *UserConfig) {
 			p.size(key, raw, minDisk, true, &cfg.DiskBytes)
 		case "recordingMaxBytes":
 			p.size(key, raw, minRecording, false, &cfg.RecordingMaxBytes)
+		case "recordTasks":
+			if json.Unmarshal(raw, &cfg.RecordTasks) != nil {
+				p.fail(key, "must be true or false; it is %s", raw)
+			}
 		case "caps":
 			p.caps(raw, &cfg.Caps)
 		case "network":

@@ -97,10 +97,12 @@ func openApp(stderr io.Writer, level zerolog.Level) (*app, error) {
 	models := newModelGateway(m, docker, log)
 	tasks := newTasks(m, models, log)
 	recorder := newRecorder(m, docker, log)
+	stopRecordingTasks := recordTasks(m, tasks, recorder, log)
 	// The process's proxies end with it: another process takes each
 	// sandbox over, or it has no way out (docs/network.md). The tasks go
 	// on in their sandboxes: closing stops following them.
 	closeAll := func() {
+		stopRecordingTasks()
 		recorder.Close() // each recording's file ends cleanly (docs/recording.md)
 		tasks.Close()
 		models.close()
