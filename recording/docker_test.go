@@ -67,7 +67,7 @@ func (p probe) frames() int {
 func (r *rig) ffprobe(t *testing.T, path string) probe {
 	t.Helper()
 	ctx := context.Background()
-	tag, err := r.m.EnsureRecorder(ctx, nil)
+	tag, err := r.m.EnsureRecorder(ctx, r.project)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -31,7 +30,9 @@ import (
 type Sandboxes interface {
 	Status(ctx context.Context, project string) (*service.State, error)
 	ExecArgv(ctx context.Context, project string, spec service.ExecSpec) (service.ExecResult, error)
-	EnsureRecorder(ctx context.Context, report images.Report) (string, error)
+	// EnsureRecorder makes sure of the recorder image, reporting a build
+	// as the project's progress.
+	EnsureRecorder(ctx context.Context, project string) (string, error)
 }
 
 // Containers runs the recorder; *engine.Client is one.

@@ -51,7 +51,7 @@ func (r *Recorder) Start(ctx context.Context, project string, fps int) (string, 
 	if id := r.recordingOf(st.ContainerID); id != "" {
 		return id, nil
 	}
-	tag, err := r.sandboxes.EnsureRecorder(ctx, nil)
+	tag, err := r.sandboxes.EnsureRecorder(ctx, project)
 	if err != nil {
 		return "", err
 	}

@@ -55,7 +55,7 @@ func (recordingParams) TuneSchema(s *jsonschema.Schema) {
 // recordingMethods are the rows of sandbox/recording/*.
 func (s *Server) recordingMethods(needsRunning []int64) []method {
 	return []method{
-		perSandbox(s.afterReconcile(mayFail(typed("sandbox/recording/start", "Records the running sandbox's desktop (WebM, VP9) into a file under the user's state directory, and answers with its id once it records; a sandbox that records already answers that recording's id. The first recording builds the recorder image (sandbox/progress is not sent for it yet). It ends at stop, at its size bound (config.json recordingMaxBytes, 500 MiB), when the disk fills, when the sandbox stops, or when the sidecar exits; the file is playable up to there.", s.startRecording),
+		perSandbox(s.afterReconcile(mayFail(typed("sandbox/recording/start", "Records the running sandbox's desktop (WebM, VP9) into a file under the user's state directory, and answers with its id once it records; a sandbox that records already answers that recording's id. The first recording builds the recorder image, with sandbox/progress (stage image). It ends at stop, at its size bound (config.json recordingMaxBytes, 500 MiB), when the disk fills, when the sandbox stops, or when the sidecar exits; the file is playable up to there.", s.startRecording),
 			append([]int64{codeImageBuildFailed}, needsRunning...)...))),
 		typed("sandbox/recording/stop", "Ends a recording and answers once its file is complete: its path, length and size. A recording that ended already is answered as it is.", s.stopRecording),
 		typed("sandbox/recording/list", "The project's recordings, newest first, with their state (recording, stopped, ended) and, for those that ended by themselves, why.", s.listRecordings),

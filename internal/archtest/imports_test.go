@@ -45,7 +45,7 @@ var allowed = map[string][]string{
 	"permission":          {"projectfs"},
 	"ports":               {"cdprelay", "projectfs", "relay", "service"},
 	"projectfs":           {"netpolicy"},
-	"recording":           {"desktop", "images", "projectfs", "service"},
+	"recording":           {"desktop", "projectfs", "service"},
 	"relay":               {"resources"},
 	"resources":           nil,
 	"rpc":                 {"args", "desktop", "netpolicy", "permission", "ports", "projectfs", "recording", "rpc/wire", "sandboxfs", "service", "tasks", "tools", "workspace"},
