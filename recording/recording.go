@@ -65,9 +65,7 @@ type Config struct {
 	MaxBytes func() int64
 	// MaxDuration bounds one recording's length (DefaultMaxDuration when 0).
 	MaxDuration time.Duration
-	// OnChange, when set, hears every recording that starts or ends.
-	OnChange func(Info)
-	Logger   zerolog.Logger
+	Logger      zerolog.Logger
 	// Now is the clock (time.Now).
 	Now func() time.Time
 }

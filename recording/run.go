@@ -104,7 +104,12 @@ func (r *Recorder) finish(ru *run, written int64) {
 	if err != nil {
 		ru.end(fmt.Sprintf("could not finish the file: %v", err))
 	}
-	ru.end(r.whyEnded(ru))
+	ru.mu.Lock()
+	asked := ru.stopped || ru.reason != ""
+	ru.mu.Unlock()
+	if !asked {
+		ru.end(r.whyEnded(ru))
+	}
 	ru.mu.Lock()
 	ru.info.EndedAt = r.cfg.Now().UnixMilli()
 	ru.info.DurationMs, ru.info.Bytes = ms, written
@@ -125,7 +130,6 @@ func (r *Recorder) finish(ru *run, written int64) {
 	}
 	r.mu.Unlock()
 	close(ru.done)
-	r.changed(info)
 }
 
 // whyEnded says why a recorder ended that no one asked to end.

@@ -155,7 +155,6 @@ func (r *Recorder) open(st *service.State, fps int, sess service.ExecSession) (*
 		os.Remove(filepath.Join(dir, id+".json"))
 		return nil, ErrClosed
 	}
-	r.changed(ru.info)
 	go r.record(ru)
 	return ru, nil
 }
@@ -165,10 +164,4 @@ func newID(now time.Time) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
-}
-
-func (r *Recorder) changed(info Info) {
-	if r.cfg.OnChange != nil {
-		r.cfg.OnChange(info)
-	}
 }
