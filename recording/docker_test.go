@@ -101,6 +101,26 @@ func (r *rig) ffprobe(t *testing.T, path string) probe {
 	return p
 }
 
+// waitBytes polls the recording's facts until its file holds something:
+// its first frame, of the desktop as it was.
+func (r *rig) waitBytes(t *testing.T, id string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		list, err := r.rec.List(r.project)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, info := range list {
+			if info.ID == id && info.Bytes > 0 {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("recording %s wrote nothing within 60s", id)
+}
+
 // waitEnded polls the recording's facts until it has ended by itself.
 func (r *rig) waitEnded(t *testing.T, id string) recording.Info {
 	t.Helper()
@@ -181,16 +201,21 @@ func TestASandboxStoppedMidRecordingLeavesAPlayableFile(t *testing.T) {
 	}
 }
 
+// scrolling keeps an xterm full of changing text.
+const scrolling = `xterm -geometry 160x50+0+0 -e sh -c 'while :; do date +%s%N; done' >/dev/null 2>&1 &`
+
 func TestTheSizeBoundEndsARecordingAndSaysSo(t *testing.T) {
-	const bound = 12 << 10
+	const bound = 64 << 10
 	r := newRig(t, bound)
 	ctx := context.Background()
 	id, err := r.rec.Start(ctx, r.project, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Something moving on screen fills the bound in a few seconds.
-	if _, err := r.m.Exec(ctx, r.project, service.ExecRequest{Command: "xterm -e top >/dev/null 2>&1 &", Timeout: 10 * time.Second}); err != nil {
+	// Text scrolling on screen, once the first frame (of the still
+	// desktop, small) is in, fills the bound in a few seconds.
+	r.waitBytes(t, id)
+	if _, err := r.m.Exec(ctx, r.project, service.ExecRequest{Command: scrolling, Timeout: 10 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	info := r.waitEnded(t, id)
@@ -243,14 +268,15 @@ func TestAFullDiskEndsTheRecordingAndNothingElse(t *testing.T) {
 	if _, err := m.Start(ctx, project); err != nil {
 		t.Fatal(err)
 	}
-	rec := recording.New(m, docker, recording.Config{Dir: smallDisk(t, 40<<10), Scope: dockertest.TestScope})
+	rec := recording.New(m, docker, recording.Config{Dir: smallDisk(t, 96<<10), Scope: dockertest.TestScope})
 	t.Cleanup(rec.Close)
 	r := &rig{m: m, docker: docker, project: project, rec: rec}
 	id, err := rec.Start(ctx, project, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Exec(ctx, project, service.ExecRequest{Command: "xterm -e top >/dev/null 2>&1 &", Timeout: 10 * time.Second}); err != nil {
+	r.waitBytes(t, id)
+	if _, err := m.Exec(ctx, project, service.ExecRequest{Command: scrolling, Timeout: 10 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	info := r.waitEnded(t, id)

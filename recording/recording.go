@@ -35,9 +35,10 @@ type Sandboxes interface {
 	EnsureRecorder(ctx context.Context, project string) (string, error)
 }
 
-// Containers runs the recorder; *engine.Client is one.
+// Containers runs the recorders and finds them; *engine.Client is one.
 type Containers interface {
 	RunAttached(ctx context.Context, spec service.HelperSpec) (service.ExecSession, error)
+	ListContainers(ctx context.Context, labels map[string]string) ([]service.Container, error)
 }
 
 // Defaults of Config.
@@ -52,6 +53,7 @@ const (
 const (
 	LabelRecorder   = "pilot.recorder"         // the scope, like service.LabelSandbox
 	LabelRecorderOf = "pilot.recorder.sandbox" // the sandbox container's ID
+	LabelRecording  = "pilot.recorder.id"      // the recording's ID
 )
 
 // Config is how a Recorder records.

@@ -59,11 +59,12 @@ func (r *Recorder) Start(ctx context.Context, project string, fps int) (string, 
 	if err != nil {
 		return "", err
 	}
-	sess, err := r.docker.RunAttached(ctx, r.spec(tag, st.ContainerID, fps, len(cookie)))
+	id := newID(r.cfg.Now())
+	sess, err := r.docker.RunAttached(ctx, r.spec(tag, id, st.ContainerID, fps, len(cookie)))
 	if err != nil {
 		return "", fmt.Errorf("start the recorder: %w", err)
 	}
-	ru, err := r.open(st, fps, sess)
+	ru, err := r.open(id, st, fps, sess)
 	if err == nil {
 		_, err = sess.Write(cookie)
 	}
@@ -78,10 +79,10 @@ func (r *Recorder) Start(ctx context.Context, project string, fps int) (string, 
 }
 
 // spec is the recorder's container for a sandbox.
-func (r *Recorder) spec(image, containerID string, fps, cookieLen int) service.HelperSpec {
+func (r *Recorder) spec(image, id, containerID string, fps, cookieLen int) service.HelperSpec {
 	return service.HelperSpec{
 		Image:  image,
-		Labels: map[string]string{LabelRecorder: r.cfg.Scope, LabelRecorderOf: containerID},
+		Labels: map[string]string{LabelRecorder: r.cfg.Scope, LabelRecorderOf: containerID, LabelRecording: id},
 		User:   "65534:65534",
 		Cmd: []string{"/usr/local/bin/pilot-record", strconv.Itoa(fps),
 			strconv.Itoa(int(r.cfg.MaxDuration.Seconds())), strconv.Itoa(cookieLen),
@@ -121,9 +122,8 @@ func (r *Recorder) recordingOf(containerID string) string {
 // open makes the recording's file and facts and starts copying sess into
 // it; on an error after that (the run exists), the caller closes sess and
 // waits for the run's end.
-func (r *Recorder) open(st *service.State, fps int, sess service.ExecSession) (*run, error) {
+func (r *Recorder) open(id string, st *service.State, fps int, sess service.ExecSession) (*run, error) {
 	now := r.cfg.Now()
-	id := newID(now)
 	dir := filepath.Join(r.cfg.Dir, st.ContainerName)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("the recordings' folder: %w", err)

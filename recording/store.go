@@ -76,10 +76,12 @@ func (r *Recorder) live(info Info) Info {
 	_, ok := r.active[info.ID]
 	ended, unsaved := r.unsaved[info.ID]
 	r.mu.Unlock()
-	if unsaved {
+	switch {
+	case unsaved:
 		return ended
-	}
-	if !ok {
+	case !ok && info.State == StateRecording:
+		return r.settle(info)
+	case !ok:
 		return info
 	}
 	if fi, err := os.Stat(info.Path); err == nil {
