@@ -166,6 +166,11 @@ type Config struct {
 	// DevResources is the dev image's build context, a layer on the
 	// browser image; nil means there is no dev variant.
 	DevResources fs.FS
+	// RecorderTag is the recorder image's tag (RecorderTag(Tag)).
+	RecorderTag string
+	// RecorderResources is the recorder image's build context, a layer on
+	// the desktop image; nil means there is no recorder to build.
+	RecorderResources fs.FS
 	// BuildArgs are passed to the desktop image's build, e.g. BASE_IMAGE.
 	BuildArgs map[string]string
 	// Labels go on every image built, beside the images' own.
@@ -189,6 +194,8 @@ type Builder struct {
 	// browser is the browser image's context, hashed on the desktop's;
 	// dev the dev image's, hashed on the browser's.
 	browser, dev buildContext
+	// recorder is the recorder image's context, hashed on the desktop's.
+	recorder buildContext
 
 	mu sync.Mutex // serializes image checks and builds
 }
@@ -206,6 +213,9 @@ func New(engine Engine, cfg Config) (*Builder, error) {
 	}
 	if cfg.DevTag == "" {
 		cfg.DevTag = DevTag(cfg.Tag)
+	}
+	if cfg.RecorderTag == "" {
+		cfg.RecorderTag = RecorderTag(cfg.Tag)
 	}
 	if cfg.RebuildAfter == nil {
 		cfg.RebuildAfter = func() time.Duration { return 0 }
@@ -231,6 +241,13 @@ func New(engine Engine, cfg Config) (*Builder, error) {
 			return nil, fmt.Errorf("read dev image resources: %w", err)
 		}
 		b.dev = dev.on(b.browser.Hash)
+	}
+	if cfg.RecorderResources != nil {
+		recorder, err := newBuildContext(cfg.RecorderResources, map[string]string{"DESKTOP": cfg.Tag})
+		if err != nil {
+			return nil, fmt.Errorf("read recorder image resources: %w", err)
+		}
+		b.recorder = recorder.on(desktop.Hash)
 	}
 	return b, nil
 }

@@ -54,6 +54,10 @@ type UserConfig struct {
 	// sandbox (sandbox/close): ClosePause freezes it with every window
 	// kept, CloseStop stops it.
 	CloseAction string
+	// RecordingMaxBytes bounds one recording's file; RecordTasks records
+	// every task from its start to its end (docs/recording.md).
+	RecordingMaxBytes int64
+	RecordTasks       bool
 }
 
 // What sandbox/close does (UserConfig.CloseAction).
@@ -82,6 +86,8 @@ func DefaultUserConfig() UserConfig {
 
 		RebuildAfter: 7 * 24 * time.Hour,
 		CloseAction:  ClosePause,
+
+		RecordingMaxBytes: 500 << 20,
 	}
 }
 
@@ -96,6 +102,7 @@ const (
 	maxMaxRunning   = 1000
 	maxMaxTasks     = 16
 	minDisk         = 64 << 20
+	minRecording    = 1 << 20
 )
 
 // UserConfigFile is config.json under the XDG config directory.
@@ -178,7 +185,7 @@ func (p *configParser) fail(key, format string, args ...any) {
 	p.problems = append(p.problems, ConfigProblem{Key: key, Reason: fmt.Sprintf(format, args...)})
 }
 
-var userConfigKeys = []string{"idleStop", "maxRunning", "maxTasks", "disk", "caps", "network", "rebuildAfter", "models", "closeAction"}
+var userConfigKeys = []string{"idleStop", "maxRunning", "maxTasks", "disk", "caps", "network", "rebuildAfter", "models", "closeAction", "recordingMaxBytes", "recordTasks"}
 
 func (p *configParser) parse(doc map[string]json.RawMessage, cfg *UserConfig) {
 	for _, key := range sortedNames(doc) {
@@ -192,6 +199,12 @@ func (p *configParser) parse(doc map[string]json.RawMessage, cfg *UserConfig) {
 			p.integer(key, raw, 1, maxMaxTasks, "1, one task at a time", func(n int64) { cfg.MaxTasks = int(n) })
 		case "disk":
 			p.size(key, raw, minDisk, true, &cfg.DiskBytes)
+		case "recordingMaxBytes":
+			p.size(key, raw, minRecording, false, &cfg.RecordingMaxBytes)
+		case "recordTasks":
+			if json.Unmarshal(raw, &cfg.RecordTasks) != nil {
+				p.fail(key, "must be true or false; it is %s", raw)
+			}
 		case "caps":
 			p.caps(raw, &cfg.Caps)
 		case "network":

@@ -7,7 +7,7 @@ import (
 	"io/fs"
 )
 
-//go:embed docker/sandbox docker/browser docker/dev
+//go:embed docker/sandbox docker/browser docker/dev docker/recorder
 var files embed.FS
 
 // seccomp is the seccomp profile of browser sandboxes: Docker's default
@@ -66,6 +66,17 @@ func BrowserImage() fs.FS {
 // project inside its sandbox.
 func DevImage() fs.FS {
 	sub, err := fs.Sub(files, "docker/dev")
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}
+
+// RecorderImage is the build context of the recorder image (package
+// recording), a layer on the sandbox image (build argument DESKTOP names
+// it): ffmpeg and pilot-record.
+func RecorderImage() fs.FS {
+	sub, err := fs.Sub(files, "docker/recorder")
 	if err != nil {
 		panic(err)
 	}

@@ -122,7 +122,7 @@ func (s *Server) methodTable() []method {
 		perSandbox(s.afterReconcile(mayFail(typed("sandbox/browser", "The ws:// address of the sandbox's Chromium DevTools Protocol, on a 127.0.0.1 port of the host with a secret that changes at every start, for Playwright's connectOverCDP or Puppeteer's connect; Chromium starts if it is not running.", s.browser),
 			append([]int64{codeNoBrowser}, needsRunning...)...))),
 		perSandbox(s.afterReconcile(mayFail(typed("sandbox/screenshot", "An image of the sandbox's whole display, at its full size: PNG, or JPEG if asked.", s.screenshot), needsRunning...))),
-	}, s.fileMethods(docker), s.networkMethods(), s.taskMethods(needsRunning), []method{
+	}, s.fileMethods(docker), s.networkMethods(), s.taskMethods(needsRunning), s.recordingMethods(needsRunning), []method{
 		mayFail(typed("sandbox/setToolsEnabled", "Switches the project's agent tools on or off (dockerToolsEnabled in .pilot/settings.json).", s.setToolsEnabled), codeProjectFile),
 		typed("sandbox/getToolsEnabled", "Whether the project's agent tools are on (default false).", s.getToolsEnabled),
 		s.afterReconcile(mayFail(typed("project/close", "The app closed the project: its sandbox is stopped and kept.", s.closeProject), docker...)),

@@ -40,6 +40,8 @@ type Services struct {
 	// Tasks serves the workspace and the tasks (tasks.go); without it a
 	// connection hears no task events.
 	Tasks Tasks
+	// Recordings serves sandbox/recording/* (recording.go).
+	Recordings Recordings
 }
 
 // Info names the server in initialize's answer.

@@ -60,6 +60,9 @@ type Config struct {
 	// browser image (its tag images.DevTag(Image)); nil means the sidecar
 	// has no dev variant.
 	DevResources fs.FS
+	// RecorderResources is the recorder image's build context (package
+	// recording), a layer on the desktop image; nil: no recorder.
+	RecorderResources fs.FS
 	// Seccomp is the seccomp profile (JSON) of browser sandboxes: Docker's
 	// default plus what Chromium's own sandbox needs. "" leaves Docker's.
 	Seccomp string
@@ -237,7 +240,7 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 	m.images, err = images.New(docker, images.Config{
 		Tag: cfg.Image, Resources: cfg.Resources, BuildArgs: cfg.BuildArgs,
 		BrowserTag: cfg.BrowserImage, BrowserResources: cfg.BrowserResources,
-		DevResources: cfg.DevResources,
+		DevResources: cfg.DevResources, RecorderResources: cfg.RecorderResources,
 		Labels:       map[string]string{LabelSandbox: "image"},
 		RebuildAfter: m.rebuildAfter,
 		Logger:       cfg.Logger,
@@ -268,6 +271,15 @@ func (m *Manager) Image() string { return m.images.Tag(m.cfg.DefaultVariant) }
 // be "").
 func (m *Manager) EnsureImage(ctx context.Context, project string) error {
 	return imageErr(m.images.Ensure(ctx, m.cfg.DefaultVariant, m.imageProgress(project)))
+}
+
+// EnsureRecorder makes sure of the recorder image (package recording) and
+// returns its tag. A build reports sandbox/progress (stage image) for the
+// project that asked; a failed build is a LogError of ErrImageBuild, as a
+// sandbox image's is.
+func (m *Manager) EnsureRecorder(ctx context.Context, project string) (string, error) {
+	tag, err := m.images.EnsureRecorder(ctx, m.imageProgress(project))
+	return tag, imageErr(err)
 }
 
 // imageProgress reports the images' steps as the project's progress.

@@ -30,13 +30,19 @@ type Options struct {
 	// RPC serves the JSON-RPC WebSocket at /rpc (rpc.Server's
 	// WebSocketHandler, which checks the token and the Origin).
 	RPC http.Handler
+	// Token is the panel's token (as RPC checks it), which the player's
+	// requests for a recording carry.
+	Token string
+	// Recording, when set, serves the project's recordings to the
+	// panel's player at /recordings/{id} (media.go).
+	Recording Recording
 }
 
 // contentSecurityPolicy lets the page load only its own files, talk only to
 // its own server (connect-src 'self' covers ws: on the same host and port),
 // and frame only a sandbox's viewer on a loopback port.
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; " +
-	"img-src 'self' data:; connect-src 'self'; frame-src http://127.0.0.1:*; " +
+	"img-src 'self' data:; media-src 'self'; connect-src 'self'; frame-src http://127.0.0.1:*; " +
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // Handler serves the panel page at /, its files under /panel/ and
@@ -54,6 +60,9 @@ func Handler(opts Options) (http.Handler, error) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Write(index)
 	})
+	if opts.Recording != nil {
+		mux.HandleFunc("GET /recordings/{id}", serveRecording(opts.Token, opts.Recording))
+	}
 	mux.HandleFunc("GET /panel/", serveFile)
 	mux.HandleFunc("GET /client/", serveFile)
 	hosts := []string{fmt.Sprintf("127.0.0.1:%d", opts.Port), fmt.Sprintf("localhost:%d", opts.Port)}

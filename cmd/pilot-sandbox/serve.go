@@ -49,7 +49,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	defer relays.Close()
 	set := tools.New(m)
 	defer set.Close()
-	server := rpc.NewServer(sidecarServices(m, relays, set, a.net, a.tasks), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
+	server := rpc.NewServer(sidecarServices(m, relays, set, a.net, a.tasks, a.recorder), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
 	wg.Go(func() { reattachTasks(ctx, a) })
 	server.Serve(ctx, wire.NewStream(framing, e.stdin, e.stdout, nil), rpc.ConnOptions{
 		OnExit: func(code int) {

@@ -23,10 +23,12 @@ func newCarrier(a *app, project string) *ports.Carrier {
 // sidecarServices is what the protocol serves: the manager for the
 // sandboxes, their files and settings, the carrier for the ports and the
 // browser, set for the agent tools, net for the permission questions and
-// network policy, and the task manager for the workspace and the tasks.
-func sidecarServices(m *service.Manager, relays *ports.Carrier, set rpc.Tools, net *network, tasks rpc.Tasks) rpc.Services {
+// network policy, the task manager for the workspace and the tasks, and
+// the recorder for the recordings.
+func sidecarServices(m *service.Manager, relays *ports.Carrier, set rpc.Tools, net *network, tasks rpc.Tasks, rec rpc.Recordings) rpc.Services {
 	return rpc.Services{
 		Tasks:         tasks,
+		Recordings:    rec,
 		Permissions:   net,
 		NetworkPolicy: net,
 		Lifecycle:     m,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -104,7 +105,7 @@ func parseUIFlags(e *env, args []string) (uiOptions, error) {
 func panelHandler(a *app, project string, port int, token string) (http.Handler, error) {
 	m := a.m
 	// The relays last as long as this process.
-	server := rpc.NewServer(sidecarServices(m, newCarrier(a, ""), tools.New(m), a.net, a.tasks), rpc.Info{Name: "pilot-sandbox", Version: version}, a.log)
+	server := rpc.NewServer(sidecarServices(m, newCarrier(a, ""), tools.New(m), a.net, a.tasks, a.recorder), rpc.Info{Name: "pilot-sandbox", Version: version}, a.log)
 	ws, err := server.WebSocketHandler(rpc.WebSocketOptions{
 		Token: token,
 		Origins: []string{
@@ -116,7 +117,8 @@ func panelHandler(a *app, project string, port int, token string) (http.Handler,
 	if err != nil {
 		return nil, err
 	}
-	return ui.Handler(ui.Options{Project: project, Port: port, RPC: ws})
+	return ui.Handler(ui.Options{Project: project, Port: port, RPC: ws, Token: token,
+		Recording: func(id string) (io.ReadSeekCloser, time.Time, error) { return a.recorder.Open(id, project) }})
 }
 
 // serveUntilDone serves until ctx ends, then closes every connection:

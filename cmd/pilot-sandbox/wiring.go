@@ -14,6 +14,7 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/recording"
 	"github.com/pilot-sandbox/pilot-sandbox/resources"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tasks"
@@ -66,6 +67,7 @@ type app struct {
 	net      *network
 	egress   *enforcement
 	tasks    *tasks.Manager
+	recorder *recording.Recorder
 	models   *modelGateway
 	close    func()
 }
@@ -94,10 +96,14 @@ func openApp(stderr io.Writer, level zerolog.Level) (*app, error) {
 	go net.followStops(events) // ends with unsubscribe
 	models := newModelGateway(m, docker, log)
 	tasks := newTasks(m, models, log)
+	recorder := newRecorder(m, docker, log)
+	stopRecordingTasks := recordTasks(m, tasks, recorder, log)
 	// The process's proxies end with it: another process takes each
 	// sandbox over, or it has no way out (docs/network.md). The tasks go
 	// on in their sandboxes: closing stops following them.
 	closeAll := func() {
+		stopRecordingTasks()
+		recorder.Close() // each recording's file ends cleanly (docs/recording.md)
 		tasks.Close()
 		models.close()
 		unsubscribe()
@@ -105,7 +111,7 @@ func openApp(stderr io.Writer, level zerolog.Level) (*app, error) {
 		net.close()
 		closeLog()
 	}
-	return &app{log: log, m: m, docker: docker, desktops: desktops, net: net, egress: enf, tasks: tasks, models: models, close: closeAll}, nil
+	return &app{log: log, m: m, docker: docker, desktops: desktops, net: net, egress: enf, tasks: tasks, recorder: recorder, models: models, close: closeAll}, nil
 }
 
 // newManager builds the manager the way every command uses it, its
@@ -116,18 +122,19 @@ func newManager(log zerolog.Logger, docker *engine.Client, desktops service.Desk
 		Resources: resources.SandboxImage(),
 		Agent:     resources.DesktopAgent(),
 		// The browser image's tag follows PILOT_IMAGE (BrowserTag).
-		BrowserResources: resources.BrowserImage(),
-		DevResources:     resources.DevImage(),
-		Seccomp:          resources.ChromiumSeccomp(),
-		DefaultVariant:   os.Getenv(envDefaultImage),
-		StateDir:         stateDir(),
-		Scope:            os.Getenv(envScope),
-		Owner:            service.DefaultOwner(),
-		Remote:           docker.Remote(),
-		Policy:           policyConfig(),
-		Logger:           log,
-		DesktopPorts:     desktops,
-		Network:          network,
+		BrowserResources:  resources.BrowserImage(),
+		DevResources:      resources.DevImage(),
+		RecorderResources: resources.RecorderImage(),
+		Seccomp:           resources.ChromiumSeccomp(),
+		DefaultVariant:    os.Getenv(envDefaultImage),
+		StateDir:          stateDir(),
+		Scope:             os.Getenv(envScope),
+		Owner:             service.DefaultOwner(),
+		Remote:            docker.Remote(),
+		Policy:            policyConfig(),
+		Logger:            log,
+		DesktopPorts:      desktops,
+		Network:           network,
 	}
 	if base := os.Getenv(envBaseImage); base != "" {
 		cfg.BuildArgs = map[string]string{"BASE_IMAGE": base}

@@ -62,12 +62,13 @@ func Config(t testing.TB) service.Config {
 		// rest run the desktop image unless PILOT_DEFAULT_IMAGE says
 		// otherwise, so the suite does not build and run Chromium's image
 		// for every sandbox.
-		BrowserResources: resources.BrowserImage(),
-		DevResources:     resources.DevImage(),
-		Seccomp:          resources.ChromiumSeccomp(),
-		DefaultVariant:   cmp.Or(os.Getenv("PILOT_DEFAULT_IMAGE"), images.VariantDesktop),
-		StateDir:         t.TempDir(),
-		Logger:           zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel),
+		BrowserResources:  resources.BrowserImage(),
+		DevResources:      resources.DevImage(),
+		RecorderResources: resources.RecorderImage(),
+		Seccomp:           resources.ChromiumSeccomp(),
+		DefaultVariant:    cmp.Or(os.Getenv("PILOT_DEFAULT_IMAGE"), images.VariantDesktop),
+		StateDir:          t.TempDir(),
+		Logger:            zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel),
 	}
 	if base := os.Getenv("PILOT_BASE_IMAGE"); base != "" {
 		cfg.BuildArgs = map[string]string{"BASE_IMAGE": base}

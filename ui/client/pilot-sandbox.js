@@ -35,6 +35,7 @@
 /** @typedef {import('./types.js').TaskStartOptions} TaskStartOptions */
 /** @typedef {import('./types.js').KeptDecision} KeptDecision */
 /** @typedef {import('./types.js').NetworkLogEntry} NetworkLogEntry */
+/** @typedef {import('./types.js').Recording} Recording */
 
 /** The protocol version this client speaks. */
 export const PROTOCOL_VERSION = 1;
@@ -541,6 +542,31 @@ export class Client {
    * @returns {Promise<{task: Task}>}
    */
   cancelTask(taskId) { return this.request('sandbox/tasks/cancel', { taskId }); }
+
+  /**
+   * Records the running sandbox's desktop (WebM) into a file on the
+   * user's machine; resolves with its id once it records (a sandbox that
+   * records already gives that recording's id).
+   *
+   * @param {string} projectPath
+   * @param {{fps?: number}} [options] fps 1 to 30 (5)
+   * @returns {Promise<{recordingId: string}>}
+   */
+  startRecording(projectPath, options = {}) { return this.request('sandbox/recording/start', { projectPath, ...options }); }
+
+  /**
+   * Ends a recording; resolves once its file is complete.
+   *
+   * @param {string} recordingId
+   * @returns {Promise<{path: string, durationMs: number, bytes: number, recording: Recording}>}
+   */
+  stopRecording(recordingId) { return this.request('sandbox/recording/stop', { recordingId }); }
+
+  /**
+   * @param {string} projectPath
+   * @returns {Promise<{recordings: Recording[]}>} newest first
+   */
+  listRecordings(projectPath) { return this.request('sandbox/recording/list', { projectPath }); }
 
   /**
    * An ended task's change against its base.

@@ -265,6 +265,23 @@
  */
 
 /**
+ * A recording of a sandbox's desktop (docs/protocol.md, Recording).
+ * @typedef {object} Recording
+ * @property {string} recordingId
+ * @property {string} projectPath
+ * @property {string} containerName
+ * @property {string} path the WebM file on the user's machine
+ * @property {string} mimeType
+ * @property {number} fps
+ * @property {'recording' | 'stopped' | 'ended'} state
+ * @property {string} [reason] why it ended by itself
+ * @property {number} startedAt Unix milliseconds
+ * @property {number} [endedAt]
+ * @property {number} durationMs
+ * @property {number} bytes
+ */
+
+/**
  * One event of a task: type, timeMs and the type's fields (docs/protocol.md, Tasks).
  * @typedef {{type: 'started' | 'text' | 'tool' | 'toolResult' | 'line' | 'usage' | 'finished', timeMs: number, [field: string]: any}} TaskEvent
  */

@@ -17,6 +17,7 @@ async function main() {
   try {
     const client = await connectWebSocket(`${scheme}://${location.host}/rpc?token=${encodeURIComponent(token)}`);
     await client.initialize({ name: 'pilot-sandbox-panel', version: '1' });
+    panel.recordingUrl = (r) => `/recordings/${encodeURIComponent(r.recordingId)}?token=${encodeURIComponent(token)}`;
     panel.client = client;
   } catch (err) {
     panel.connectionFailed(`Cannot reach pilot-sandbox: ${err instanceof Error ? err.message : err}. Is \`pilot-sandbox ui\` still running, and is this its latest address?`);

@@ -15,6 +15,7 @@ import { initialModel, phase, controls, viewerSource, messageOf } from './model.
 import { panelMarkup } from './template.js';
 import { renderPanel } from './render.js';
 import { PortsSection } from './ports.js';
+import { RecordingsSection } from './recordings.js';
 import { NetworkSection } from './network.js';
 import { TasksSection } from './tasks.js';
 
@@ -52,6 +53,7 @@ export class PilotSandboxPanel extends HTMLElement {
   #viewerReloads = 0; // silent viewers loaded again in a row
   #root;
   #ports;
+  #recordings;
   #network;
   #tasks;
 
@@ -60,6 +62,7 @@ export class PilotSandboxPanel extends HTMLElement {
     this.#root = this.attachShadow({ mode: 'open' });
     this.#root.innerHTML = panelMarkup(new URL('./panel.css', import.meta.url).href);
     this.#ports = new PortsSection(this.#root);
+    this.#recordings = new RecordingsSection(this.#root);
     this.#network = new NetworkSection(this.#root);
     this.#network.onChange = () => this.#drawSide();
     this.#tasks = new TasksSection(this.#root);
@@ -82,6 +85,21 @@ export class PilotSandboxPanel extends HTMLElement {
 
   get project() { return this.getAttribute('project') ?? ''; }
   set project(value) { this.setAttribute('project', value); }
+
+  /**
+   * The address the player loads a recording from (`pilot-sandbox ui`:
+   * /recordings/ID?token=T); null shows the recordings without a player.
+   */
+  get recordingUrl() { return this.#recordings.recordingUrl; }
+  set recordingUrl(fn) { this.#recordings.recordingUrl = fn; }
+
+  /**
+   * Marks on the player's scrubber: [{timeMs, label}] from the start of
+   * the recording shown.
+   *
+   * @param {{timeMs: number, label: string}[]} marks
+   */
+  setRecordingMarks(marks) { this.#recordings.setMarks(marks); }
 
   /** The connection to the sidecar; setting another one starts afresh. */
   get client() { return this.#client; }
@@ -327,6 +345,7 @@ export class PilotSandboxPanel extends HTMLElement {
     const client = this.#model.connection === 'connected' ? this.#client : null;
     const running = phase(this.#model) === 'running';
     this.#ports.update(client, this.project, running);
+    this.#recordings.update(client, this.project, running);
     this.#network.update(client, this.project, running);
     this.#tasks.update(client, this.project, running);
     this.#drawSide();

@@ -75,6 +75,17 @@ export function panelMarkup(stylesheet) {
       </div>
     </div>
   </details>
+  <details class="recordings" hidden>
+    <summary>Recordings</summary>
+    <div class="recordings-body">
+      <p class="recordings-error" role="alert"></p>
+      <button type="button" class="record">Record</button>
+      <p class="recordings-empty hint">No recordings of this project yet.</p>
+      <ul class="recording-list"></ul>
+      <video class="player" controls preload="metadata" hidden></video>
+      <div class="marks" aria-label="Marks"></div>
+    </div>
+  </details>
   <main class="body">
     <div class="stage">
     <section data-phase="connecting" class="message">

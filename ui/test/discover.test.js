@@ -54,6 +54,9 @@ const wrappers = {
   'sandbox/tasks/diff': 'diffTask',
   'sandbox/tasks/apply': 'applyTask',
   'sandbox/tasks/discard': 'discardTask',
+  'sandbox/recording/start': 'startRecording',
+  'sandbox/recording/stop': 'stopRecording',
+  'sandbox/recording/list': 'listRecordings',
   'sandbox/setToolsEnabled': 'setToolsEnabled',
   'sandbox/getToolsEnabled': 'getToolsEnabled',
   'project/close': 'closeProject',
@@ -111,6 +114,7 @@ test('answers match the schemas rpc.discover gives for them', async () => {
   check('sandbox/network/policy', await client.networkPolicy(project));
   check('sandbox/network/log', await client.networkLog(project, { limit: 5 }));
   check('sandbox/tasks/list', await client.listTasks(project));
+  check('sandbox/recording/list', await client.listRecordings(project));
   assert.throws(() => check('docker/status', { available: 'yes' }), /does not match/);
   check('shutdown', await client.request('shutdown'));
   client.exit();
