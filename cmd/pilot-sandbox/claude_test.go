@@ -147,11 +147,8 @@ func TestServeClaudeCodeThroughTheGateway(t *testing.T) {
 	s := startSidecar(t, "ndjson", env...)
 	result(t, s.call("initialize", map[string]any{}, 20*time.Second))
 	result(t, s.call("sandbox/start", map[string]any{"projectPath": project}, 10*time.Minute))
-	// The sandbox user's own Claude Code settings allow the scripted
-	// turns' tools (a project's .claude/settings.json is ignored until
-	// someone trusts the workspace interactively; tasks run -p).
-	result(t, s.call("sandbox/exec", map[string]any{"projectPath": project,
-		"command": `mkdir -p ~/.claude && echo '{"permissions": {"allow": ["Write", "Edit", "Bash", "mcp__pilot-sandbox"]}}' > ~/.claude/settings.json`}, time.Minute))
+	// No settings allow the scripted turns' tools: the task runs Claude
+	// Code with its permission checks off (docs/tasks.md, Permissions).
 	started := result(t, s.call("sandbox/tasks/start", map[string]any{"projectPath": project, "agent": "claude", "prompt": "Write hello.txt, then show it."}, 2*time.Minute))
 	id := started["taskId"].(string)
 	fin, transcript := taskFinished(t, s, id, 5*time.Minute)
