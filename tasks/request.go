@@ -74,7 +74,11 @@ func (r StartRequest) argv() ([]string, error) {
 			return nil, &ArgumentError{"command", "is for agent command only"}
 		}
 		if r.Agent == AgentClaude {
-			return []string{"claude", "-p", r.Prompt, "--output-format", "stream-json", "--verbose"}, nil
+			// The sandbox is the isolation: Claude Code's own permission
+			// prompts cannot be answered in -p and refuse Write and Bash in
+			// a workspace nobody trusted interactively (docs/tasks.md,
+			// Permissions).
+			return []string{"claude", "-p", r.Prompt, "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"}, nil
 		}
 		return []string{"codex", "exec", "--json", r.Prompt}, nil
 	case AgentCommand:

@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -122,21 +120,18 @@ content_block_stop {"type":"content_block_stop","index":%[1]d}`
 // a task (agent claude), against a scripted Messages API on the host
 // reached only through the model gateway: its turns make it write a file
 // and run a command; the events parsed from its stream-json, the diff,
-// and the credentials the API got are checked. The CLI comes from an
-// image that has it (PILOT_TEST_CLAUDE_IMAGE, e.g. the dev image with
-// `npm install -g @anthropic-ai/claude-code`), built on by the project's
-// own Dockerfile, until sandbox.agents installs it (docs/models.md).
+// and the credentials the API got are checked. The CLI is installed by
+// the project's own Dockerfile (agentCLIProject), or comes from the image
+// PILOT_TEST_CLAUDE_IMAGE names, until sandbox.agents installs it
+// (docs/models.md).
 func TestServeClaudeCodeThroughTheGateway(t *testing.T) {
-	image := os.Getenv("PILOT_TEST_CLAUDE_IMAGE")
-	if image == "" {
-		t.Skip("PILOT_TEST_CLAUDE_IMAGE names no image with the claude CLI")
+	if testing.Short() {
+		t.Skip("builds the Claude Code CLI into an image and runs it")
 	}
 	key := "sk-ant-test-claude-0123456789"
 	api := newScriptedClaude(t)
 	project := taskProject(t)
-	os.MkdirAll(filepath.Join(project, ".pilot"), 0o755)
-	os.WriteFile(filepath.Join(project, ".pilot", "Dockerfile"), []byte("ARG PILOT_BASE\nFROM "+image+"\n"), 0o644)
-	os.WriteFile(filepath.Join(project, ".pilot", "settings.json"), []byte(`{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`), 0o644)
+	agentCLIProject(t, project, "PILOT_TEST_CLAUDE_IMAGE", claudePackage)
 	config := writeConfig(t.TempDir(), "models", fmt.Sprintf(`{"idleStop": "0", "maxRunning": 0, "disk": "0",
 		"models": {"anthropic": {"apiKeyEnv": "PILOT_TEST_MODEL_KEY", "baseUrl": %q}}}`, api.URL))
 	state := t.TempDir()
@@ -147,11 +142,8 @@ func TestServeClaudeCodeThroughTheGateway(t *testing.T) {
 	s := startSidecar(t, "ndjson", env...)
 	result(t, s.call("initialize", map[string]any{}, 20*time.Second))
 	result(t, s.call("sandbox/start", map[string]any{"projectPath": project}, 10*time.Minute))
-	// The sandbox user's own Claude Code settings allow the scripted
-	// turns' tools (a project's .claude/settings.json is ignored until
-	// someone trusts the workspace interactively; tasks run -p).
-	result(t, s.call("sandbox/exec", map[string]any{"projectPath": project,
-		"command": `mkdir -p ~/.claude && echo '{"permissions": {"allow": ["Write", "Edit", "Bash", "mcp__pilot-sandbox"]}}' > ~/.claude/settings.json`}, time.Minute))
+	// No settings allow the scripted turns' tools: the task runs Claude
+	// Code with its permission checks off (docs/tasks.md, Permissions).
 	started := result(t, s.call("sandbox/tasks/start", map[string]any{"projectPath": project, "agent": "claude", "prompt": "Write hello.txt, then show it."}, 2*time.Minute))
 	id := started["taskId"].(string)
 	fin, transcript := taskFinished(t, s, id, 5*time.Minute)

@@ -5,8 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,13 +15,13 @@ import (
 // (agent codex), against a scripted Responses API on the host reached
 // only through the model gateway, as the model provider the task gives
 // it: its answer and usage come as events, and the API got the user's
-// key, never the placeholder. The CLI comes from an image that has it
-// (PILOT_TEST_CODEX_IMAGE, e.g. the dev image with `npm install -g
-// @openai/codex`), until sandbox.agents installs it (docs/models.md).
+// key, never the placeholder. The CLI is installed by the project's own
+// Dockerfile (agentCLIProject), or comes from the image
+// PILOT_TEST_CODEX_IMAGE names, until sandbox.agents installs it
+// (docs/models.md).
 func TestServeCodexThroughTheGateway(t *testing.T) {
-	image := os.Getenv("PILOT_TEST_CODEX_IMAGE")
-	if image == "" {
-		t.Skip("PILOT_TEST_CODEX_IMAGE names no image with the codex CLI")
+	if testing.Short() {
+		t.Skip("builds the Codex CLI into an image and runs it")
 	}
 	key := "sk-proj-test-codex-0123456789"
 	var mu sync.Mutex
@@ -49,9 +47,7 @@ func TestServeCodexThroughTheGateway(t *testing.T) {
 	}))
 	t.Cleanup(api.Close)
 	project := taskProject(t)
-	os.MkdirAll(filepath.Join(project, ".pilot"), 0o755)
-	os.WriteFile(filepath.Join(project, ".pilot", "Dockerfile"), []byte("ARG PILOT_BASE\nFROM "+image+"\n"), 0o644)
-	os.WriteFile(filepath.Join(project, ".pilot", "settings.json"), []byte(`{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`), 0o644)
+	agentCLIProject(t, project, "PILOT_TEST_CODEX_IMAGE", codexPackage)
 	config := writeConfig(t.TempDir(), "models", fmt.Sprintf(`{"idleStop": "0", "maxRunning": 0, "disk": "0",
 		"models": {"openai": {"apiKeyEnv": "PILOT_TEST_MODEL_KEY", "baseUrl": %q}}}`, api.URL))
 	env := []string{ownScope(t), "XDG_CONFIG_HOME=" + config, "XDG_STATE_HOME=" + t.TempDir(), "PILOT_TEST_MODEL_KEY=" + key}
