@@ -93,8 +93,14 @@ func WithOrigin(ctx context.Context, o Origin) context.Context {
 
 // OriginOf is who ctx acts for: the app (rpc) unless marked.
 func OriginOf(ctx context.Context) Origin {
-	if o, ok := ctx.Value(originKey{}).(Origin); ok {
+	if o, ok := OriginIn(ctx); ok {
 		return o
 	}
 	return Origin{Source: SourceRPC}
+}
+
+// OriginIn is who ctx was marked as acting for, if it was.
+func OriginIn(ctx context.Context) (Origin, bool) {
+	o, ok := ctx.Value(originKey{}).(Origin)
+	return o, ok
 }

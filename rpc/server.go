@@ -40,6 +40,9 @@ type Services struct {
 	// Tasks serves the workspace and the tasks (tasks.go); without it a
 	// connection hears no task events.
 	Tasks Tasks
+	// Activity serves the timelines (activity.go); without it nothing is
+	// recorded and a connection hears no entries.
+	Activity Activity
 }
 
 // Info names the server in initialize's answer.
@@ -126,6 +129,7 @@ func (s *Server) Serve(ctx context.Context, stream jsonrpc2.ObjectStream, opts C
 	defer unsubscribe()
 	defer sess.stopNotices(s.listenPermissions(sess))
 	defer s.listenTasks(sess)()
+	defer s.listenActivity(sess)()
 	if opts.OnSubscribed != nil {
 		opts.OnSubscribed()
 	}

@@ -24,6 +24,7 @@ type insideTools struct {
 	gw  *gateway.Gateway
 	log zerolog.Logger
 	set *tools.Set
+	rec tools.Recorder // where the calls are recorded, as the task's
 
 	mu       sync.Mutex              // guards the rest
 	projects map[string]string       // a task's project, by task
@@ -63,7 +64,7 @@ func (x *insideTools) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := x.servers[project]
 	if ok && h == nil {
 		if x.set == nil {
-			x.set = tools.New(x.m)
+			x.set = tools.New(x.m, tools.Record(x.rec))
 		}
 		h = mcpserver.New(x.set, alwaysOn{}, mcpserver.Options{Project: project, Version: version, Log: x.log}).HTTPHandler()
 		x.servers[project] = h

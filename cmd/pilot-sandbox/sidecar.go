@@ -24,7 +24,7 @@ func newCarrier(a *app, project string) *ports.Carrier {
 // sandboxes, their files and settings, the carrier for the ports and the
 // browser, set for the agent tools, net for the permission questions and
 // network policy, and the task manager for the workspace and the tasks.
-func sidecarServices(m *service.Manager, relays *ports.Carrier, set rpc.Tools, net *network, tasks rpc.Tasks) rpc.Services {
+func sidecarServices(m *service.Manager, relays *ports.Carrier, set rpc.Tools, net *network, tasks rpc.Tasks, tl *timeline) rpc.Services {
 	return rpc.Services{
 		Tasks:         tasks,
 		Permissions:   net,
@@ -39,6 +39,7 @@ func sidecarServices(m *service.Manager, relays *ports.Carrier, set rpc.Tools, n
 		ToolAccess:    m,
 		Tools:         set,
 		Events:        m,
+		Activity:      tl,
 	}
 }
 

@@ -67,6 +67,7 @@ type app struct {
 	egress   *enforcement
 	tasks    *tasks.Manager
 	models   *modelGateway
+	timeline *timeline
 	close    func()
 }
 
@@ -94,10 +95,13 @@ func openApp(stderr io.Writer, level zerolog.Level) (*app, error) {
 	go net.followStops(events) // ends with unsubscribe
 	models := newModelGateway(m, docker, log)
 	tasks := newTasks(m, models, log)
+	tl := openTimeline(stateDir(), net.broker, tasks)
+	models.inside.rec = taskOrigin{tl.Recorder}
 	// The process's proxies end with it: another process takes each
 	// sandbox over, or it has no way out (docs/network.md). The tasks go
 	// on in their sandboxes: closing stops following them.
 	closeAll := func() {
+		tl.close()
 		tasks.Close()
 		models.close()
 		unsubscribe()
@@ -105,7 +109,7 @@ func openApp(stderr io.Writer, level zerolog.Level) (*app, error) {
 		net.close()
 		closeLog()
 	}
-	return &app{log: log, m: m, docker: docker, desktops: desktops, net: net, egress: enf, tasks: tasks, models: models, close: closeAll}, nil
+	return &app{log: log, m: m, docker: docker, desktops: desktops, net: net, egress: enf, tasks: tasks, models: models, timeline: tl, close: closeAll}, nil
 }
 
 // newManager builds the manager the way every command uses it, its
