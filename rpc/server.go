@@ -43,6 +43,9 @@ type Services struct {
 	// Activity serves the timelines (activity.go); without it nothing is
 	// recorded and a connection hears no entries.
 	Activity Activity
+	// Control serves the control handover (control.go); without it the
+	// agent always holds the desktops.
+	Control Control
 }
 
 // Info names the server in initialize's answer.
@@ -107,6 +110,7 @@ type session struct {
 
 	watchMu sync.Mutex        // guards watched
 	watched map[string]func() // the projects whose log this connection watches, and the end of each watch
+	held    held              // the desktops this connection's user took (control.go)
 	log     zerolog.Logger
 }
 
@@ -130,6 +134,7 @@ func (s *Server) Serve(ctx context.Context, stream jsonrpc2.ObjectStream, opts C
 	defer sess.stopNotices(s.listenPermissions(sess))
 	defer s.listenTasks(sess)()
 	defer s.listenActivity(sess)()
+	defer s.listenControl(sess)()
 	if opts.OnSubscribed != nil {
 		opts.OnSubscribed()
 	}
@@ -139,6 +144,7 @@ func (s *Server) Serve(ctx context.Context, stream jsonrpc2.ObjectStream, opts C
 		defer close(sess.forwarded)
 		s.forward(ctx, sess.conn, events, sess.notices, sess.flushes)
 	})
+	defer s.holdControl(ctx, sess)()
 	sess.conn.Wait(ctx)
 	cancel()
 	wg.Wait()

@@ -136,6 +136,9 @@ func (t typedTool[A]) check(raw json.RawMessage) error {
 func (t typedTool[A]) bounded(ctx context.Context, js *jobs, project string, a A) Result {
 	ctx, record := js.recording(ctx, project, t.name, a)
 	res := js.run(ctx, project, t.name, t.joinable, func(ctx context.Context) Result {
+		if js.refused(project, t.name) {
+			return userHasControl()
+		}
 		res, err := t.run(ctx, project, a)
 		if err != nil {
 			return failure(err)

@@ -47,7 +47,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	exitCode := -1
 	relays := newCarrier(a, "")
 	defer relays.Close()
-	set := tools.New(m, tools.Record(a.timeline))
+	set := tools.New(m, a.timeline.options()...)
 	defer set.Close()
 	server := rpc.NewServer(sidecarServices(m, relays, set, a.net, a.tasks, a.timeline), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
 	wg.Go(func() { reattachTasks(ctx, a) })

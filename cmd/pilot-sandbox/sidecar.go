@@ -40,6 +40,7 @@ func sidecarServices(m *service.Manager, relays *ports.Carrier, set rpc.Tools, n
 		Tools:         set,
 		Events:        m,
 		Activity:      tl,
+		Control:       tl.control,
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/pilot-sandbox/pilot-sandbox/activity"
 	"reflect"
 	"testing"
 
@@ -14,7 +15,7 @@ import (
 // would answer every call of its group with an internal error (a nil
 // interface called), and nothing but a real client would notice.
 func TestEverySliceIsServed(t *testing.T) {
-	svc := reflect.ValueOf(sidecarServices(&service.Manager{}, &ports.Carrier{}, &tools.Set{}, newNetwork(&service.Manager{}, t.TempDir()), &tasks.Manager{}, &timeline{}))
+	svc := reflect.ValueOf(sidecarServices(&service.Manager{}, &ports.Carrier{}, &tools.Set{}, newNetwork(&service.Manager{}, t.TempDir()), &tasks.Manager{}, &timeline{control: &activity.Control{}}))
 	for i := range svc.NumField() {
 		if svc.Field(i).IsNil() {
 			t.Errorf("rpc.Services.%s is not served", svc.Type().Field(i).Name)

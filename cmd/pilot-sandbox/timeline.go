@@ -3,19 +3,23 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/pilot-sandbox/pilot-sandbox/activity"
 	"github.com/pilot-sandbox/pilot-sandbox/permission"
 	"github.com/pilot-sandbox/pilot-sandbox/tasks"
+	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
 
 // timeline is the process's side of the sandboxes' timelines
 // (docs/activity.md): what its tools, its JSON-RPC methods, its
 // permission questions and its tasks did, appended to the user's state,
-// and what every other sidecar of the user appended, followed until close.
+// and what every other sidecar of the user appended, followed until
+// close; and who holds each desktop (Control).
 type timeline struct {
 	*activity.Recorder
-	close func()
+	control *activity.Control // who holds the desktops, followed too
+	close   func()
 }
 
 // openTimeline follows the timelines under stateDir and records the
@@ -23,15 +27,17 @@ type timeline struct {
 func openTimeline(stateDir string, broker *permission.Broker, tm *tasks.Manager) *timeline {
 	rec := activity.NewRecorder(stateDir)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); rec.Follow(ctx) }()
+	control := activity.NewControl(stateDir)
+	var wg sync.WaitGroup
+	wg.Go(func() { rec.Follow(ctx) })
+	wg.Go(func() { control.Follow(ctx) })
 	stopQuestions := broker.Listen("", func(e permission.Event) { recordQuestion(rec, e) })
 	stopTasks := tm.Listen(func(n tasks.Notification) { recordTask(rec, n) })
-	return &timeline{Recorder: rec, close: func() {
+	return &timeline{Recorder: rec, control: control, close: func() {
 		stopTasks()
 		stopQuestions()
 		cancel()
-		<-done
+		wg.Wait()
 	}}
 }
 
@@ -94,4 +100,10 @@ type taskOrigin struct{ *activity.Recorder }
 func (t taskOrigin) Add(ctx context.Context, project string, e activity.Entry) error {
 	e.Source = activity.SourceTask
 	return t.Recorder.Add(ctx, project, e)
+}
+
+// options make a tool set record its calls and yield the desktop to the
+// user who holds it.
+func (t *timeline) options() []tools.Option {
+	return []tools.Option{tools.Record(t.Recorder), tools.Control(t.control)}
 }

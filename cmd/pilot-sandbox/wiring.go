@@ -96,7 +96,7 @@ func openApp(stderr io.Writer, level zerolog.Level) (*app, error) {
 	models := newModelGateway(m, docker, log)
 	tasks := newTasks(m, models, log)
 	tl := openTimeline(stateDir(), net.broker, tasks)
-	models.inside.rec = taskOrigin{tl.Recorder}
+	models.inside.rec, models.inside.gate = taskOrigin{tl.Recorder}, tl.control
 	// The process's proxies end with it: another process takes each
 	// sandbox over, or it has no way out (docs/network.md). The tasks go
 	// on in their sandboxes: closing stops following them.
