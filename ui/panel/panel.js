@@ -17,6 +17,7 @@ import { renderPanel } from './render.js';
 import { PortsSection } from './ports.js';
 import { NetworkSection } from './network.js';
 import { TasksSection } from './tasks.js';
+import { ActivitySection } from './activity.js';
 
 /** @typedef {import('../client/pilot-sandbox.js').Client} Client */
 /** @typedef {import('./model.js').Model} Model */
@@ -54,6 +55,7 @@ export class PilotSandboxPanel extends HTMLElement {
   #ports;
   #network;
   #tasks;
+  #activity;
 
   constructor() {
     super();
@@ -63,6 +65,7 @@ export class PilotSandboxPanel extends HTMLElement {
     this.#network = new NetworkSection(this.#root);
     this.#network.onChange = () => this.#drawSide();
     this.#tasks = new TasksSection(this.#root);
+    this.#activity = new ActivitySection(this.#root);
     this.#on('.start', () => this.#start());
     this.#on('.start-sandbox', () => this.#start());
     this.#on('.stop', () => this.#stop());
@@ -329,6 +332,7 @@ export class PilotSandboxPanel extends HTMLElement {
     this.#ports.update(client, this.project, running);
     this.#network.update(client, this.project, running);
     this.#tasks.update(client, this.project, running);
+    this.#activity.update(client, this.project, running);
     this.#drawSide();
     this.#syncFrame();
     if (focused && focused.closest('[hidden]')) this.#moveFocus();
