@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/pilot-sandbox/pilot-sandbox/activity"
 	"github.com/pilot-sandbox/pilot-sandbox/args"
 )
 
@@ -104,15 +105,15 @@ func (s *Server) methodTable() []method {
 		inline(typed("shutdown", "Ends the session: afterwards every request but exit is refused. Sandboxes keep running.", s.shutdown)),
 		notification(inline(typed("exit", "Notification: the server exits (0 after shutdown, 1 otherwise).", s.exit))),
 		typed("docker/status", "Whether a Docker engine answers, where, and which version; if not, what to do.", s.dockerStatus),
-		s.afterReconcile(mayFail(typed("sandbox/start", "Starts (or creates) the project's sandbox and returns once its desktop answers. Reports sandbox/progress while it runs.", s.start),
+		s.afterReconcile(mayFail(s.recorded(activity.KindLifecycle, typed("sandbox/start", "Starts (or creates) the project's sandbox and returns once its desktop answers. Reports sandbox/progress while it runs.", s.start)),
 			append([]int64{codeImageBuildFailed, codeStartFailed, codeProjectFile, codeTooManySandboxes, codeNeedsApproval}, docker...)...)),
 		mayFail(typed("sandbox/approve", "Records the user's approval of what the project's repository content asks (a Dockerfile to build, limits above the caps), named by the digest a needs_approval error gave; kept in the user's own state, never in the project. A digest the project does not ask now is invalid_params (field digest), and nothing is recorded.", s.approve), codeProjectFile, codeStartFailed),
-		s.afterReconcile(mayFail(typed("sandbox/pause", "Freezes the project's running sandbox (docker pause): every process stops where it is, its windows and memory kept; sandbox/start resumes it. Pausing a paused sandbox returns its state.", s.pause), needsRunning...)),
-		s.afterReconcile(mayFail(typed("sandbox/stop", "Stops the project's sandbox, keeping its container and files.", s.stop), needsRunning...)),
+		s.afterReconcile(mayFail(s.recorded(activity.KindLifecycle, typed("sandbox/pause", "Freezes the project's running sandbox (docker pause): every process stops where it is, its windows and memory kept; sandbox/start resumes it. Pausing a paused sandbox returns its state.", s.pause)), needsRunning...)),
+		s.afterReconcile(mayFail(s.recorded(activity.KindLifecycle, typed("sandbox/stop", "Stops the project's sandbox, keeping its container and files.", s.stop)), needsRunning...)),
 		s.afterReconcile(mayFail(typed("sandbox/remove", "Deletes a sandbox's container and its project's .pilot/sandbox.json: by projectPath (whose directory may be gone), or by containerId.", s.remove), docker...)),
 		s.afterReconcile(mayFail(typed("sandbox/status", "The project's sandbox, or null when it has none.", s.status), docker...)),
 		s.afterReconcile(mayFail(typed("sandbox/list", "Every sandbox on the engine.", s.list), docker...)),
-		perSandbox(s.afterReconcile(mayFail(typed("sandbox/exec", "Runs a shell command under bash -lc in the running sandbox as its user, with DISPLAY set, and answers when it ends (a background child it leaves does not hold the answer). A non-zero exit is a result. With outputToken, the output also comes as sandbox/output notifications before the answer; with background, the command runs on and the answer is its pid and log file.", s.exec), needsRunning...))),
+		perSandbox(s.afterReconcile(mayFail(s.recorded(activity.KindExec, typed("sandbox/exec", "Runs a shell command under bash -lc in the running sandbox as its user, with DISPLAY set, and answers when it ends (a background child it leaves does not hold the answer). A non-zero exit is a result. With outputToken, the output also comes as sandbox/output notifications before the answer; with background, the command runs on and the answer is its pid and log file.", s.exec)), needsRunning...))),
 		perSandbox(s.afterReconcile(mayFail(typed("sandbox/processes", "The background processes started through sandbox/exec that still run.", s.processes), needsRunning...))),
 		perSandbox(s.afterReconcile(mayFail(typed("sandbox/kill", "Ends a background process started through sandbox/exec, with every process it started: SIGTERM, then SIGKILL after 2 s.", s.kill), needsRunning...))),
 		perSandbox(s.afterReconcile(mayFail(typed("sandbox/ports/expose", "Makes a port of the running sandbox (even one its program binds to 127.0.0.1 inside) answer on a free port of the host's 127.0.0.1, while the sandbox runs and this sidecar serves. Exposing a port again returns the same host port.", s.exposePort), needsRunning...))),
@@ -129,6 +130,9 @@ func (s *Server) methodTable() []method {
 		s.afterReconcile(mayFail(typed("sandbox/close", "The app closed the project: its running sandbox is paused, or stopped when config.json's closeAction is \"stop\"; null when it has none.", s.closeSandbox), docker...)),
 		typed("tools/list", "The agent tools, or none when the project's agent tools are off.", s.listTools),
 		perSandbox(s.afterReconcile(mayFail(typed("tools/call", "Runs an agent tool for the project. Failures the model can correct are results with isError.", s.callTool), codeToolsDisabled))),
+		typed("sandbox/activity", "The project's timeline (docs/activity.md): what the app, MCP clients, tasks and the user did in its sandbox, oldest first; with since, the entries after it, else the newest. Each new entry also comes as the notification sandbox/activity.", s.readActivity),
+		typed("sandbox/control/take", "The user takes the project's desktop: the agent's clicks, typing and keys answer that the user has control (a tool result with isError) until sandbox/control/release, or until this connection closes (or its sidecar dies: then within 30 s). Every connection of every sidecar hears sandbox/control.", s.takeControl),
+		typed("sandbox/control/release", "The user gives the project's desktop back to the agent, and ends an agent's handOver request.", s.releaseControl),
 		typed("rpc.discover", "This document: every method, notification and error of the protocol, as OpenRPC.", s.discover),
 		notification(inline(typed("$/cancelRequest", "Notification: cancels the request with this id, which then answers request_cancelled.", s.cancelRequest))),
 	})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/pilot-sandbox/pilot-sandbox/activity"
 	"github.com/pilot-sandbox/pilot-sandbox/permission"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tasks"
@@ -96,6 +97,8 @@ func (s *Server) openRPC() *openRPCDoc {
 		serverNotification(gen, "sandbox/permission", "A question only the user may answer (kind network, expose or limits): what waits for it is held until sandbox/permission/answer, or until expiresAt, when it is denied with the reason no answer. Every connection hears every project's questions; the first answer counts.", reflect.TypeFor[permission.Question]()),
 		serverNotification(gen, "sandbox/permission/resolved", "A question ended: answered (by this or another client, or a terminal), settled by a change of the policy, expired (by timeout, reason no answer) or its sandbox stopped. A client showing the question takes it away.", reflect.TypeFor[permission.Resolved]()),
 		serverNotification(gen, "sandbox/network", "A new entry of a project's connection log, for a connection that asked sandbox/network/log with watch.", reflect.TypeFor[networkParams]()),
+		serverNotification(gen, "sandbox/activity", "A new entry of a sandbox's timeline (docs/activity.md), to every connection of every sidecar of the user, in seq order per project: this sidecar's at once, another's within half a second.", reflect.TypeFor[activity.Entry]()),
+		serverNotification(gen, "sandbox/control", "Who holds a project's desktop changed (docs/activity.md, Control): holder agent or user, and the reason of an agent's handOver request until the user gives control back; to every connection of every sidecar of the user.", reflect.TypeFor[activity.ControlState]()),
 		serverNotification(gen, "sandbox/task", "An event of a task (docs/protocol.md, Tasks), to every connection, in order for each task: seq numbers a task's events from 1; after a sidecar restart the events are read again with the same numbers, so a client keeps the first it saw of each, and one that fell behind (a gap in seq) reads them with sandbox/tasks/get.", reflect.TypeFor[tasks.Notification]()),
 		serverNotification(gen, "sandbox/warning", "A file of a project's .pilot directory the sidecar found corrupt or unreadable (and, if it had to write it, kept as keptAs), or could not write while the sandbox runs on. A file that is a symbolic link, a device, a pipe or over 1 MiB is refused: it counts as absent and is never read or written through. problem is corrupt, unreadable, unwritable or refused; message says what happened and what to do. Sent once per problem.", reflect.TypeFor[service.Warning]()),
 	}

@@ -42,6 +42,12 @@ type Services struct {
 	Tasks Tasks
 	// Recordings serves sandbox/recording/* (recording.go).
 	Recordings Recordings
+	// Activity serves the timelines (activity.go); without it nothing is
+	// recorded and a connection hears no entries.
+	Activity Activity
+	// Control serves the control handover (control.go); without it the
+	// agent always holds the desktops.
+	Control Control
 }
 
 // Info names the server in initialize's answer.
@@ -106,6 +112,7 @@ type session struct {
 
 	watchMu sync.Mutex        // guards watched
 	watched map[string]func() // the projects whose log this connection watches, and the end of each watch
+	held    held              // the desktops this connection's user took (control.go)
 	log     zerolog.Logger
 }
 
@@ -128,6 +135,8 @@ func (s *Server) Serve(ctx context.Context, stream jsonrpc2.ObjectStream, opts C
 	defer unsubscribe()
 	defer sess.stopNotices(s.listenPermissions(sess))
 	defer s.listenTasks(sess)()
+	defer s.listenActivity(sess)()
+	defer s.listenControl(sess)()
 	if opts.OnSubscribed != nil {
 		opts.OnSubscribed()
 	}
@@ -137,6 +146,7 @@ func (s *Server) Serve(ctx context.Context, stream jsonrpc2.ObjectStream, opts C
 		defer close(sess.forwarded)
 		s.forward(ctx, sess.conn, events, sess.notices, sess.flushes)
 	})
+	defer s.holdControl(ctx, sess)()
 	sess.conn.Wait(ctx)
 	cancel()
 	wg.Wait()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pilot-sandbox/pilot-sandbox/activity"
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 	"github.com/pilot-sandbox/pilot-sandbox/rpc"
@@ -128,6 +129,32 @@ func BenchmarkClick(b *testing.B) {
 			bn.tool("sandbox_click", fmt.Sprintf(`{"x": %d, "y": 300}`, 600+i%2))
 		}
 	})
+	// The same click recorded on a timeline: two screenshots and their
+	// thumbnails more (tools/record.go).
+	b.Run("recorded", func(b *testing.B) {
+		set := tools.New(bn.m, tools.Record(activity.NewRecorder(b.TempDir())))
+		defer set.Close()
+		i := 0
+		for b.Loop() {
+			i++
+			res, err := set.Call(context.Background(), bn.project, "sandbox_click", json.RawMessage(fmt.Sprintf(`{"x": %d, "y": 300}`, 600+i%2)))
+			if err != nil || res.IsError {
+				b.Fatalf("%v %v", err, res)
+			}
+		}
+	})
+	b.Run("not_recorded", func(b *testing.B) {
+		set := tools.New(bn.m)
+		defer set.Close()
+		i := 0
+		for b.Loop() {
+			i++
+			res, err := set.Call(context.Background(), bn.project, "sandbox_click", json.RawMessage(fmt.Sprintf(`{"x": %d, "y": 300}`, 600+i%2)))
+			if err != nil || res.IsError {
+				b.Fatalf("%v %v", err, res)
+			}
+		}
+	})
 	b.Run("docker_exec_xdotool", func(b *testing.B) {
 		bn.b = b
 		i := 0
@@ -146,6 +173,32 @@ func BenchmarkKey(b *testing.B) {
 		bn.b = b
 		for b.Loop() {
 			bn.tool("sandbox_key", `{"keys": "Escape"}`)
+		}
+	})
+	// The same click recorded on a timeline: two screenshots and their
+	// thumbnails more (tools/record.go).
+	b.Run("recorded", func(b *testing.B) {
+		set := tools.New(bn.m, tools.Record(activity.NewRecorder(b.TempDir())))
+		defer set.Close()
+		i := 0
+		for b.Loop() {
+			i++
+			res, err := set.Call(context.Background(), bn.project, "sandbox_click", json.RawMessage(fmt.Sprintf(`{"x": %d, "y": 300}`, 600+i%2)))
+			if err != nil || res.IsError {
+				b.Fatalf("%v %v", err, res)
+			}
+		}
+	})
+	b.Run("not_recorded", func(b *testing.B) {
+		set := tools.New(bn.m)
+		defer set.Close()
+		i := 0
+		for b.Loop() {
+			i++
+			res, err := set.Call(context.Background(), bn.project, "sandbox_click", json.RawMessage(fmt.Sprintf(`{"x": %d, "y": 300}`, 600+i%2)))
+			if err != nil || res.IsError {
+				b.Fatalf("%v %v", err, res)
+			}
 		}
 	})
 	b.Run("docker_exec_xdotool", func(b *testing.B) {
@@ -180,6 +233,32 @@ func BenchmarkType1000(b *testing.B) {
 		args, _ := json.Marshal(map[string]string{"text": text})
 		for b.Loop() {
 			bn.tool("sandbox_type", string(args))
+		}
+	})
+	// The same click recorded on a timeline: two screenshots and their
+	// thumbnails more (tools/record.go).
+	b.Run("recorded", func(b *testing.B) {
+		set := tools.New(bn.m, tools.Record(activity.NewRecorder(b.TempDir())))
+		defer set.Close()
+		i := 0
+		for b.Loop() {
+			i++
+			res, err := set.Call(context.Background(), bn.project, "sandbox_click", json.RawMessage(fmt.Sprintf(`{"x": %d, "y": 300}`, 600+i%2)))
+			if err != nil || res.IsError {
+				b.Fatalf("%v %v", err, res)
+			}
+		}
+	})
+	b.Run("not_recorded", func(b *testing.B) {
+		set := tools.New(bn.m)
+		defer set.Close()
+		i := 0
+		for b.Loop() {
+			i++
+			res, err := set.Call(context.Background(), bn.project, "sandbox_click", json.RawMessage(fmt.Sprintf(`{"x": %d, "y": 300}`, 600+i%2)))
+			if err != nil || res.IsError {
+				b.Fatalf("%v %v", err, res)
+			}
 		}
 	})
 	b.Run("docker_exec_xdotool", func(b *testing.B) {

@@ -53,6 +53,8 @@ type waiter struct {
 // whose answer said they go on, until sandbox_wait reports them.
 type jobs struct {
 	bound time.Duration // 0: a call waits for its end
+	rec   Recorder      // where each call is recorded (record.go); nil: nowhere
+	gate  Gate          // who holds the desktops (control.go); nil: the agent always
 	wg    sync.WaitGroup
 
 	mu   sync.Mutex // guards kept, closed and the jobs' guarded fields

@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/pilot-sandbox/pilot-sandbox/activity"
 	"github.com/pilot-sandbox/pilot-sandbox/args"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
@@ -25,12 +26,25 @@ func (s *Set) AddTo(srv *mcp.Server, project string) {
 func (t typedTool[A]) addTo(srv *mcp.Server, js *jobs, project string) {
 	tool := &mcp.Tool{Name: t.name, Description: t.desc, InputSchema: t.spec.Schema(), Annotations: t.hints}
 	mcp.AddTool(srv, tool, func(ctx context.Context, req *mcp.CallToolRequest, a A) (*mcp.CallToolResult, any, error) {
+		if _, marked := activity.OriginIn(ctx); !marked {
+			ctx = activity.WithOrigin(ctx, mcpOrigin(req.Session))
+		}
 		if token := req.Params.GetProgressToken(); token != nil {
 			ctx = WithProgress(ctx, progressNotifier(ctx, req.Session, token))
 		}
 		res, err := MCPResult(t.bounded(ctx, js, project, a))
 		return res, nil, err
 	})
+}
+
+// mcpOrigin names an MCP client on the timeline by the name it gave in
+// initialize.
+func mcpOrigin(ss *mcp.ServerSession) activity.Origin {
+	o := activity.Origin{Source: activity.SourceMCP}
+	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+		o.Client = p.ClientInfo.Name
+	}
+	return o
 }
 
 // CheckArguments decodes a tools/call's arguments as the named tool does.

@@ -90,6 +90,7 @@ func act(ctx context.Context, sb Sandbox, project string, f func(d Desktop, s sc
 		return Result{}, err
 	}
 	s := scaleFor(d.Display())
+	thumbnail(ctx, d, false)
 	marked := d.Mark(ctx)
 	done, err := f(d, s)
 	if err != nil {
@@ -99,6 +100,7 @@ func act(ctx context.Context, sb Sandbox, project string, f func(d Desktop, s sc
 	if done != "" {
 		text += " " + settled(ctx, d, s, marked)
 	}
+	thumbnail(ctx, d, true)
 	return Text(text), nil
 }
 

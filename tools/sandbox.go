@@ -72,13 +72,16 @@ func stopTool(sb Sandbox) tool {
 type waitArgs struct {
 	Seconds   *float64 `json:"seconds,omitempty" jsonschema:"Seconds to wait."`
 	Until     string   `json:"until,omitempty" jsonschema:"stable: instead of seconds, wait until the screen has been still for 0.3 s (a page loaded, an animation ended), at most timeoutMs."`
-	TimeoutMs int      `json:"timeoutMs,omitzero" jsonschema:"With until: the longest wait, in milliseconds (10000 when left out)."`
+	TimeoutMs int      `json:"timeoutMs,omitzero" jsonschema:"With until or handOver: the longest wait, in milliseconds (10000 for until, 30000 for handOver, when left out)."`
+	HandOver  string   `json:"handOver,omitempty" jsonschema:"Instead of seconds: ask the user to take over the desktop (a login, a captcha, a decision), saying why in a few words; the user sees this in their panel. Returns when the user gives control back, or at timeoutMs."`
 }
 
 // Bounds of sandbox_wait's timeoutMs.
 const (
 	defaultStableTimeoutMs = 10000
-	maxStableTimeoutMs     = MaxWait * 1000
+	// maxHandOverReason bounds what the agent asks the user, in characters.
+	maxHandOverReason  = 500
+	maxStableTimeoutMs = MaxWait * 1000
 )
 
 func (waitArgs) TuneSchema(s *jsonschema.Schema) {
@@ -87,17 +90,20 @@ func (waitArgs) TuneSchema(s *jsonschema.Schema) {
 	// No default in the schema: the decoder would fill it in, and
 	// timeoutMs without until is refused.
 	bound(s.Properties["timeoutMs"], 1, maxStableTimeoutMs)
+	textBounds(s, "handOver", 1, maxHandOverReason)
 }
 
 // check says what is wrong with a wait's arguments: seconds or until, one.
 func (a waitArgs) check() error {
 	switch {
+	case a.HandOver != "" && (a.Seconds != nil || a.Until != ""):
+		return argError("handOver", "waits instead of seconds and until: give one of them")
 	case a.Seconds != nil && a.Until != "":
 		return argError("until", "waits instead of seconds: give seconds, or until, not both")
-	case a.Seconds == nil && a.Until == "":
+	case a.Seconds == nil && a.Until == "" && a.HandOver == "":
 		return argError("seconds", fmt.Sprintf("is required: the seconds to wait (0 to %d), or until \"stable\" instead", MaxWait))
-	case a.TimeoutMs != 0 && a.Until == "":
-		return argError("timeoutMs", `applies to until only: add "until": "stable", or leave timeoutMs out`)
+	case a.TimeoutMs != 0 && a.Until == "" && a.HandOver == "":
+		return argError("timeoutMs", `applies to until and handOver only: add "until": "stable", or leave timeoutMs out`)
 	}
 	return nil
 }
@@ -107,10 +113,15 @@ func waitTool(sb Sandbox, js *jobs) tool {
 		"program to start). Then take a screenshot to check. until \"stable\" instead waits until the screen has "+
 		"been still for 0.3 s, at most timeoutMs (10000 when left out), and says how long that took. When a call "+
 		"was left running in the background (a first sandbox_start, a long sandbox_exec), seconds waits for that "+
-		"instead and returns its result as soon as it ends.", MaxWait)
+		"instead and returns its result as soon as it ends. handOver \"REASON\" instead asks the user to take over the "+
+		"desktop (a login, a captcha, a decision only they can make) and returns when they give control back, at most "+
+		"timeoutMs (30000 when left out); while they hold it, clicks, typing and keys are refused.", MaxWait)
 	return define("sandbox_wait", desc, looks, func(ctx context.Context, project string, a waitArgs) (Result, error) {
 		if err := a.check(); err != nil {
 			return Result{}, err
+		}
+		if a.HandOver != "" {
+			return handOver(ctx, js, project, a.HandOver, time.Duration(cmp.Or(a.TimeoutMs, maxStableTimeoutMs))*time.Millisecond)
 		}
 		if a.Until != "" {
 			timeout := time.Duration(cmp.Or(a.TimeoutMs, defaultStableTimeoutMs)) * time.Millisecond

@@ -132,14 +132,21 @@ func (t typedTool[A]) check(raw json.RawMessage) error {
 }
 
 // bounded runs the tool on decoded arguments within the answer bound.
+// Each call is recorded on the sandbox's timeline (record.go).
 func (t typedTool[A]) bounded(ctx context.Context, js *jobs, project string, a A) Result {
-	return js.run(ctx, project, t.name, t.joinable, func(ctx context.Context) Result {
+	ctx, record := js.recording(ctx, project, t.name, a)
+	res := js.run(ctx, project, t.name, t.joinable, func(ctx context.Context) Result {
+		if js.refused(project, t.name) {
+			return userHasControl()
+		}
 		res, err := t.run(ctx, project, a)
 		if err != nil {
 			return failure(err)
 		}
 		return res
 	})
+	record(res)
+	return res
 }
 
 // noArgs are the arguments of a tool that takes none.

@@ -93,7 +93,7 @@ func TestBadArgumentsAreErrorsNamingTheArgument(t *testing.T) {
 		{"sandbox_wait", `{"seconds": "5"}`, `"seconds" must be a number`},
 		{"sandbox_wait", `{}`, `"seconds" is required: the seconds to wait (0 to 30), or until "stable" instead`},
 		{"sandbox_wait", `{"seconds": 1, "until": "stable"}`, `"until" waits instead of seconds: give seconds, or until, not both`},
-		{"sandbox_wait", `{"seconds": 1, "timeoutMs": 500}`, `"timeoutMs" applies to until only`},
+		{"sandbox_wait", `{"seconds": 1, "timeoutMs": 500}`, `"timeoutMs" applies to until and handOver only`},
 		{"sandbox_wait", `{"until": "loaded"}`, `"until" must be one of stable; got "loaded"`},
 		{"sandbox_wait", `{"until": "stable", "timeoutMs": 30001}`, `"timeoutMs" must be from 1 to 30000; got 30001`},
 		{"sandbox_click", `{"y": 5}`, `"x" is required: give x and y (pixels of the latest screenshot), or ref (an element of its tree)`},

@@ -20,10 +20,12 @@ import (
 // switch is the user's word on agents outside driving the sandbox; the
 // agent inside acts on its own desktop, where it runs commands anyway.
 type insideTools struct {
-	m   *service.Manager
-	gw  *gateway.Gateway
-	log zerolog.Logger
-	set *tools.Set
+	m    *service.Manager
+	gw   *gateway.Gateway
+	log  zerolog.Logger
+	set  *tools.Set
+	rec  tools.Recorder // where the calls are recorded, as the task's
+	gate tools.Gate     // who holds the desktop
 
 	mu       sync.Mutex              // guards the rest
 	projects map[string]string       // a task's project, by task
@@ -63,7 +65,7 @@ func (x *insideTools) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := x.servers[project]
 	if ok && h == nil {
 		if x.set == nil {
-			x.set = tools.New(x.m)
+			x.set = tools.New(x.m, tools.Record(x.rec), tools.Control(x.gate))
 		}
 		h = mcpserver.New(x.set, alwaysOn{}, mcpserver.Options{Project: project, Version: version, Log: x.log}).HTTPHandler()
 		x.servers[project] = h

@@ -42,7 +42,7 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 	wg.Go(func() { a.m.Run(ctx) })
 	relays := newCarrier(a, project)
 	defer relays.Close()
-	set := tools.New(a.m)
+	set := tools.New(a.m, a.timeline.options()...)
 	server := mcpserver.New(set, a.m, mcpserver.Options{Project: project, Version: version, Log: a.log, Questions: a.net.broker})
 	err = server.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
 	// The client is gone: calls it left running in the background end too.

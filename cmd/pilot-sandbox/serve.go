@@ -47,9 +47,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	exitCode := -1
 	relays := newCarrier(a, "")
 	defer relays.Close()
-	set := tools.New(m)
+	set := tools.New(m, a.timeline.options()...)
 	defer set.Close()
-	server := rpc.NewServer(sidecarServices(m, relays, set, a.net, a.tasks, a.recorder), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
+	server := rpc.NewServer(sidecarServices(m, relays, set, a.net, a.tasks, a.recorder, a.timeline), rpc.Info{Name: "pilot-sandbox", Version: version}, log)
 	wg.Go(func() { reattachTasks(ctx, a) })
 	server.Serve(ctx, wire.NewStream(framing, e.stdin, e.stdout, nil), rpc.ConnOptions{
 		OnExit: func(code int) {

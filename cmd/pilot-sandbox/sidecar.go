@@ -23,9 +23,10 @@ func newCarrier(a *app, project string) *ports.Carrier {
 // sidecarServices is what the protocol serves: the manager for the
 // sandboxes, their files and settings, the carrier for the ports and the
 // browser, set for the agent tools, net for the permission questions and
-// network policy, the task manager for the workspace and the tasks, and
-// the recorder for the recordings.
-func sidecarServices(m *service.Manager, relays *ports.Carrier, set rpc.Tools, net *network, tasks rpc.Tasks, rec rpc.Recordings) rpc.Services {
+// network policy, the task manager for the workspace and the tasks, the
+// recorder for the recordings, and the timeline for the activity and the
+// control handover.
+func sidecarServices(m *service.Manager, relays *ports.Carrier, set rpc.Tools, net *network, tasks rpc.Tasks, rec rpc.Recordings, tl *timeline) rpc.Services {
 	return rpc.Services{
 		Tasks:         tasks,
 		Recordings:    rec,
@@ -41,6 +42,8 @@ func sidecarServices(m *service.Manager, relays *ports.Carrier, set rpc.Tools, n
 		ToolAccess:    m,
 		Tools:         set,
 		Events:        m,
+		Activity:      tl,
+		Control:       tl.control,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/pilot-sandbox/pilot-sandbox/activity"
 	"github.com/pilot-sandbox/pilot-sandbox/ports"
 	"github.com/pilot-sandbox/pilot-sandbox/recording"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
@@ -15,7 +16,7 @@ import (
 // would answer every call of its group with an internal error (a nil
 // interface called), and nothing but a real client would notice.
 func TestEverySliceIsServed(t *testing.T) {
-	svc := reflect.ValueOf(sidecarServices(&service.Manager{}, &ports.Carrier{}, &tools.Set{}, newNetwork(&service.Manager{}, t.TempDir()), &tasks.Manager{}, &recording.Recorder{}))
+	svc := reflect.ValueOf(sidecarServices(&service.Manager{}, &ports.Carrier{}, &tools.Set{}, newNetwork(&service.Manager{}, t.TempDir()), &tasks.Manager{}, &recording.Recorder{}, &timeline{control: &activity.Control{}}))
 	for i := range svc.NumField() {
 		if svc.Field(i).IsNil() {
 			t.Errorf("rpc.Services.%s is not served", svc.Type().Field(i).Name)

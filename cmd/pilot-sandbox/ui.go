@@ -105,7 +105,7 @@ func parseUIFlags(e *env, args []string) (uiOptions, error) {
 func panelHandler(a *app, project string, port int, token string) (http.Handler, error) {
 	m := a.m
 	// The relays last as long as this process.
-	server := rpc.NewServer(sidecarServices(m, newCarrier(a, ""), tools.New(m), a.net, a.tasks, a.recorder), rpc.Info{Name: "pilot-sandbox", Version: version}, a.log)
+	server := rpc.NewServer(sidecarServices(m, newCarrier(a, ""), tools.New(m, a.timeline.options()...), a.net, a.tasks, a.recorder, a.timeline), rpc.Info{Name: "pilot-sandbox", Version: version}, a.log)
 	ws, err := server.WebSocketHandler(rpc.WebSocketOptions{
 		Token: token,
 		Origins: []string{

@@ -69,6 +69,7 @@ type app struct {
 	tasks    *tasks.Manager
 	recorder *recording.Recorder
 	models   *modelGateway
+	timeline *timeline
 	close    func()
 }
 
@@ -98,12 +99,15 @@ func openApp(stderr io.Writer, level zerolog.Level) (*app, error) {
 	tasks := newTasks(m, models, log)
 	recorder := newRecorder(m, docker, log)
 	stopRecordingTasks := recordTasks(m, tasks, recorder, log)
+	tl := openTimeline(stateDir(), net.broker, tasks)
+	models.inside.rec, models.inside.gate = taskOrigin{tl.Recorder}, tl.control
 	// The process's proxies end with it: another process takes each
 	// sandbox over, or it has no way out (docs/network.md). The tasks go
 	// on in their sandboxes: closing stops following them.
 	closeAll := func() {
 		stopRecordingTasks()
 		recorder.Close() // each recording's file ends cleanly (docs/recording.md)
+		tl.close()
 		tasks.Close()
 		models.close()
 		unsubscribe()
@@ -111,7 +115,7 @@ func openApp(stderr io.Writer, level zerolog.Level) (*app, error) {
 		net.close()
 		closeLog()
 	}
-	return &app{log: log, m: m, docker: docker, desktops: desktops, net: net, egress: enf, tasks: tasks, recorder: recorder, models: models, close: closeAll}, nil
+	return &app{log: log, m: m, docker: docker, desktops: desktops, net: net, egress: enf, tasks: tasks, recorder: recorder, models: models, timeline: tl, close: closeAll}, nil
 }
 
 // newManager builds the manager the way every command uses it, its

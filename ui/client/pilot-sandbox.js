@@ -29,6 +29,8 @@
 /** @typedef {import('./types.js').PermissionRequest} PermissionRequest */
 /** @typedef {import('./types.js').PermissionResolved} PermissionResolved */
 /** @typedef {import('./types.js').WorkspaceSync} WorkspaceSync */
+/** @typedef {import('./types.js').ActivityEntry} ActivityEntry */
+/** @typedef {import('./types.js').ControlState} ControlState */
 /** @typedef {import('./types.js').Task} Task */
 /** @typedef {import('./types.js').TaskEvent} TaskEvent */
 /** @typedef {import('./types.js').TaskDiff} TaskDiff */
@@ -526,6 +528,34 @@ export class Client {
    * @returns {Promise<{tasks: Task[]}>} newest first
    */
   listTasks(projectPath) { return this.request('sandbox/tasks/list', { projectPath }); }
+
+  /**
+   * The project's timeline (docs/activity.md), oldest first: with since,
+   * the entries after it; else the newest. New entries also come as the
+   * notification sandbox/activity.
+   *
+   * @param {string} projectPath
+   * @param {{since?: number, limit?: number}} [options] limit 1..100 (100)
+   * @returns {Promise<{entries: ActivityEntry[]}>}
+   */
+  activity(projectPath, options = {}) { return this.request('sandbox/activity', { projectPath, ...options }); }
+
+  /**
+   * The user takes the project's desktop: the agent's clicks and keys are
+   * refused until releaseControl, or until this connection closes.
+   *
+   * @param {string} projectPath
+   * @returns {Promise<ControlState>}
+   */
+  takeControl(projectPath) { return this.request('sandbox/control/take', { projectPath }); }
+
+  /**
+   * The user gives the desktop back to the agent.
+   *
+   * @param {string} projectPath
+   * @returns {Promise<ControlState>}
+   */
+  releaseControl(projectPath) { return this.request('sandbox/control/release', { projectPath }); }
 
   /**
    * A task and its events so far.

@@ -320,4 +320,29 @@
  * @property {() => void} close
  */
 
+/**
+ * One entry of a sandbox's timeline (docs/activity.md).
+ * @typedef {object} ActivityEntry
+ * @property {number} seq 1, 2, 3… per project, in order
+ * @property {number} time Unix milliseconds
+ * @property {string} projectPath
+ * @property {'rpc' | 'mcp' | 'task' | 'user'} source
+ * @property {string} [client] an MCP client's name, or a task's id
+ * @property {'tool' | 'exec' | 'permission' | 'task' | 'lifecycle'} kind
+ * @property {string} name
+ * @property {string} summary arguments and answer in short
+ * @property {number} durationMs
+ * @property {boolean} isError
+ * @property {string} [before] JPEG thumbnail, base64, before an acting tool
+ * @property {string} [after] JPEG thumbnail, base64, after it
+ */
+
+/**
+ * Who holds a project's desktop (the notification sandbox/control too).
+ * @typedef {object} ControlState
+ * @property {string} projectPath
+ * @property {'agent' | 'user'} holder
+ * @property {string} [reason] what the agent asked the user to do (sandbox_wait handOver)
+ */
+
 export {};

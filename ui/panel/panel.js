@@ -18,6 +18,7 @@ import { PortsSection } from './ports.js';
 import { RecordingsSection } from './recordings.js';
 import { NetworkSection } from './network.js';
 import { TasksSection } from './tasks.js';
+import { ActivitySection } from './activity.js';
 
 /** @typedef {import('../client/pilot-sandbox.js').Client} Client */
 /** @typedef {import('./model.js').Model} Model */
@@ -56,6 +57,7 @@ export class PilotSandboxPanel extends HTMLElement {
   #recordings;
   #network;
   #tasks;
+  #activity;
 
   constructor() {
     super();
@@ -66,6 +68,7 @@ export class PilotSandboxPanel extends HTMLElement {
     this.#network = new NetworkSection(this.#root);
     this.#network.onChange = () => this.#drawSide();
     this.#tasks = new TasksSection(this.#root);
+    this.#activity = new ActivitySection(this.#root);
     this.#on('.start', () => this.#start());
     this.#on('.start-sandbox', () => this.#start());
     this.#on('.stop', () => this.#stop());
@@ -348,6 +351,7 @@ export class PilotSandboxPanel extends HTMLElement {
     this.#recordings.update(client, this.project, running);
     this.#network.update(client, this.project, running);
     this.#tasks.update(client, this.project, running);
+    this.#activity.update(client, this.project, running);
     this.#drawSide();
     this.#syncFrame();
     if (focused && focused.closest('[hidden]')) this.#moveFocus();

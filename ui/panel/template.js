@@ -155,6 +155,15 @@ export function panelMarkup(stylesheet) {
     </section>
     </div>
     <aside class="side" aria-label="Questions, tasks and network" hidden>
+      <section class="control" aria-label="Control of the desktop" hidden>
+        <div class="handover" role="alert" hidden>
+          <p>The agent asks you to take over: <span class="handover-reason"></span></p>
+          <button type="button" class="primary handover-take">Take over</button>
+        </div>
+        <p class="control-status" role="status" aria-live="polite"></p>
+        <button type="button" class="take-over">Take over</button>
+        <button type="button" class="give-back" hidden>Give back</button>
+      </section>
       <section class="questions" aria-labelledby="questions-title" hidden>
         <h2 id="questions-title" class="questions-title" aria-live="polite">The sandbox asks</h2>
         <ol class="question-list"></ol>
@@ -193,6 +202,12 @@ export function panelMarkup(stylesheet) {
             </div>
           </div>
         </div>
+      </details>
+      <details class="activity" hidden>
+        <summary>Activity</summary>
+        <p class="activity-error" role="alert"></p>
+        <ol class="timeline" aria-label="Timeline, newest first"></ol>
+        <dialog class="picture" aria-label="The picture"><button type="button" class="picture-close">Close</button><img alt=""></dialog>
       </details>
       <details class="network" hidden>
         <summary><span>Network</span> <span class="preset"></span></summary>

@@ -62,6 +62,9 @@ const wrappers = {
   'project/close': 'closeProject',
   'tools/list': 'listTools',
   'tools/call': 'callTool',
+  'sandbox/activity': 'activity',
+  'sandbox/control/take': 'takeControl',
+  'sandbox/control/release': 'releaseControl',
   'rpc.discover': 'discover',
   '$/cancelRequest': 'request', // sent by request() when its signal aborts
 };
@@ -87,7 +90,7 @@ test('rpc.discover is a valid OpenRPC document', async () => {
     Object.keys(doc.components.errors).map((k) => doc.components.errors[k].code).sort(),
     [-32800, -32700, -32603, -32602, -32601, -32600, -32016, -32015, -32013, -32012, -32011, -32010, -32009, -32008, -32007, -32006, -32005, -32004, -32003, -32002, -32001].sort(),
   );
-  assert.deepEqual(doc['x-notifications'].map((/** @type {any} */ n) => n.name), ['sandbox/event', 'sandbox/progress', 'sandbox/output', 'sandbox/permission', 'sandbox/permission/resolved', 'sandbox/network', 'sandbox/task', 'sandbox/warning']);
+  assert.deepEqual(doc['x-notifications'].map((/** @type {any} */ n) => n.name), ['sandbox/event', 'sandbox/progress', 'sandbox/output', 'sandbox/permission', 'sandbox/permission/resolved', 'sandbox/network', 'sandbox/activity', 'sandbox/control', 'sandbox/task', 'sandbox/warning']);
   assert.equal(await stop(), 0);
 });
 
@@ -115,6 +118,9 @@ test('answers match the schemas rpc.discover gives for them', async () => {
   check('sandbox/network/log', await client.networkLog(project, { limit: 5 }));
   check('sandbox/tasks/list', await client.listTasks(project));
   check('sandbox/recording/list', await client.listRecordings(project));
+  check('sandbox/activity', await client.activity(project, { limit: 5 }));
+  check('sandbox/control/take', await client.takeControl(project));
+  check('sandbox/control/release', await client.releaseControl(project));
   assert.throws(() => check('docker/status', { available: 'yes' }), /does not match/);
   check('shutdown', await client.request('shutdown'));
   client.exit();

@@ -158,7 +158,8 @@ export function skipWithoutDocker() {
  * a library nobody here wrote.
  *
  * @param {Record<string, any>} doc the OpenRPC document
- * @returns {Promise<(method: string, result: unknown) => void>} a check that throws on a mismatch
+ * @returns {Promise<(method: string, result: unknown) => void>} a check that throws on a mismatch; a
+ *   notification named as a method is checked as 'notification NAME'
  */
 export async function resultChecker(doc) {
   const { default: Ajv } = await import('ajv');
@@ -171,7 +172,11 @@ export async function resultChecker(doc) {
   for (const n of doc['x-notifications']) {
     const properties = Object.fromEntries(n.params.map((/** @type {any} */ p) => [p.name, p.schema]));
     const required = n.params.filter((/** @type {any} */ p) => p.required).map((/** @type {any} */ p) => p.name);
-    validators.set(n.name, ajv.compile({ type: 'object', properties, required, additionalProperties: false, components: doc.components }));
+    const validate = ajv.compile({ type: 'object', properties, required, additionalProperties: false, components: doc.components });
+    // sandbox/activity is a method and a notification: its notification is
+    // checked as 'notification sandbox/activity'.
+    validators.set(`notification ${n.name}`, validate);
+    if (!validators.has(n.name)) validators.set(n.name, validate);
   }
   return (method, result) => {
     const validate = validators.get(method);
