@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/pilot-sandbox/pilot-sandbox/activity"
+	"github.com/pilot-sandbox/pilot-sandbox/args"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
@@ -32,6 +34,9 @@ type (
 		projectParams
 		Since int64 `json:"since,omitzero" jsonschema:"Only the entries with a seq above this, oldest first; left out, the newest."`
 		Limit int   `json:"limit,omitzero" jsonschema:"How many entries at most."`
+		From  int64 `json:"from,omitzero" jsonschema:"Only the entries at or after this time (Unix milliseconds), oldest first."`
+		To    int64 `json:"to,omitzero" jsonschema:"Only the entries at or before this time (Unix milliseconds)."`
+		Brief bool  `json:"brief,omitzero" jsonschema:"Leave out the thumbnails (a recording's marks need only times and names)."`
 	}
 	activityResult struct {
 		Entries []activity.Entry `json:"entries"`
@@ -41,6 +46,8 @@ type (
 // TuneSchema bounds since and limit.
 func (activityParams) TuneSchema(s *jsonschema.Schema) {
 	s.Properties["since"].Minimum = jsonschema.Ptr(0.0)
+	s.Properties["from"].Minimum = jsonschema.Ptr(0.0)
+	s.Properties["to"].Minimum = jsonschema.Ptr(0.0)
 	bound(s.Properties["limit"], 1, maxActivityEntries)
 	s.Properties["limit"].Default = json.RawMessage("100")
 }
@@ -52,7 +59,26 @@ func (s *Server) readActivity(_ context.Context, _ *session, p activityParams) (
 	if limit == 0 {
 		limit = maxActivityEntries
 	}
-	entries, err := s.svc.Activity.Log().Read(canonical(string(p.ProjectPath)), p.Since, limit)
+	if p.To > 0 && p.To < p.From {
+		return activityResult{}, &args.Error{Field: "to", Reason: "is before from"}
+	}
+	windowed := p.From > 0 || p.To > 0
+	read := limit
+	if windowed {
+		read = 0 // the window picks first, the limit after
+	}
+	entries, err := s.svc.Activity.Log().Read(canonical(string(p.ProjectPath)), p.Since, read)
+	if windowed {
+		entries = slices.DeleteFunc(entries, func(e activity.Entry) bool {
+			return e.Time < p.From || (p.To > 0 && e.Time > p.To)
+		})
+		entries = entries[:min(len(entries), limit)]
+	}
+	if p.Brief {
+		for i := range entries {
+			entries[i].Before, entries[i].After = nil, nil
+		}
+	}
 	if entries == nil {
 		entries = []activity.Entry{}
 	}

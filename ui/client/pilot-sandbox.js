@@ -531,11 +531,12 @@ export class Client {
 
   /**
    * The project's timeline (docs/activity.md), oldest first: with since,
-   * the entries after it; else the newest. New entries also come as the
-   * notification sandbox/activity.
+   * the entries after it; else the newest; with from/to (Unix ms), those
+   * of that time, oldest first; brief leaves out the thumbnails. New
+   * entries also come as the notification sandbox/activity.
    *
    * @param {string} projectPath
-   * @param {{since?: number, limit?: number}} [options] limit 1..100 (100)
+   * @param {{since?: number, limit?: number, from?: number, to?: number, brief?: boolean}} [options] limit 1..100 (100)
    * @returns {Promise<{entries: ActivityEntry[]}>}
    */
   activity(projectPath, options = {}) { return this.request('sandbox/activity', { projectPath, ...options }); }

@@ -5,7 +5,8 @@
 // address comes from whoever hosts the panel (recordingUrl: `pilot-sandbox
 // ui` serves /recordings/ID with its token; an app serves the file its
 // own way); without one the list shows no player. The scrubber shows
-// marks ({timeMs, label}, setMarks): the activity timeline's, later.
+// marks ({timeMs, label}): what the activity timeline holds of the
+// recording's time (sandbox/activity with from/to), or what setMarks gives.
 // Reasons come from the sidecar: they are set as text, never as markup.
 
 import { messageOf } from './model.js';
@@ -13,6 +14,9 @@ import { messageOf } from './model.js';
 /** @typedef {import('../client/pilot-sandbox.js').Client} Client */
 /** @typedef {import('../client/types.js').Recording} Recording */
 /** @typedef {{timeMs: number, label: string}} Mark */
+
+/** How many of a recording's timeline entries the scrubber marks at most. */
+const MAX_MARKS = 100;
 
 /** How often an open section reads the list again while one records. */
 const REFRESH_MS = 3000;
@@ -145,6 +149,30 @@ export class RecordingsSection {
     player.src = this.recordingUrl(recording);
     player.dataset.recordingId = recording.recordingId;
     player.play().catch(() => {}); // a player the page may not start is still loaded
+    this.setMarks([]);
+    this.#marksOf(recording).then((marks) => {
+      if (player.dataset.recordingId === recording.recordingId) this.setMarks(marks);
+    });
+  }
+
+  /**
+   * The timeline's entries during the recording, as marks at their times
+   * from its start; none when the timeline cannot be read (the player
+   * works without them).
+   *
+   * @param {Recording} recording
+   * @returns {Promise<Mark[]>}
+   */
+  async #marksOf(recording) {
+    const client = this.#client;
+    if (!client) return [];
+    const to = recording.endedAt || recording.startedAt + recording.durationMs;
+    try {
+      const { entries } = await client.activity(this.#project, { from: recording.startedAt, to, brief: true, limit: MAX_MARKS });
+      return entries.map((e) => ({ timeMs: e.time - recording.startedAt, label: `${e.name}: ${e.summary}` }));
+    } catch {
+      return [];
+    }
   }
 
   /** The marks over the scrubber, once the video's length is known. */

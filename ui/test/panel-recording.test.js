@@ -1,7 +1,8 @@
 // The panel's Recordings section as a person uses it, in a real browser
 // on a real engine: Record, Stop recording, the recording in the list,
-// Play, and the video loads in Chromium with its length; marks given to
-// the player show on its scrubber (the activity timeline's seam).
+// Play, and the video loads in Chromium with its length; an agent's click
+// during it is marked on the scrubber from the timeline, and marks given
+// to the player show too.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,6 +26,7 @@ test("the panel's recordings: record, stop, play the video with its length, mark
     await client.remove(project);
     client.close();
   };
+  await client.setToolsEnabled(project, true);
   await client.start(project);
   const panel = await openPanel(page, address);
   await panel.expectBadge('Running', 60_000);
@@ -35,7 +37,10 @@ test("the panel's recordings: record, stop, play the video with its length, mark
   await page.getByRole('button', { name: 'Record', exact: true }).click();
   const stop = page.getByRole('button', { name: 'Stop recording' });
   await stop.waitFor({ timeout: 300_000 });
-  await sleep(3000); // the length recorded
+  await sleep(1000);
+  // An agent's click during the recording: a mark on the player's scrubber.
+  await client.callTool(project, 'sandbox_click', { x: 30, y: 30 });
+  await sleep(2000); // the length recorded
   await stop.click();
   const play = page.getByRole('button', { name: /^Play the recording of / });
   await play.waitFor({ timeout: 30_000 });
@@ -55,7 +60,13 @@ test("the panel's recordings: record, stop, play the video with its length, mark
   assert.equal(loaded.width, 1280);
   assert.ok(Math.abs(loaded.duration * 1000 - recording.durationMs) < 100, `the player's duration ${loaded.duration} s against ${recording.durationMs} ms`);
 
-  // The seam for the activity timeline: marks at their times.
+  // The click, from the timeline, marked where it happened.
+  const clickMark = page.getByRole('button', { name: /^Go to sandbox_click: / });
+  await clickMark.waitFor({ timeout: 10_000 });
+  const left = parseFloat(await clickMark.evaluate((/** @type {HTMLElement} */ b) => b.style.left));
+  assert.ok(left > 10 && left < 90, `the click's mark at ${left}% of the scrubber`);
+
+  // The seam for an app's own marks: at their times.
   await page.evaluate(() => /** @type {any} */ (document.querySelector('pilot-sandbox-panel')).setRecordingMarks([{ timeMs: 1000, label: 'sandbox_click 10,10' }]));
   const mark = page.getByRole('button', { name: 'Go to sandbox_click 10,10' });
   await mark.waitFor();
