@@ -50,6 +50,10 @@ func (h *held) list() []string {
 	return out
 }
 
+func (s *Server) getControl(_ context.Context, _ *session, p projectParams) (activity.ControlState, error) {
+	return s.svc.Control.State(canonical(p.project())), nil
+}
+
 func (s *Server) takeControl(ctx context.Context, sess *session, p projectParams) (activity.ControlState, error) {
 	project := canonical(p.project())
 	if err := s.svc.Control.Take(project); err != nil {

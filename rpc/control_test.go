@@ -32,6 +32,10 @@ func TestControlTakeReleaseAndClose(t *testing.T) {
 	if r := c.reply(); r["result"].(map[string]any)["holder"] != "user" || !other.UserHolds(project) {
 		t.Fatalf("take: %v", r)
 	}
+	c.send(4, "sandbox/control/get", map[string]any{"projectPath": project})
+	if r := c.reply(); r["result"].(map[string]any)["holder"] != "user" {
+		t.Fatalf("get while the user holds it: %v", r)
+	}
 	c.send(2, "sandbox/control/release", map[string]any{"projectPath": project})
 	if r := c.reply(); r["result"].(map[string]any)["holder"] != "agent" || other.UserHolds(project) {
 		t.Fatalf("release: %v", r)

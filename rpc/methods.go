@@ -131,6 +131,7 @@ func (s *Server) methodTable() []method {
 		typed("tools/list", "The agent tools, or none when the project's agent tools are off.", s.listTools),
 		perSandbox(s.afterReconcile(mayFail(typed("tools/call", "Runs an agent tool for the project. Failures the model can correct are results with isError.", s.callTool), codeToolsDisabled))),
 		typed("sandbox/activity", "The project's timeline (docs/activity.md): what the app, MCP clients, tasks and the user did in its sandbox, oldest first; with since, the entries after it, else the newest. Each new entry also comes as the notification sandbox/activity.", s.readActivity),
+		typed("sandbox/control/get", "Who holds the project's desktop now (agent or user), and the reason of an agent's handOver request waiting for the user: what a panel opened after the request shows.", s.getControl),
 		typed("sandbox/control/take", "The user takes the project's desktop: the agent's clicks, typing and keys answer that the user has control (a tool result with isError) until sandbox/control/release, or until this connection closes (or its sidecar dies: then within 30 s). Every connection of every sidecar hears sandbox/control.", s.takeControl),
 		typed("sandbox/control/release", "The user gives the project's desktop back to the agent, and ends an agent's handOver request.", s.releaseControl),
 		typed("rpc.discover", "This document: every method, notification and error of the protocol, as OpenRPC.", s.discover),

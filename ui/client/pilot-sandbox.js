@@ -542,6 +542,15 @@ export class Client {
   activity(projectPath, options = {}) { return this.request('sandbox/activity', { projectPath, ...options }); }
 
   /**
+   * Who holds the project's desktop, and an agent's handOver reason
+   * waiting for the user.
+   *
+   * @param {string} projectPath
+   * @returns {Promise<ControlState>}
+   */
+  controlState(projectPath) { return this.request('sandbox/control/get', { projectPath }); }
+
+  /**
    * The user takes the project's desktop: the agent's clicks and keys are
    * refused until releaseControl, or until this connection closes.
    *

@@ -74,8 +74,13 @@ export class ActivitySection {
     const client = this.#client;
     if (!client || !this.#running) return;
     try {
-      const { entries } = await client.activity(this.#project, this.#seq ? { since: this.#seq } : { limit: 50 });
-      if (client === this.#client) this.#add(entries);
+      const [{ entries }, control] = await Promise.all([
+        client.activity(this.#project, this.#seq ? { since: this.#seq } : { limit: 50 }),
+        client.controlState(this.#project),
+      ]);
+      if (client !== this.#client) return;
+      this.#add(entries);
+      this.#drawControl(control);
     } catch (err) {
       this.#$('.activity-error').textContent = messageOf(err);
     }

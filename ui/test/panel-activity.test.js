@@ -64,5 +64,16 @@ test("the panel's timeline and control: thumbnails, Take over, Give back, a hand
   const answered = await waiting;
   assert.match(textOf(answered), /gave control back/);
   await panel.expectVisible(page.getByText('The agent has control.'));
+
+  // A panel opened after the agent asked still shows the ask
+  // (sandbox/control/get), and giving back ends that wait too.
+  const asked = client.callTool(project, 'sandbox_wait', { handOver: 'Solve the captcha', timeoutMs: 30000 });
+  await panel.expectVisible(page.getByText('Solve the captcha'));
+  const reopened = await openPanel(page, address);
+  await reopened.expectBadge('Running', 60_000);
+  await reopened.expectVisible(page.getByText('Solve the captcha'));
+  await page.getByRole('alert').getByRole('button', { name: 'Take over' }).click();
+  await page.getByRole('button', { name: 'Give back', exact: true }).click();
+  assert.match(textOf(await asked), /gave control back/);
   assertNoErrors();
 });
