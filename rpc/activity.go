@@ -1,9 +1,12 @@
 package rpc
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/activity"
 	"github.com/pilot-sandbox/pilot-sandbox/args"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/recording"
 )
 
 // Activity is the sandboxes' timelines (docs/activity.md):
@@ -152,4 +156,50 @@ func (s *Server) recorded(kind string, m method) method {
 		return res, err
 	}
 	return m
+}
+
+// exportParams are sandbox/activity/export's.
+type exportParams struct {
+	projectParams
+	Dir  string `json:"dir,omitzero" jsonschema:"An absolute path of a new folder to write into (its parent must exist); left out, a new folder under the user's state directory."`
+	From int64  `json:"from,omitzero" jsonschema:"Only what happened at or after this time (Unix milliseconds)."`
+	To   int64  `json:"to,omitzero" jsonschema:"Only what happened at or before this time (Unix milliseconds)."`
+}
+
+// TuneSchema bounds the window.
+func (exportParams) TuneSchema(s *jsonschema.Schema) {
+	s.Properties["from"].Minimum = jsonschema.Ptr(0.0)
+	s.Properties["to"].Minimum = jsonschema.Ptr(0.0)
+	s.Properties["dir"].MaxLength = jsonschema.Ptr(4096)
+}
+
+// exportActivity writes the project's session (docs/activity.md, Export):
+// its timeline of the window with the thumbnails as files, and the
+// recordings of that time that have ended.
+func (s *Server) exportActivity(_ context.Context, _ *session, p exportParams) (activity.Exported, error) {
+	if p.To > 0 && p.To < p.From {
+		return activity.Exported{}, &args.Error{Field: "to", Reason: "is before from"}
+	}
+	project := canonical(string(p.ProjectPath))
+	log := s.svc.Activity.Log()
+	dir := cmp.Or(p.Dir, log.ExportDir(project, time.Now()))
+	if p.Dir == "" {
+		if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+			return activity.Exported{}, err
+		}
+	}
+	w := activity.Window{From: p.From, To: p.To}
+	var videos []string
+	if s.svc.Recordings != nil {
+		recs, err := s.svc.Recordings.List(project)
+		if err != nil {
+			return activity.Exported{}, err
+		}
+		for _, r := range recs {
+			if r.State != recording.StateRecording && w.Overlaps(r.StartedAt, r.EndedAt) {
+				videos = append(videos, r.Path)
+			}
+		}
+	}
+	return log.Export(project, dir, w, videos)
 }

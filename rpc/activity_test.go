@@ -1,6 +1,9 @@
 package rpc
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pilot-sandbox/pilot-sandbox/activity"
@@ -48,5 +51,37 @@ func TestActivityWindow(t *testing.T) {
 	r = c.reply()
 	if e, ok := r["error"].(map[string]any); !ok || e["data"].(map[string]any)["field"] != "to" {
 		t.Errorf("to before from: %v; want an invalid params error naming to", r)
+	}
+}
+
+// An export with no folder goes into a new one under the state directory;
+// one into an existing folder is refused, naming dir.
+func TestActivityExport(t *testing.T) {
+	state, project := t.TempDir(), canonical(t.TempDir())
+	rec := activity.NewRecorder(state)
+	if _, err := rec.Log().Append(project, activity.Entry{Source: activity.SourceRPC, Kind: "tool", Name: "sandbox_key", Summary: "ctrl+s"}); err != nil {
+		t.Fatal(err)
+	}
+	svc := newFakeService().services()
+	svc.Activity = rec
+	c, _ := serveServices(t, svc)
+
+	c.send(1, "sandbox/activity/export", map[string]any{"projectPath": project})
+	r := c.reply()
+	res, ok := r["result"].(map[string]any)
+	if !ok || res["entries"] != float64(1) {
+		t.Fatalf("export: %v", r)
+	}
+	dir := res["dir"].(string)
+	if rel, err := filepath.Rel(state, dir); err != nil || strings.HasPrefix(rel, "..") {
+		t.Errorf("exported into %s, not under the state directory %s", dir, state)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "actions.jsonl")); err != nil {
+		t.Error(err)
+	}
+	c.send(2, "sandbox/activity/export", map[string]any{"projectPath": project, "dir": dir})
+	r = c.reply()
+	if e, ok := r["error"].(map[string]any); !ok || e["data"].(map[string]any)["field"] != "dir" {
+		t.Errorf("export into an existing folder: %v; want an invalid params error naming dir", r)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/pilot-sandbox/pilot-sandbox/activity"
 	"github.com/pilot-sandbox/pilot-sandbox/args"
 	"github.com/pilot-sandbox/pilot-sandbox/permission"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
@@ -139,6 +140,7 @@ func toWire(err error) *jsonrpc2.Error {
 		tooMany  *service.TooManyError
 		refused  *sandboxfs.FieldError
 		answer   *permission.FieldError
+		export   *activity.ExportError
 	)
 	switch {
 	case errors.As(err, &wire):
@@ -154,6 +156,8 @@ func toWire(err error) *jsonrpc2.Error {
 		return newError(codeInvalidParams, "invalid params: "+refused.Error(), &errorData{Field: refused.Field})
 	case errors.As(err, &answer):
 		return newError(codeInvalidParams, "invalid params: "+answer.Error(), &errorData{Field: answer.Field})
+	case errors.As(err, &export):
+		return newError(codeInvalidParams, "invalid params: "+export.Error(), &errorData{Field: "dir"})
 	case errors.Is(err, service.ErrNotFound):
 		return newError(codeNotFound, err.Error(), nil)
 	case errors.Is(err, service.ErrDockerUnavailable):

@@ -542,6 +542,16 @@ export class Client {
   activity(projectPath, options = {}) { return this.request('sandbox/activity', { projectPath, ...options }); }
 
   /**
+   * Writes the project's session into a new folder (docs/activity.md,
+   * Export): actions.jsonl, screens/, recordings/.
+   *
+   * @param {string} projectPath
+   * @param {{dir?: string, from?: number, to?: number}} [options] dir: a new folder (absolute); left out, one under the user's state
+   * @returns {Promise<{dir: string, entries: number, screens: number, recordings: string[]}>}
+   */
+  exportActivity(projectPath, options = {}) { return this.request('sandbox/activity/export', { projectPath, ...options }); }
+
+  /**
    * Who holds the project's desktop, and an agent's handOver reason
    * waiting for the user.
    *

@@ -32,6 +32,7 @@ export class ActivitySection {
       this.#$(sel).addEventListener('click', () => this.#control((c, p) => c.takeControl(p)));
     }
     this.#$('.give-back').addEventListener('click', () => this.#control((c, p) => c.releaseControl(p)));
+    this.#$('.export').addEventListener('click', () => this.#export());
     this.#$('.picture-close').addEventListener('click', () => /** @type {HTMLDialogElement} */ (this.#$('.picture')).close());
   }
 
@@ -82,6 +83,21 @@ export class ActivitySection {
       this.#add(entries);
       this.#drawControl(control);
     } catch (err) {
+      this.#$('.activity-error').textContent = messageOf(err);
+    }
+  }
+
+  /** Writes the session into a new folder and says where. */
+  async #export() {
+    const client = this.#client;
+    if (!client) return;
+    const result = this.#$('.export-result');
+    result.textContent = 'Exporting…';
+    try {
+      const { dir, entries, recordings } = await client.exportActivity(this.#project);
+      result.textContent = `${entries} actions and ${recordings.length} recordings in ${dir}`;
+    } catch (err) {
+      result.textContent = '';
       this.#$('.activity-error').textContent = messageOf(err);
     }
   }

@@ -206,6 +206,7 @@ export function panelMarkup(stylesheet) {
       <details class="activity" hidden>
         <summary>Activity</summary>
         <p class="activity-error" role="alert"></p>
+        <p><button type="button" class="export">Export session</button> <span class="export-result" role="status"></span></p>
         <ol class="timeline" aria-label="Timeline, newest first"></ol>
         <dialog class="picture" aria-label="The picture"><button type="button" class="picture-close">Close</button><img alt=""></dialog>
       </details>

@@ -63,6 +63,7 @@ const wrappers = {
   'tools/list': 'listTools',
   'tools/call': 'callTool',
   'sandbox/activity': 'activity',
+  'sandbox/activity/export': 'exportActivity',
   'sandbox/control/get': 'controlState',
   'sandbox/control/take': 'takeControl',
   'sandbox/control/release': 'releaseControl',
@@ -120,6 +121,7 @@ test('answers match the schemas rpc.discover gives for them', async () => {
   check('sandbox/tasks/list', await client.listTasks(project));
   check('sandbox/recording/list', await client.listRecordings(project));
   check('sandbox/activity', await client.activity(project, { limit: 5 }));
+  check('sandbox/activity/export', await client.exportActivity(project));
   check('sandbox/control/get', await client.controlState(project));
   check('sandbox/control/take', await client.takeControl(project));
   check('sandbox/control/release', await client.releaseControl(project));

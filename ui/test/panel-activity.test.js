@@ -6,6 +6,8 @@
 // back" end the agent's wait.
 
 import { test } from 'node:test';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { connectWebSocket } from '../client/websocket.js';
 import { startUI, tempProject, skipWithoutDocker } from './helpers.js';
@@ -43,6 +45,16 @@ test("the panel's timeline and control: thumbnails, Take over, Give back, a hand
   await before.click();
   await panel.expectVisible(page.getByRole('dialog').getByRole('img', { name: 'The screen before sandbox_click' }));
   await page.getByRole('button', { name: 'Close', exact: true }).click();
+
+  // Export: the session as a new folder, its click with both pictures.
+  await page.getByRole('button', { name: 'Export session' }).click();
+  const exported = page.getByRole('status').filter({ hasText: / actions and \d+ recordings in / });
+  await panel.expectVisible(exported);
+  const dirOf = /** @type {string} */ ((await exported.textContent())?.split(' recordings in ')[1]);
+  const actions = readFileSync(join(dirOf, 'actions.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const click = actions.find((a) => a.name === 'sandbox_click');
+  assert.ok(click?.beforeFile && click?.afterFile, `the click in the export: ${JSON.stringify(click)}`);
+  assert.deepEqual([...readFileSync(join(dirOf, click.afterFile)).subarray(0, 2)], [0xff, 0xd8], 'a JPEG');
 
   // Take over: the agent's click is refused as a result; Give back ends it.
   await page.getByRole('button', { name: 'Take over', exact: true }).click();
