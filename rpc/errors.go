@@ -132,32 +132,15 @@ func newError(code int64, message string, data *errorData) *jsonrpc2.Error {
 // toWire decides, in this one place, what every error means to a client.
 func toWire(err error) *jsonrpc2.Error {
 	var (
-		wire     *jsonrpc2.Error
-		project  *projectfs.PathError
-		param    *args.Error
-		argument *service.ArgumentError
-		logged   *service.LogError
-		tooMany  *service.TooManyError
-		refused  *sandboxfs.FieldError
-		answer   *permission.FieldError
-		export   *activity.ExportError
+		wire    *jsonrpc2.Error
+		logged  *service.LogError
+		tooMany *service.TooManyError
 	)
 	switch {
 	case errors.As(err, &wire):
 		return wire
-	case errors.As(err, &param):
-		field := cmp.Or(param.Field, "params")
-		return newError(codeInvalidParams, "invalid params: "+field+": "+param.Reason, &errorData{Field: field})
-	case errors.As(err, &project):
-		return newError(codeInvalidParams, "invalid params: "+project.Error(), &errorData{Field: "projectPath"})
-	case errors.As(err, &argument):
-		return newError(codeInvalidParams, "invalid params: "+argument.Error(), &errorData{Field: argument.Name})
-	case errors.As(err, &refused):
-		return newError(codeInvalidParams, "invalid params: "+refused.Error(), &errorData{Field: refused.Field})
-	case errors.As(err, &answer):
-		return newError(codeInvalidParams, "invalid params: "+answer.Error(), &errorData{Field: answer.Field})
-	case errors.As(err, &export):
-		return newError(codeInvalidParams, "invalid params: "+export.Error(), &errorData{Field: "dir"})
+	case paramsWire(err) != nil:
+		return paramsWire(err)
 	case errors.Is(err, service.ErrNotFound):
 		return newError(codeNotFound, err.Error(), nil)
 	case errors.Is(err, service.ErrDockerUnavailable):
@@ -191,6 +174,38 @@ func toWire(err error) *jsonrpc2.Error {
 	default:
 		return newError(codeInternal, "internal error: "+err.Error(), nil)
 	}
+}
+
+// paramsWire is what an error about a request's params means to a client
+// (invalid_params naming the field at fault), or nil.
+func paramsWire(err error) *jsonrpc2.Error {
+	var (
+		param    *args.Error
+		project  *projectfs.PathError
+		argument *service.ArgumentError
+		refused  *sandboxfs.FieldError
+		answer   *permission.FieldError
+		export   *activity.ExportError
+	)
+	invalid := func(msg, field string) *jsonrpc2.Error {
+		return newError(codeInvalidParams, "invalid params: "+msg, &errorData{Field: field})
+	}
+	switch {
+	case errors.As(err, &param):
+		field := cmp.Or(param.Field, "params")
+		return invalid(field+": "+param.Reason, field)
+	case errors.As(err, &project):
+		return invalid(project.Error(), "projectPath")
+	case errors.As(err, &argument):
+		return invalid(argument.Error(), argument.Name)
+	case errors.As(err, &refused):
+		return invalid(refused.Error(), refused.Field)
+	case errors.As(err, &answer):
+		return invalid(answer.Error(), answer.Field)
+	case errors.As(err, &export):
+		return invalid(export.Error(), "dir")
+	}
+	return nil
 }
 
 // projectWire is what an error about the project's own files means to a
