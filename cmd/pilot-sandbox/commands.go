@@ -22,6 +22,7 @@ import (
 // cli is what a user command gets: a manager and its flags parsed.
 type cli struct {
 	env     *env
+	app     *app
 	manager *service.Manager
 	net     *network
 	tasks   *tasks.Manager
@@ -60,7 +61,7 @@ func newCLI(e *env, name string, args []string, extra func(*flag.FlagSet)) (*cli
 	if err != nil {
 		return nil, nil, err
 	}
-	return &cli{env: e, manager: a.m, net: a.net, tasks: a.tasks, project: abs, json: *asJSON, close: a.close}, fs, nil
+	return &cli{env: e, app: a, manager: a.m, net: a.net, tasks: a.tasks, project: abs, json: *asJSON, close: a.close}, fs, nil
 }
 
 func absProject(p string) (string, error) {
