@@ -107,6 +107,9 @@ func (c *cli) printState(st *service.State) {
 	case st.Status == service.StatusPaused:
 		fmt.Fprintf(w, "  paused     every process frozen, every window kept%s; pilot-sandbox start resumes it\n", heldMemory(st.MemoryBytes))
 	}
+	if st.StopReason != "" {
+		fmt.Fprintf(w, "  reason     %s\n", st.StopReason)
+	}
 	if st.Error != "" {
 		fmt.Fprintf(w, "  error      %s\n", st.Error)
 	}
@@ -209,41 +212,6 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	c.printState(st)
-	return nil
-}
-
-// runRemove deletes the sandbox of a project, even one whose directory
-// is gone, or the sandbox container --container names.
-func runRemove(ctx context.Context, e *env, args []string) error {
-	var container string
-	c, _, err := newCLI(e, "remove", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&container, "container", "", "remove the sandbox with this container ID (or name) instead of the project's")
-	})
-	if err != nil {
-		return err
-	}
-	defer c.close()
-	var removed bool
-	what := c.project
-	if container != "" {
-		what = "container " + container
-		removed, err = c.manager.RemoveContainer(ctx, container)
-	} else {
-		removed, err = c.manager.Remove(ctx, c.project)
-	}
-	if err != nil {
-		return err
-	}
-	switch {
-	case c.json:
-		c.printJSON(map[string]bool{"removed": removed})
-	case removed:
-		fmt.Fprintf(e.stdout, "Removed the sandbox of %s.\n", what)
-	case container != "":
-		fmt.Fprintf(e.stdout, "There is no %s.\n", what)
-	default:
-		fmt.Fprintf(e.stdout, "%s had no sandbox.\n", c.project)
-	}
 	return nil
 }
 
