@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
@@ -33,5 +35,19 @@ func TestEnableToolsWritesTheProjectSwitch(t *testing.T) {
 	}
 	if settings["dockerToolsEnabled"] != true || settings["sandbox"] == nil {
 		t.Errorf("settings.json after --enable-tools: %s; want dockerToolsEnabled true and the sandbox key kept", data)
+	}
+}
+
+// build of an image that is up to date says so and nothing of building
+// (scripts/run.sh and dev-env.sh let it speak for the image).
+func TestBuildSaysBuildingOnlyWhenItBuilds(t *testing.T) {
+	dockertest.Engine(t)
+	env := []string{"XDG_STATE_HOME=" + t.TempDir()}
+	if _, errOut, code := cliRun(t, env, "", "build"); code != 0 {
+		t.Fatalf("build: %d %s", code, errOut)
+	}
+	out, errOut, code := cliRun(t, env, "", "build")
+	if code != 0 || !strings.Contains(out, "is up to date") || strings.Contains(strings.ToLower(out+errOut), "building") {
+		t.Errorf("build of an image up to date (%d): %q %q; want it up to date, without building", code, out, errOut)
 	}
 }
