@@ -2,60 +2,71 @@ package service
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/rs/zerolog"
 )
 
-// A container whose inspect hangs (wedged by a pause, docs/sandbox.md,
-// Pause) stalls a resync for InspectTimeout only: its sandbox is shown
-// failing, with why, and the others are followed as before.
-func TestResyncGoesOnPastAWedgedContainer(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.InspectTimeout = 100 * time.Millisecond })
-	ctx := context.Background()
-	wedged, other := project(t), project(t)
-	st, err := h.m.Start(ctx, wedged)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := h.m.Start(ctx, other)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.docker.mu.Lock()
-	h.docker.inspectHangs = map[string]bool{st.ContainerID: true, st.ContainerName: true}
-	h.docker.lookup(o.ContainerID).Running = false
-	h.docker.mu.Unlock()
+// listThenChange is an engine whose containers change right after a list
+// is read, as when another process restarts a sandbox while a resync of
+// many sandboxes probes the ones before it.
+type listThenChange struct {
+	*fakeDocker
+	after func() // runs once, after the first list
+}
 
-	began := time.Now()
-	list, err := h.m.List(ctx)
-	if err != nil {
-		t.Fatal(err)
+func (d *listThenChange) ListContainers(ctx context.Context, labels map[string]string) ([]Container, error) {
+	out, err := d.fakeDocker.ListContainers(ctx, labels)
+	if d.after != nil {
+		d.after()
+		d.after = nil
 	}
-	if took := time.Since(began); took > 5*time.Second {
-		t.Errorf("the resync took %v past one wedged container", took)
-	}
-	got := map[string]State{}
-	for _, s := range list {
-		got[s.ProjectPath] = s
-	}
-	if s := got[wedged]; s.Status != StatusError || !strings.Contains(s.Error, "did not answer") {
-		t.Errorf("the wedged sandbox: %+v; want an error saying Docker did not answer", s)
-	}
-	if s := got[other]; s.Status != StatusStopped {
-		t.Errorf("the other sandbox, stopped meanwhile: %+v; want it followed to stopped", s)
-	}
+	return out, err
+}
 
-	// Once Docker answers again, the next resync shows it as it is.
-	h.docker.mu.Lock()
-	h.docker.inspectHangs = nil
-	h.docker.mu.Unlock()
-	if list, err = h.m.List(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range list {
-		if s.ProjectPath == wedged && (s.Status != StatusRunning || s.Error != "") {
-			t.Errorf("after the engine answers: %+v; want running", s)
+// TestAResyncDoesNotWriteAStaleListOverARestart: another process's stop
+// ended in a kill (exit 137, a slow desktop at the end of the grace), the
+// resync listed that, and the other process restarted the sandbox before
+// the resync got to it. The resync must leave the running state, in memory
+// and in .pilot/sandbox.json, not the error its list said.
+func TestAResyncDoesNotWriteAStaleListOverARestart(t *testing.T) {
+	fake := newFakeDocker()
+	dir := project(t)
+	c := fake.addContainer(dir, false, 137, desktop.Secret{Control: "ctrl1234", View: "view1234"})
+	docker := &listThenChange{fakeDocker: fake}
+	docker.after = func() {
+		// The other process's restart, and the state file it writes.
+		if err := fake.StartContainer(context.Background(), c.ID); err != nil {
+			t.Fatal(err)
 		}
+		now, _ := fake.InspectContainer(context.Background(), c.ID)
+		rec := projectfs.Record{ContainerID: now.ID, ContainerName: now.Name, Status: string(StatusRunning),
+			WSPort: now.Ports[desktop.NoVNCPort], VNCPort: now.Ports[desktop.VNCPort]}
+		if _, err := projectfs.WriteRecord(dir, rec, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := New(docker, Config{
+		Resources: testResources, StateDir: t.TempDir(), Logger: zerolog.New(zerolog.NewTestWriter(t)),
+		Probe: func(ctx context.Context, wsPort int, _, _ string) error { return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	states, err := m.List(context.Background())
+	if err != nil || len(states) != 1 {
+		t.Fatalf("after the restart: %+v, %v; want one sandbox", states, err)
+	}
+	if states[0].Status != StatusRunning {
+		t.Errorf("after the restart: %+v; want it running", states[0])
+	}
+	restarted, _ := fake.InspectContainer(context.Background(), c.ID)
+	rec, err := projectfs.ReadRecord(dir)
+	if err != nil || rec == nil || rec.Status != string(StatusRunning) || rec.WSPort != restarted.Ports[desktop.NoVNCPort] {
+		t.Errorf("sandbox.json = %+v, %v; want running on port %d", rec, err, restarted.Ports[desktop.NoVNCPort])
 	}
 }
