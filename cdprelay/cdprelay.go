@@ -1,22 +1,28 @@
 // Package cdprelay serves a browser's DevTools Protocol, which listens only
 // inside a sandbox, on a 127.0.0.1 port of the host, to clients that know a
 // secret: the first segment of every path must be it, and only DevTools
-// WebSocket paths (/devtools/...) pass. There is no /json listing and no
-// other page: the address sandbox/browser hands out is all a client needs
-// (Playwright's connectOverCDP and Puppeteer's connect take a ws:// address
-// as it is). It knows nothing of Docker: dial reaches the browser.
+// WebSocket paths (/devtools/...) pass, and /json/version, which clients
+// given an http:// address read first (Playwright's connectOverCDP,
+// Puppeteer's browserURL): its webSocketDebuggerUrl is rewritten to the
+// relay's. There is no /json listing and no other page: the ws:// address
+// sandbox/browser hands out is all a client needs. It knows nothing of
+// Docker: dial reaches the browser.
 package cdprelay
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -73,7 +79,40 @@ func (r *Relay) Close() error { return r.srv.Close() }
 func (r *Relay) strip(path string) (string, bool) {
 	seg, rest, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
 	ok := subtle.ConstantTimeCompare([]byte(seg), []byte(r.secret)) == 1
-	return "/" + rest, ok && strings.HasPrefix("/"+rest, "/devtools/")
+	path = "/" + rest
+	return path, ok && (strings.HasPrefix(path, "/devtools/") || isVersion(path))
+}
+
+// isVersion says whether path is the browser's /json/version.
+func isVersion(path string) bool { return strings.TrimSuffix(path, "/") == "/json/version" }
+
+// maxVersion bounds the /json/version answer read: about 500 bytes.
+const maxVersion = 64 << 10
+
+// rewriteVersion points /json/version's webSocketDebuggerUrl, which names
+// the browser's own address in the sandbox, at the relay.
+func (r *Relay) rewriteVersion(resp *http.Response) error {
+	if !isVersion(resp.Request.URL.Path) || resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	defer resp.Body.Close()
+	var version map[string]any
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxVersion)).Decode(&version); err != nil {
+		return fmt.Errorf("the browser's /json/version: %w", err)
+	}
+	if ws, ok := version["webSocketDebuggerUrl"].(string); ok {
+		if i := strings.Index(ws, "/devtools/"); i >= 0 {
+			version["webSocketDebuggerUrl"] = r.Endpoint(ws[i:])
+		}
+	}
+	body, err := json.Marshal(version)
+	if err != nil {
+		return err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	return nil
 }
 
 // handler refuses what does not carry the secret, and proxies the rest
@@ -87,6 +126,7 @@ func (r *Relay) handler(dial Dial) http.Handler {
 			// Chromium accepts only an IP address or localhost as Host.
 			pr.Out.Host = "127.0.0.1"
 		},
+		ModifyResponse: r.rewriteVersion,
 		Transport: &http.Transport{
 			DialContext:       func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
 			DisableKeepAlives: true,

@@ -3,6 +3,7 @@ package cdprelay_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -34,6 +35,10 @@ func fakeBrowser(t *testing.T) *httptest.Server {
 			rw.Flush()
 			return
 		}
+		if strings.TrimSuffix(r.URL.Path, "/") == "/json/version" {
+			io.WriteString(w, `{"Browser": "Chrome/1", "webSocketDebuggerUrl": "ws://127.0.0.1/devtools/browser/abc"}`)
+			return
+		}
 		io.WriteString(w, "path="+r.URL.Path+" host="+r.Host)
 	}))
 	t.Cleanup(srv.Close)
@@ -62,7 +67,8 @@ func TestRelayRefusesWithoutTheSecret(t *testing.T) {
 	}{
 		{"no secret", host + "/devtools/browser/x", http.StatusNotFound},
 		{"listing", host + "/json", http.StatusNotFound},
-		{"listing with the secret", base + "/json/version", http.StatusNotFound},
+		{"listing with the secret", base + "/json/list", http.StatusNotFound},
+		{"another page with the secret", base + "/json/new", http.StatusNotFound},
 		{"wrong secret", host + "/" + strings.Repeat("f", len(secret)) + "/devtools/browser/x", http.StatusNotFound},
 		{"secret's prefix", host + "/" + secret[:20] + "/devtools/browser/x", http.StatusNotFound},
 		{"devtools path", base + "/devtools/browser/x", http.StatusOK},
@@ -82,6 +88,28 @@ func TestRelayRefusesWithoutTheSecret(t *testing.T) {
 				t.Fatalf("the browser saw %q", body)
 			}
 		})
+	}
+}
+
+// /json/version, which clients given an http:// address read first,
+// answers with the browser's WebSocket address through the relay.
+func TestRelayAnswersVersionWithItsOwnAddress(t *testing.T) {
+	r := startRelay(t)
+	base := strings.Replace(r.Endpoint(""), "ws://", "http://", 1)
+	for _, path := range []string{"/json/version", "/json/version/"} {
+		res, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var version map[string]string
+		err = json.NewDecoder(res.Body).Decode(&version)
+		res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d, %v", path, res.StatusCode, err)
+		}
+		if want := r.Endpoint("/devtools/browser/abc"); version["webSocketDebuggerUrl"] != want || version["Browser"] != "Chrome/1" {
+			t.Errorf("%s: %v; want webSocketDebuggerUrl %s", path, version, want)
+		}
 	}
 }
 

@@ -17,22 +17,22 @@ const attachStderrMax = 64 << 10
 // ExecAttach starts a long-lived command with its stdin and stdout attached,
 // for a request/response conversation with a process in the container.
 func (e *Client) ExecAttach(ctx context.Context, id string, spec service.ExecSpec) (service.ExecSession, error) {
-	api, ex, err := e.createExec(ctx, id, spec, true)
-	if err != nil {
-		return nil, err
-	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	s := &session{stdin: inW, stdout: outR, stderr: &cappedBuffer{max: attachStderrMax}}
-	s.stream, err = api.StartExecNonBlocking(ex.ID, docker.StartExecOptions{
+	execID, stream, err := e.startExec(ctx, id, spec, docker.StartExecOptions{
 		InputStream:  inR,
 		OutputStream: outW,
 		ErrorStream:  s.stderr,
 	})
 	if err != nil {
-		return nil, e.classify(err)
+		return nil, err
 	}
-	go s.pipe(inR, outW, e)
+	s.stream = stream
+	go func() {
+		s.pipe(inR, outW, e)
+		e.gates.ended(id, execID)
+	}()
 	return s, nil
 }
 

@@ -55,6 +55,9 @@ type Client struct {
 	// bounds a container's writable layer (disk.go); guarded by mu.
 	diskLimit    diskLimitState
 	diskLimitWhy string
+
+	// gates keep a pause from landing on an exec starting (gate.go).
+	gates execGates
 }
 
 var _ service.Docker = (*Client)(nil)

@@ -21,21 +21,19 @@ const exitCodeWait = 2 * time.Second
 // cancelled ctx the stream is closed and the call returns, whatever the
 // command (or a child still holding its stdout) does.
 func (e *Client) Exec(ctx context.Context, id string, spec service.ExecSpec) (service.ExecResult, error) {
-	api, ex, err := e.createExec(ctx, id, spec, spec.Stdin != nil)
-	if err != nil {
-		return service.ExecResult{}, err
-	}
 	stdout := &cappedBuffer{max: spec.MaxOutput, sink: spec.Stdout}
 	stderr := &cappedBuffer{max: spec.MaxOutput, sink: spec.Stderr}
 	stdin, cut := inputUntilCut(spec.Stdin)
-	stream, err := api.StartExecNonBlocking(ex.ID, docker.StartExecOptions{
+	execID, stream, err := e.startExec(ctx, id, spec, docker.StartExecOptions{
 		InputStream:  stdin,
 		OutputStream: stdout,
 		ErrorStream:  stderr,
 	})
 	if err != nil {
-		return service.ExecResult{}, e.classify(err)
+		cut()
+		return service.ExecResult{}, err
 	}
+	defer e.gates.ended(id, execID)
 	end, err := waitStream(ctx, stream, spec.Timeout, spec.Finished, cut)
 	// The stream's copy goroutine may still be writing after a close.
 	res := service.ExecResult{
@@ -53,8 +51,30 @@ func (e *Client) Exec(ctx context.Context, id string, spec service.ExecSpec) (se
 		// say it until the streams close: inspecting waits for that.
 		return res, err
 	}
-	res.ExitCode, err = e.exitCode(ctx, ex.ID, end == streamEnded)
+	res.ExitCode, err = e.exitCode(ctx, execID, end == streamEnded)
 	return res, err
+}
+
+// startExec creates an exec and starts it with opts, through the
+// container's gate (gate.go): a pause of the container waits for it to
+// start, and it waits for a pause under way. The caller calls
+// e.gates.ended with the exec's ID once the exec is over.
+func (e *Client) startExec(ctx context.Context, id string, spec service.ExecSpec, opts docker.StartExecOptions) (string, docker.CloseWaiter, error) {
+	if err := e.gates.enter(ctx, id); err != nil {
+		return "", nil, err
+	}
+	api, ex, err := e.createExec(ctx, id, spec, opts.InputStream != nil)
+	if err != nil {
+		e.gates.sent(id, "")
+		return "", nil, err
+	}
+	stream, err := api.StartExecNonBlocking(ex.ID, opts)
+	if err != nil {
+		e.gates.sent(id, "")
+		return "", nil, e.classify(err)
+	}
+	e.gates.sent(id, ex.ID)
+	return ex.ID, stream, nil
 }
 
 // createExec sets up an exec instance with stdout and stderr attached, and

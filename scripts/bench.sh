@@ -8,14 +8,15 @@
 #
 # PILOT_BENCH_RUNS  runs of each measure (5)
 # PILOT_BENCH_SKIP  measures to leave out, any of: start resume screenshot
-#                   memory image build panel (e.g. "build panel")
+#                   exec memory image build panel (e.g. "build panel")
 # PILOT_BENCH_IDLE  how long a sandbox idles before its memory is read (20s)
 # PILOT_IMAGE       the sandbox image (pilot-sandbox:bench unless set, so
 #                   that pilot-sandbox:latest is never rebuilt from a tree
 #                   under change)
 #
 # The measures are go test benchmarks (service: BenchmarkStart,
-# BenchmarkResume, BenchmarkIdleMemory; tools: BenchmarkScreenshotBeside), a plain
+# BenchmarkResume, BenchmarkIdleMemory; tools: BenchmarkScreenshotBeside;
+# cmd/pilot-sandbox: BenchmarkExecBeside), a plain
 # `docker build --no-cache` of the image's directory with the classic
 # builder the sidecar uses, and the panel's Start in Chromium (ui/bench,
 # `npm run bench`). Nothing here asserts a time: a slow machine gives a
@@ -51,6 +52,10 @@ fi
 if wants screenshot; then
   say "screenshot: ${runs} runs of 20 each"
   go test -run '^$' -bench 'BenchmarkScreenshotBeside$' -benchtime 20x -count "$runs" ./tools/ | tee "$raw/screenshot.txt" >&2
+fi
+if wants exec; then
+  say "CLI exec: ${runs} runs of 10 each"
+  go test -run '^$' -bench 'BenchmarkExecBeside$' -benchtime 10x -count "$runs" ./cmd/pilot-sandbox/ | tee "$raw/exec.txt" >&2
 fi
 if wants memory; then
   say "idle memory: ${runs} sandboxes"
@@ -137,6 +142,10 @@ for sub in ("desktop", "terminals", "typing"):
     rs = bench_runs(shots, "BenchmarkScreenshotBeside/" + sub)
     row("screenshot 1280x800 PNG, %s" % sub, "ms", [r["ns/op"] / 1e6 for r in rs], "<= 10 ms",
         "docker exec scrot", [r["baseline-ms"] for r in rs], [r["ratio"] for r in rs])
+
+execs = bench_runs(read("exec.txt"), "BenchmarkExecBeside")
+row("pilot-sandbox exec -- true", "ms", [r["ns/op"] / 1e6 for r in execs], "<= 1.3x",
+    "docker exec C true", [r["baseline-ms"] for r in execs], [r["ratio"] for r in execs])
 
 mem = bench_runs(read("memory.txt"), "BenchmarkIdleMemory")
 row("idle sandbox memory", "MiB", [r["MiB"] for r in mem], "<= 45 MiB")

@@ -114,8 +114,10 @@ ensure_sshd() {
   apt_install openssh-server openssh-client || log "no sshd: the remote-engine tests will be skipped"
 }
 
+# pilot-sandbox build says itself whether it builds (its progress) or the
+# image is up to date: saying "building" here, every run, was wrong on
+# every run but the first (issue 26).
 build_image() {
-  log "building the sandbox image"
   go run ./cmd/pilot-sandbox build
 }
 

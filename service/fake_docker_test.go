@@ -62,6 +62,9 @@ type fakeDocker struct {
 	// diskHangs makes DiskUsage wait for its context to end, as an
 	// engine walking a huge layer does.
 	diskHangs bool
+	// inspectHangs names the containers whose inspect waits for its
+	// context to end, as a wedged container's does (docs/sandbox.md, Pause).
+	inspectHangs map[string]bool
 	// heldNames are names held by no container, as while Docker undoes a
 	// create whose client went away: the next creates with the name fail
 	// with a conflict, this many times.
@@ -383,6 +386,13 @@ func (f *fakeDocker) RemoveContainer(ctx context.Context, id string) error {
 }
 
 func (f *fakeDocker) InspectContainer(ctx context.Context, idOrName string) (Container, error) {
+	f.mu.Lock()
+	hangs := f.inspectHangs[idOrName]
+	f.mu.Unlock()
+	if hangs {
+		<-ctx.Done()
+		return Container{}, fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
+	}
 	defer f.mu.Unlock()
 	if err := f.enter("InspectContainer"); err != nil {
 		return Container{}, err

@@ -102,6 +102,9 @@ type Config struct {
 	// ResyncInterval is how often Run checks every sandbox against Docker,
 	// in case an event was lost (10 s).
 	ResyncInterval time.Duration
+	// InspectTimeout bounds each inspect of a resync (10 s): one wedged
+	// container must not stall the others' (resync.go).
+	InspectTimeout time.Duration
 	// Policy is where the user's lifecycle policy comes from (policy.go).
 	Policy PolicyConfig
 	// DesktopPorts carries the desktop ports of a sandbox whose ports
@@ -163,6 +166,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ResyncInterval == 0 {
 		c.ResyncInterval = 10 * time.Second
+	}
+	if c.InspectTimeout == 0 {
+		c.InspectTimeout = 10 * time.Second
 	}
 	if c.Probe == nil {
 		c.Probe = func(ctx context.Context, wsPort int, viewerPath, password string) error {

@@ -45,6 +45,11 @@ func (m *Manager) List(ctx context.Context) ([]State, error) {
 // follow it. The project's lock must be held.
 func (m *Manager) refresh(ctx context.Context, b *box) (*State, error) {
 	c, err := m.find(ctx, b)
+	return m.refreshWith(ctx, b, c, err)
+}
+
+// refreshWith is refresh with the container found (or not) already.
+func (m *Manager) refreshWith(ctx context.Context, b *box, c Container, err error) (*State, error) {
 	if errors.Is(err, ErrContainerNotFound) {
 		if b.snapshot() != nil {
 			m.log.Info().Str("project", b.project).Msg("the sandbox container is gone")
@@ -127,7 +132,7 @@ func (m *Manager) resync(ctx context.Context) error {
 			continue
 		}
 		if b.snapshot() != nil || projectfs.RecordExists(b.project) {
-			if _, err := m.refresh(ctx, b); err != nil {
+			if _, err := m.refreshBounded(ctx, b); err != nil {
 				m.log.Debug().Err(err).Str("project", b.project).Msg("refresh failed")
 			}
 		}
@@ -143,7 +148,7 @@ func (m *Manager) resync(ctx context.Context) error {
 // (stopped, or killed at the end of a slow stop) written over the restart's
 // running one would stay in .pilot/sandbox.json.
 func (m *Manager) resyncOne(ctx context.Context, b *box) {
-	if _, err := m.refresh(ctx, b); err != nil {
+	if _, err := m.refreshBounded(ctx, b); err != nil {
 		m.log.Debug().Err(err).Str("project", b.project).Msg("refresh failed")
 		return
 	}

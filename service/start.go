@@ -311,6 +311,15 @@ func (m *Manager) waitReady(ctx context.Context, project, id string, secret desk
 			cancelProbe()
 			switch {
 			case lastErr == nil:
+				if c.Paused() {
+					// A desktop that answers is not frozen. Just after an
+					// unpause, Docker 20.10 may still say paused for a
+					// moment: the pause's own event from containerd,
+					// handled late, marks it paused again until the
+					// resume's event follows (seen here in 1 resume of 3
+					// with execs starting beside it).
+					c.State = "running"
+				}
 				return c, nil
 			case errors.Is(lastErr, desktop.ErrViewerMismatch), errors.Is(lastErr, desktop.ErrNotOurVNCServer):
 				return c, lastErr // not a desktop still starting

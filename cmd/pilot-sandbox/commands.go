@@ -22,6 +22,7 @@ import (
 // cli is what a user command gets: a manager and its flags parsed.
 type cli struct {
 	env     *env
+	app     *app
 	manager *service.Manager
 	net     *network
 	tasks   *tasks.Manager
@@ -60,7 +61,7 @@ func newCLI(e *env, name string, args []string, extra func(*flag.FlagSet)) (*cli
 	if err != nil {
 		return nil, nil, err
 	}
-	return &cli{env: e, manager: a.m, net: a.net, tasks: a.tasks, project: abs, json: *asJSON, close: a.close}, fs, nil
+	return &cli{env: e, app: a, manager: a.m, net: a.net, tasks: a.tasks, project: abs, json: *asJSON, close: a.close}, fs, nil
 }
 
 func absProject(p string) (string, error) {
@@ -105,6 +106,9 @@ func (c *cli) printState(st *service.State) {
 		fmt.Fprintf(w, "  vnc        127.0.0.1:%d\n", st.VNCPort)
 	case st.Status == service.StatusPaused:
 		fmt.Fprintf(w, "  paused     every process frozen, every window kept%s; pilot-sandbox start resumes it\n", heldMemory(st.MemoryBytes))
+	}
+	if st.StopReason != "" {
+		fmt.Fprintf(w, "  reason     %s\n", st.StopReason)
 	}
 	if st.Error != "" {
 		fmt.Fprintf(w, "  error      %s\n", st.Error)
@@ -208,41 +212,6 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	c.printState(st)
-	return nil
-}
-
-// runRemove deletes the sandbox of a project, even one whose directory
-// is gone, or the sandbox container --container names.
-func runRemove(ctx context.Context, e *env, args []string) error {
-	var container string
-	c, _, err := newCLI(e, "remove", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&container, "container", "", "remove the sandbox with this container ID (or name) instead of the project's")
-	})
-	if err != nil {
-		return err
-	}
-	defer c.close()
-	var removed bool
-	what := c.project
-	if container != "" {
-		what = "container " + container
-		removed, err = c.manager.RemoveContainer(ctx, container)
-	} else {
-		removed, err = c.manager.Remove(ctx, c.project)
-	}
-	if err != nil {
-		return err
-	}
-	switch {
-	case c.json:
-		c.printJSON(map[string]bool{"removed": removed})
-	case removed:
-		fmt.Fprintf(e.stdout, "Removed the sandbox of %s.\n", what)
-	case container != "":
-		fmt.Fprintf(e.stdout, "There is no %s.\n", what)
-	default:
-		fmt.Fprintf(e.stdout, "%s had no sandbox.\n", c.project)
-	}
 	return nil
 }
 

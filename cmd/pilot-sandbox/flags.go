@@ -7,7 +7,7 @@ import (
 
 // takesArguments names the commands that read arguments after their
 // flags; every other refuses any (parseFlags).
-var takesArguments = map[string]bool{"exec": true, "cp": true, "tool": true, "net": true, "task run": true, "task diff": true, "task apply": true}
+var takesArguments = map[string]bool{"exec": true, "cp": true, "tool": true, "net": true, "task run": true, "task diff": true, "task apply": true, "expose": true, "forward": true}
 
 // parseFlags parses a command's flags and refuses any argument after
 // them: a project directory given without -project would be ignored (and
