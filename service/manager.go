@@ -103,7 +103,7 @@ type Config struct {
 	// in case an event was lost (10 s).
 	ResyncInterval time.Duration
 	// InspectTimeout bounds each inspect of a resync (10 s): one wedged
-	// container must not stall the others' (resync.go).
+	// container must not stall the others' (observe.go, refreshBounded).
 	InspectTimeout time.Duration
 	// Policy is where the user's lifecycle policy comes from (policy.go).
 	Policy PolicyConfig
@@ -328,3 +328,38 @@ func (m *Manager) DockerStatus(ctx context.Context) DockerStatus {
 	st.Available = true
 	return st
 }
+
+// Run reconciles the sandboxes with Docker, then follows Docker's events
+// (and resyncs every ResyncInterval, in case one was lost) so that a
+// container stopped, killed or removed behind the sidecar's back is noticed
+// and announced. It returns when ctx ends.
+func (m *Manager) Run(ctx context.Context) {
+	if err := m.resync(ctx); err != nil {
+		m.log.Warn().Err(err).Msg("startup reconciliation failed; retrying in the background")
+	}
+	m.markReconciled()
+	var wg sync.WaitGroup
+	wg.Go(func() { m.followEvents(ctx) })
+	wg.Go(func() { m.watchReadiness(ctx) })
+	wg.Go(func() { m.enforcePolicy(ctx) })
+	ticker := time.NewTicker(m.cfg.ResyncInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		case <-ticker.C:
+			if err := m.resync(ctx); err != nil {
+				m.log.Debug().Err(err).Msg("resync failed")
+			}
+		}
+	}
+}
+
+// Reconciled is closed once the manager's Run has looked at Docker for
+// the first time (successfully or not): until then, what it knows of the
+// sandboxes found at startup is incomplete.
+func (m *Manager) Reconciled() <-chan struct{} { return m.reconciled }
+
+func (m *Manager) markReconciled() { m.reconciledOnce.Do(func() { close(m.reconciled) }) }

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -155,40 +156,35 @@ func (m *Manager) resyncOne(ctx context.Context, b *box) {
 	m.ensureRecord(b)
 }
 
-// Run reconciles the sandboxes with Docker, then follows Docker's events
-// (and resyncs every ResyncInterval, in case one was lost) so that a
-// container stopped, killed or removed behind the sidecar's back is noticed
-// and announced. It returns when ctx ends.
-func (m *Manager) Run(ctx context.Context) {
-	if err := m.resync(ctx); err != nil {
-		m.log.Warn().Err(err).Msg("startup reconciliation failed; retrying in the background")
+// refreshBounded is refresh with its inspect bounded by InspectTimeout,
+// for the resync's walk over every sandbox. A container wedged in the
+// engine (a pause that landed on an exec starting, docs/sandbox.md,
+// Pause) leaves every inspect of it hanging: the walk notes that sandbox
+// as failing, with why, and goes on to the others.
+func (m *Manager) refreshBounded(ctx context.Context, b *box) (*State, error) {
+	inspect, cancel := context.WithTimeout(ctx, m.cfg.InspectTimeout)
+	c, err := m.find(inspect, b)
+	cancel()
+	if err != nil && ctx.Err() == nil && errors.Is(inspect.Err(), context.DeadlineExceeded) {
+		m.unanswered(b, err)
+		return nil, err
 	}
-	m.markReconciled()
-	var wg sync.WaitGroup
-	wg.Go(func() { m.followEvents(ctx) })
-	wg.Go(func() { m.watchReadiness(ctx) })
-	wg.Go(func() { m.enforcePolicy(ctx) })
-	ticker := time.NewTicker(m.cfg.ResyncInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			wg.Wait()
-			return
-		case <-ticker.C:
-			if err := m.resync(ctx); err != nil {
-				m.log.Debug().Err(err).Msg("resync failed")
-			}
-		}
-	}
+	return m.refreshWith(ctx, b, c, err)
 }
 
-// Reconciled is closed once the manager's Run has looked at Docker for
-// the first time (successfully or not): until then, what it knows of the
-// sandboxes found at startup is incomplete.
-func (m *Manager) Reconciled() <-chan struct{} { return m.reconciled }
-
-func (m *Manager) markReconciled() { m.reconciledOnce.Do(func() { close(m.reconciled) }) }
+// unanswered marks the sandbox as failing: Docker did not say what its
+// container is within InspectTimeout. The next resync asks again.
+func (m *Manager) unanswered(b *box, err error) {
+	why := fmt.Sprintf("Docker did not answer about the sandbox's container within %s; "+
+		"a container paused while a command started in it can stay wedged (docs/sandbox.md, Pause)",
+		m.cfg.InspectTimeout)
+	m.log.Warn().Err(err).Str("project", b.project).Msg(why)
+	if st := b.snapshot(); st != nil && (st.Status != StatusError || st.Error != why) {
+		failed := *st
+		failed.Status, failed.Error = StatusError, why
+		m.commit(b, &failed)
+	}
+}
 
 // followEvents refreshes a project whenever Docker reports a change to its
 // container. When the stream breaks (Docker restarted, or went away), it
