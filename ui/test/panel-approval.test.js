@@ -56,7 +56,7 @@ test('the panel asks for approval of what the project asks, with Approve and Can
   await page.getByRole('button', { name: 'Start Sandbox' }).click();
   await panel.expectBadge('Needs approval');
   await panel.expectVisible(page.getByRole('heading', { name: 'This project asks for your approval' }));
-  await panel.expectVisible(page.getByText('run its sandbox with memory 5g (your cap 4GiB), processes 5000 (your cap 4096)'));
+  await panel.expectVisible(page.getByText('run its sandbox with memory 5g (your cap 4GiB), processes 5000 (your cap 4096)', { exact: true }));
   await panel.expectVisible(page.getByText(/memory +5g +your cap: 4GiB\s+processes +5000 +your cap: 4096/));
   await screenshot('1-asks');
   await page.emulateMedia({ colorScheme: 'dark' });

