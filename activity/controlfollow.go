@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"time"
 )
 
 // Follow tells the listeners every change of a holder, this process's, at
@@ -21,17 +20,7 @@ func (c *Control) noted() map[string]ControlState {
 }
 
 func (c *Control) follow(ctx context.Context, known map[string]ControlState) {
-	t := time.NewTicker(PollInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-c.kick:
-		}
-		c.scan(known, true)
-	}
+	poll(ctx, c.kick, func() { c.scan(known, true) })
 }
 
 // scan reads the control files and tells what changed; a removed file is

@@ -88,6 +88,13 @@ func (r *Recorder) startFollower() *follower {
 }
 
 func (r *Recorder) follow(ctx context.Context, f *follower) {
+	poll(ctx, r.kick, func() { f.scan(false) })
+}
+
+// poll calls scan every PollInterval, and at once when this process kicks
+// (it wrote), until ctx ends: the timelines and the control files are
+// followed alike.
+func poll(ctx context.Context, kick <-chan struct{}, scan func()) {
 	t := time.NewTicker(PollInterval)
 	defer t.Stop()
 	for {
@@ -95,9 +102,9 @@ func (r *Recorder) follow(ctx context.Context, f *follower) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-r.kick:
+		case <-kick:
 		}
-		f.scan(false)
+		scan()
 	}
 }
 
