@@ -16,9 +16,11 @@ package gateway
 
 import (
 	"crypto/rand"
+	"errors"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -125,6 +127,39 @@ func (g *Gateway) Mint(task string, providers map[string]Provider) *Lease {
 	defer g.mu.Unlock()
 	g.leases[l.token] = l
 	return l
+}
+
+// Restore makes a lease for task again with the token an earlier process
+// minted (a sidecar that restarted while the task ran: the token is in
+// the task's environment), its usage counting on from used. A token not
+// of Mint's form, or one live already, is refused.
+func (g *Gateway) Restore(task, token string, providers map[string]Provider, used Usage) (*Lease, error) {
+	if !ValidToken(token) {
+		return nil, errors.New("not a token of the gateway's")
+	}
+	l := &Lease{Task: task, token: token, providers: providers, usage: used}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.leases[token] != nil {
+		return nil, errors.New("the token is live already")
+	}
+	g.leases[token] = l
+	return l, nil
+}
+
+// ValidToken says token has the form Mint gives: the prefix and 26
+// characters of base32 (rand.Text).
+func ValidToken(token string) bool {
+	rest, ok := strings.CutPrefix(token, tokenPrefix)
+	if !ok || len(rest) != 26 {
+		return false
+	}
+	for _, c := range rest {
+		if !('A' <= c && c <= 'Z' || '2' <= c && c <= '7') {
+			return false
+		}
+	}
+	return true
 }
 
 // End kills the lease's token: its requests are refused from now on.

@@ -298,3 +298,28 @@ func TestEnv(t *testing.T) {
 		t.Errorf("env %q", env)
 	}
 }
+
+// TestRestore: a token Mint gave is taken again (a restarted sidecar),
+// its usage counting on; a made-up form, or a token live already, is
+// refused; an ended restored lease is dead as any other.
+func TestRestore(t *testing.T) {
+	gw := gateway.New(nil, zerolog.Nop())
+	p := map[string]gateway.Provider{gateway.Anthropic: {BaseURL: &url.URL{Scheme: "https", Host: "api.anthropic.com"}, Key: func() string { return userKey }}}
+	token := gateway.New(nil, zerolog.Nop()).Mint("t", p).Token()
+	l, err := gw.Restore("t", token, p, gateway.Usage{Requests: 3, InputTokens: 9})
+	if err != nil || l.Token() != token || gw.Lookup(token) != l || l.Usage().Requests != 3 {
+		t.Fatalf("restore: %v, %+v", err, l)
+	}
+	if _, err := gw.Restore("t", token, p, gateway.Usage{}); err == nil {
+		t.Error("a live token restored twice")
+	}
+	for _, bad := range []string{"", "pilot-gw-", "sk-ant-x", "pilot-gw-" + strings.Repeat("a", 26), "pilot-gw-" + strings.Repeat("A", 27), token + "\n"} {
+		if _, err := gw.Restore("t", bad, p, gateway.Usage{}); err == nil {
+			t.Errorf("restored %q", bad)
+		}
+	}
+	gw.End(l)
+	if gw.Lookup(token) != nil {
+		t.Error("an ended restored lease is live")
+	}
+}

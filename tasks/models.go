@@ -12,8 +12,14 @@ import (
 // starts, returns what the task's environment gets: the gateway's
 // address inside the sandbox and the task's placeholder tokens, never a
 // key; with no provider configured, nothing.
+//
+// Reopen, as a later sidecar reattaches to a running task, takes the
+// task's access again from what Open's access said to keep (its token
+// and its port inside the sandbox), so that the agent's model calls go
+// on answered; the usage counts on from used.
 type Models interface {
 	Open(ctx context.Context, project, task string) (ModelAccess, error)
+	Reopen(ctx context.Context, project, task string, kept KeptAccess) (ModelAccess, error)
 }
 
 // ModelAccess is a task's access to the model gateway.
@@ -24,6 +30,18 @@ type ModelAccess struct {
 	// End kills the task's tokens and returns what its model calls used;
 	// nil when there is nothing to end.
 	End func() Usage
+	// Used is what the task's model calls used so far (nil with End).
+	Used func() Usage
+	// Resume is what Reopen needs, kept while the task runs (opaque
+	// here).
+	Resume json.RawMessage
+}
+
+// KeptAccess is a running task's access to the model gateway as kept in
+// the user's state for a sidecar that reattaches (records.saveAccess).
+type KeptAccess struct {
+	Resume json.RawMessage `json:"resume"`
+	Used   Usage           `json:"used"`
 }
 
 // SourceGateway marks a usage event the sidecar's gateway counted from
@@ -70,6 +88,53 @@ func withModels(env, access []string) []string {
 		}
 	}
 	return append(out, access...)
+}
+
+// reopenModels takes a reattached task's access to the model gateway
+// again, if the sidecar that started it kept one; without it the task
+// goes on, its model calls refused (docs/models.md, Limits).
+func (m *Manager) reopenModels(ctx context.Context, t *task) {
+	rec := t.record()
+	kept, ok := m.records.loadAccess(rec.ID)
+	if !ok || m.opts.Models == nil {
+		return
+	}
+	access, err := m.opts.Models.Reopen(ctx, rec.ProjectPath, rec.ID, kept)
+	if err != nil {
+		m.opts.Logger.Warn().Err(err).Str("task", rec.ID).Msg("take the task's access to the model gateway again: its model calls will be refused")
+		return
+	}
+	t.keepAccess(access)
+}
+
+// keepAccess makes t end access as it ends and keep it while it runs.
+func (t *task) keepAccess(access ModelAccess) {
+	t.endModels, t.usedModels, t.resume = access.once(), access.Used, access.Resume
+}
+
+// kept is the task's access as saveAccess keeps it; false if there is
+// none to keep.
+func (t *task) kept() (KeptAccess, bool) {
+	if t.resume == nil {
+		return KeptAccess{}, false
+	}
+	k := KeptAccess{Resume: t.resume}
+	if t.usedModels != nil {
+		k.Used = t.usedModels()
+	}
+	return k, true
+}
+
+// saveAccess keeps the task's access for a sidecar that reattaches; a
+// failure is logged (the task goes on; only a reattach would miss it).
+func (m *Manager) saveAccess(t *task) {
+	k, ok := t.kept()
+	if !ok {
+		return
+	}
+	if err := m.records.saveAccess(t.record().ID, k); err != nil {
+		m.opts.Logger.Warn().Err(err).Str("task", t.record().ID).Msg("keep the task's access to the model gateway")
+	}
 }
 
 // endAccess ends the task's access to the model gateway, if this process

@@ -264,6 +264,7 @@ func (m *Manager) Reattach(ctx context.Context) {
 				m.finish(t, Finished{Status: StatusLost, ExitCode: -1, Error: "the sandbox stopped while the task ran"})
 				return
 			}
+			m.reopenModels(m.ctx, t)
 			m.follow(t, sb, nil)
 		}()
 	}

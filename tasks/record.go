@@ -116,6 +116,46 @@ func (r records) prune() {
 	}
 }
 
+// The access files: a running task's access to the model gateway
+// (KeptAccess: its token and port inside the sandbox, what it used), for
+// a sidecar that reattaches. In a folder of their own beside the records
+// (tasks/models/ID.json, 0600 as every state file) so that no record,
+// which clients get, holds a token; removed as the task ends.
+func (r records) accessDir() string { return filepath.Join(r.dir, "models") }
+
+// maxAccessFile bounds an access file read.
+const maxAccessFile = 64 << 10
+
+func (r records) saveAccess(id string, k KeptAccess) error {
+	return projectfs.WriteStateFile(r.accessDir(), id+".json", func(w io.Writer) error {
+		return json.NewEncoder(w).Encode(k)
+	})
+}
+
+// loadAccess is the task's kept access; false when there is none (or it
+// cannot be read: the task goes on without).
+func (r records) loadAccess(id string) (KeptAccess, bool) {
+	if !validID(id) {
+		return KeptAccess{}, false
+	}
+	f, err := projectfs.OpenStateFile(r.accessDir(), id+".json")
+	if err != nil {
+		return KeptAccess{}, false
+	}
+	defer f.Close()
+	var k KeptAccess
+	if err := json.NewDecoder(io.LimitReader(f, maxAccessFile)).Decode(&k); err != nil || len(k.Resume) == 0 {
+		return KeptAccess{}, false
+	}
+	return k, true
+}
+
+func (r records) removeAccess(id string) {
+	if validID(id) {
+		os.Remove(filepath.Join(r.accessDir(), id+".json"))
+	}
+}
+
 // validID says id is one this package makes (newID).
 func validID(id string) bool {
 	if len(id) == 0 || len(id) > 64 {

@@ -62,7 +62,6 @@ func (m *Manager) Start(ctx context.Context, req StartRequest, report func(works
 	if err != nil {
 		return Record{}, fmt.Errorf("open the model gateway to the task: %w", err)
 	}
-	endModels := access.once()
 	switch req.Agent {
 	case AgentCodex:
 		argv = codexProvider(argv, access.Env)
@@ -74,10 +73,13 @@ func (m *Manager) Start(ctx context.Context, req StartRequest, report func(works
 		Timeout: timeout.String(), Container: sb.ContainerID(), Status: StatusRunning, StartedAt: time.Now().UnixMilli(),
 	}, !req.NoSync, report)
 	if err != nil {
-		endModels()
+		if access.End != nil {
+			access.End()
+		}
 		return Record{}, err
 	}
-	t.endModels = endModels
+	t.keepAccess(access)
+	m.saveAccess(t)
 	env = withModels(env, access.Env)
 	started := make(chan error, 1)
 	m.wg.Add(1)
@@ -156,6 +158,7 @@ func (m *Manager) forget(id string) {
 	delete(m.tasks, id)
 	m.mu.Unlock()
 	m.records.remove(id)
+	m.records.removeAccess(id)
 }
 
 // follow follows the task again until its last record, while the sandbox
@@ -165,7 +168,8 @@ func (m *Manager) follow(t *task, sb workspace.Sandbox, fin *Finished) {
 	rec := t.record()
 	for tries := 0; fin == nil && tries < refollowTries; tries++ {
 		if m.ctx.Err() != nil {
-			return // this sidecar stops; the next one reattaches
+			m.handOn(t) // this sidecar stops; the next one reattaches
+			return
 		}
 		cur, err := m.sandboxes.Running(m.ctx, rec.ProjectPath)
 		if err != nil || cur.ContainerID() != rec.Container {
@@ -184,11 +188,19 @@ func (m *Manager) follow(t *task, sb workspace.Sandbox, fin *Finished) {
 	}
 	if fin == nil {
 		if m.ctx.Err() != nil {
+			m.handOn(t)
 			return
 		}
 		fin = &Finished{Status: StatusLost, ExitCode: -1, Error: "the task's records could not be read"}
 	}
 	m.finish(t, *fin)
+}
+
+// handOn saves a running task's record and access as this sidecar stops
+// following it, for the next one.
+func (m *Manager) handOn(t *task) {
+	m.records.save(t.record())
+	m.saveAccess(t)
 }
 
 // stream runs one runner command whose output is records, and reads them
@@ -238,6 +250,7 @@ func (m *Manager) consume(t *task, r io.Reader, started chan<- error) *Finished 
 		}
 		if time.Since(saved) > saveEvery {
 			m.records.save(t.record())
+			m.saveAccess(t)
 			saved = time.Now()
 		}
 	}
@@ -263,7 +276,9 @@ func (m *Manager) finish(t *task, fin Finished) {
 			fin.Error = joinErr(fin.Error, "its change was not saved: "+err.Error())
 		}
 	}
-	if u := t.endAccess(); u != nil && u.Requests > 0 {
+	u := t.endAccess()
+	m.records.removeAccess(rec.ID)
+	if u != nil && u.Requests > 0 {
 		u.Source = SourceGateway
 		m.emit(t, Event{Type: TypeUsage, TimeMs: fin.DurationMs, Body: u})
 	}

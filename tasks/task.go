@@ -22,10 +22,13 @@ const (
 type task struct {
 	parser parser
 	done   chan struct{} // closed when the task ended and its record says so
-	// endModels ends the task's access to the model gateway (once), set
-	// before its runner starts; nil for a task this process reattached to
-	// (its tokens died with the sidecar that started it).
-	endModels func() *Usage
+	// endModels ends the task's access to the model gateway (once),
+	// usedModels is what it used so far, and resume what a sidecar that
+	// reattaches needs to take it again: set before its runner starts or
+	// as this process reattaches (keepAccess); nil without access.
+	endModels  func() *Usage
+	usedModels func() Usage
+	resume     json.RawMessage
 
 	mu        sync.Mutex // guards the fields below
 	rec       Record

@@ -280,3 +280,84 @@ func TestCommandLineTaskReachesTheGateway(t *testing.T) {
 	token, _ := lineWith(strings.Split(out, "\n"), "token ")
 	checkSeen(t, api.seen(), key, token, 2)
 }
+
+// TestServeGatewayAfterARestart: the sidecar that started a task is
+// killed between two of its model calls; the next one follows the task
+// again and takes its access to the gateway again (same port inside, same
+// token), so the second call is answered with the user's key, and the
+// usage counts both. The token is kept in the user's state only while
+// the task runs, and in no record a client gets.
+func TestServeGatewayAfterARestart(t *testing.T) {
+	key := "sk-ant-test-" + rand.Text()
+	api := newScriptedAPI(t)
+	project := taskProject(t)
+	config := "XDG_CONFIG_HOME=" + writeConfig(t.TempDir(), "models", fmt.Sprintf(`{"idleStop": "0", "maxRunning": 0, "disk": "0",
+		"models": {"anthropic": {"apiKeyEnv": "PILOT_TEST_MODEL_KEY", "baseUrl": %q}}}`, api.URL))
+	stateDir := t.TempDir()
+	env := []string{ownScope(t), config, "XDG_STATE_HOME=" + stateDir, "PILOT_TEST_MODEL_KEY=" + key}
+	client, err := os.ReadFile("testdata/gateway_client.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := startSidecar(t, "ndjson", env...)
+	result(t, first.call("initialize", map[string]any{}, 20*time.Second))
+	result(t, first.call("sandbox/start", map[string]any{"projectPath": project}, 5*time.Minute))
+	started := result(t, first.call("sandbox/tasks/start", map[string]any{
+		"projectPath": project, "agent": "command", "command": []string{"python3", "-c", string(client), "restart", "/tmp/go-on"},
+	}, 2*time.Minute))
+	id := started["taskId"].(string)
+	kept := filepath.Join(stateDir, "pilot-sandbox", "tasks", "models", id+".json")
+	waitKept(t, kept, 1)
+	first.cmd.Process.Kill()
+	first.cmd.Wait()
+
+	next := startSidecar(t, "ndjson", env...)
+	result(t, next.call("initialize", map[string]any{}, 20*time.Second))
+	result(t, next.call("sandbox/exec", map[string]any{"projectPath": project, "command": "touch /tmp/go-on"}, time.Minute))
+	fin := next.waitNotification("sandbox/task", func(p map[string]any) bool {
+		return p["taskId"] == id && p["event"].(map[string]any)["type"] == "finished"
+	}, 3*time.Minute)
+	var lines []string
+	var events []map[string]any
+	for _, n := range next.notifications("sandbox/task") {
+		if ev := n["event"].(map[string]any); n["taskId"] == id {
+			events = append(events, ev)
+			if ev["type"] == "line" && ev["text"] != "waiting" {
+				lines = append(lines, ev["text"].(string))
+			}
+		}
+	}
+	if second, _ := lineWith(lines, "second "); fin["event"].(map[string]any)["status"] != "succeeded" || !strings.HasPrefix(second, "200 ") {
+		t.Fatalf("after the restart: %v, lines %q", fin["event"], lines)
+	}
+	if u := gatewayUsage(events); u != `{"inputTokens":6,"outputTokens":4,"requests":2,"source":"gateway","timeMs":0,"type":"usage"}` {
+		t.Errorf("the gateway's usage event: %s", u)
+	}
+	checkSeen(t, api.seen(), key, "pilot-gw-", 2)
+	if _, err := os.Stat(kept); !os.IsNotExist(err) {
+		t.Errorf("the task's kept access is still there after its end: %v", err)
+	}
+	records, _ := filepath.Glob(filepath.Join(stateDir, "pilot-sandbox", "tasks", "*.json"))
+	for _, r := range records {
+		if data, _ := os.ReadFile(r); strings.Contains(string(data), "pilot-gw-") {
+			t.Errorf("a task record holds a token: %s", data)
+		}
+	}
+}
+
+// waitKept waits until the task's kept access counts requests model
+// calls (the task saves it every 2 s while its agent prints).
+func waitKept(t *testing.T, file string, requests int64) {
+	t.Helper()
+	var got struct {
+		Resume struct{ Token string }
+		Used   struct{ Requests int64 }
+	}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		data, err := os.ReadFile(file)
+		if err == nil && json.Unmarshal(data, &got) == nil && got.Used.Requests == requests && strings.HasPrefix(got.Resume.Token, "pilot-gw-") {
+			return
+		}
+	}
+	t.Fatalf("the task's kept access never counted %d requests: %+v", requests, got)
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -76,26 +77,83 @@ func (g *modelGateway) Open(ctx context.Context, project, task string) (tasks.Mo
 	if err != nil || len(providers) == 0 {
 		return tasks.ModelAccess{}, err
 	}
-	carrier, hostPort, err := g.serving(project)
+	port, err := g.carry(ctx, project, gatewayPorts)
 	if err != nil {
 		return tasks.ModelAccess{}, err
 	}
-	port, err := carrier.CarryInto(ctx, project, hostPort, gatewayPorts)
-	if err != nil {
-		return tasks.ModelAccess{}, fmt.Errorf("carry the model gateway into the sandbox: %w", err)
-	}
 	lease := g.gw.Mint(task, providers)
-	g.inside.task(task, project)
 	g.log.Info().Str("task", task).Strs("providers", slices.Sorted(maps.Keys(providers))).Int("port", port).Msg("model gateway: opened to a task")
+	return g.access(project, task, port, lease), nil
+}
+
+// kept is what a task's access keeps for Reopen (tasks.ModelAccess's
+// Resume): the port the gateway has inside the sandbox, which the task's
+// environment names, and the task's token.
+type kept struct {
+	Port  int    `json:"port"`
+	Token string `json:"token"`
+}
+
+// Reopen takes a running task's access again after a restart: the
+// gateway carried into its sandbox on the same port and its token live
+// again, so the agent's next model call is answered as before. The port
+// must be free there (the relay of the process that died is gone with
+// it).
+func (g *modelGateway) Reopen(ctx context.Context, project, task string, k tasks.KeptAccess) (tasks.ModelAccess, error) {
+	var was kept
+	if err := json.Unmarshal(k.Resume, &was); err != nil || !slices.Contains(gatewayPorts, was.Port) {
+		return tasks.ModelAccess{}, fmt.Errorf("the task's kept access is not one this sidecar keeps: %s", k.Resume)
+	}
+	providers, err := g.providers()
+	if err != nil || len(providers) == 0 {
+		return tasks.ModelAccess{}, cmp.Or(err, errors.New("no model provider is configured any more"))
+	}
+	used := gateway.Usage{Requests: k.Used.Requests, InputTokens: k.Used.InputTokens, OutputTokens: k.Used.OutputTokens, CachedInputTokens: k.Used.CachedInputTokens}
+	lease, err := g.gw.Restore(task, was.Token, providers, used)
+	if err != nil {
+		return tasks.ModelAccess{}, err
+	}
+	if _, err := g.carry(ctx, project, []int{was.Port}); err != nil {
+		g.gw.End(lease)
+		return tasks.ModelAccess{}, err
+	}
+	g.log.Info().Str("task", task).Int("port", was.Port).Msg("model gateway: opened again to a task followed after a restart")
+	return g.access(project, task, was.Port, lease), nil
+}
+
+// carry starts the gateway if it is not yet, and carries it into the
+// project's sandbox on the first of ports free there.
+func (g *modelGateway) carry(ctx context.Context, project string, ports []int) (int, error) {
+	carrier, hostPort, err := g.serving(project)
+	if err != nil {
+		return 0, err
+	}
+	port, err := carrier.CarryInto(ctx, project, hostPort, ports)
+	if err != nil {
+		return 0, fmt.Errorf("carry the model gateway into the sandbox: %w", err)
+	}
+	return port, nil
+}
+
+// access is the task's access through lease, the gateway on port inside
+// the sandbox.
+func (g *modelGateway) access(project, task string, port int, lease *gateway.Lease) tasks.ModelAccess {
+	g.inside.task(task, project)
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	resume, _ := json.Marshal(kept{Port: port, Token: lease.Token()})
+	usage := func(u gateway.Usage) tasks.Usage {
+		return tasks.Usage{Requests: u.Requests, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens}
+	}
 	return tasks.ModelAccess{
 		Env: append(gateway.Env(base, lease), "PILOT_MCP_URL="+base+"/mcp", "PILOT_MCP_TOKEN="+lease.Token()),
 		End: func() tasks.Usage {
 			u := g.gw.End(lease)
 			g.inside.forget(task)
-			return tasks.Usage{Requests: u.Requests, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens}
+			return usage(u)
 		},
-	}, nil
+		Used:   func() tasks.Usage { return usage(lease.Usage()) },
+		Resume: resume,
+	}
 }
 
 // providers are the user's config.json models as the gateway takes them;

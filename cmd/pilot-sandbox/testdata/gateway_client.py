@@ -8,6 +8,10 @@ sends the rest of the stream only after that request: a gateway that
 buffered the stream would leave this waiting), then whether the rest
 arrived.
 
+restart FILE: one call, then a line every half second until FILE
+exists (the test restarts the sidecar meanwhile; 3 minutes at most),
+then a second call (retried while the connection is refused); prints "first STATUS" and "second STATUS".
+
 hostile DEAD_TOKEN: what a task that wants more tries; prints one line
 "case NAME STATUS BODY" for each.
 """
@@ -17,6 +21,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -42,6 +47,23 @@ def stream():
     print("first", resp.readline().decode().strip(), flush=True)
     print("count", request(BASE + "/v1/messages/count_tokens", MESSAGE).read().decode(), flush=True)
     print("stop", "message_stop" in resp.read().decode(), flush=True)
+
+
+def restart(file):
+    print("first", status(lambda: request(BASE + "/v1/messages", MESSAGE)), flush=True)
+    for _ in range(360):
+        if os.path.exists(file):
+            break
+        print("waiting", flush=True)
+        time.sleep(0.5)
+    # Until the next sidecar carried the gateway in again (an agent
+    # retries a refused connection too).
+    for _ in range(240):
+        got = status(lambda: request(BASE + "/v1/messages", MESSAGE))
+        if not got.startswith("error"):
+            break
+        time.sleep(0.5)
+    print("second", got, flush=True)
 
 
 def status(call):
@@ -106,5 +128,7 @@ def hostile(dead):
 if __name__ == "__main__":
     if sys.argv[1] == "stream":
         stream()
+    elif sys.argv[1] == "restart":
+        restart(sys.argv[2])
     else:
         hostile(sys.argv[2])
