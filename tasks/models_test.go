@@ -61,17 +61,18 @@ func TestClaudeMCP(t *testing.T) {
 	}
 }
 
-// Claude Code runs with its permission checks off: in -p nobody can
-// answer its prompts, and the sandbox is the isolation (docs/tasks.md,
-// Permissions). Codex's argv is left as it was.
-func TestClaudeSkipsPermissions(t *testing.T) {
+// Claude Code and Codex run with their permission checks off: in -p and
+// exec nobody can answer their prompts, Codex's own sandbox cannot start
+// in the container, and the sandbox is the isolation (docs/tasks.md,
+// Permissions).
+func TestAgentsSkipPermissions(t *testing.T) {
 	argv, err := StartRequest{Agent: AgentClaude, Prompt: "do it"}.argv()
 	want := []string{"claude", "-p", "do it", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"}
 	if err != nil || !slices.Equal(argv, want) {
 		t.Errorf("claude argv %q, %v", argv, err)
 	}
 	argv, err = StartRequest{Agent: AgentCodex, Prompt: "do it"}.argv()
-	if err != nil || !slices.Equal(argv, []string{"codex", "exec", "--json", "do it"}) {
+	if err != nil || !slices.Equal(argv, []string{"codex", "exec", "--dangerously-bypass-approvals-and-sandbox", "--json", "do it"}) {
 		t.Errorf("codex argv %q, %v", argv, err)
 	}
 }

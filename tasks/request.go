@@ -80,7 +80,11 @@ func (r StartRequest) argv() ([]string, error) {
 			// Permissions).
 			return []string{"claude", "-p", r.Prompt, "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"}, nil
 		}
-		return []string{"codex", "exec", "--json", r.Prompt}, nil
+		// The same for Codex, whose own sandbox (bubblewrap) cannot start
+		// in the container ("bwrap: Failed to make / slave: Operation not
+		// permitted", 0.171.0): every command it ran failed, and its
+		// default read-only profile would refuse the edits anyway.
+		return []string{"codex", "exec", "--dangerously-bypass-approvals-and-sandbox", "--json", r.Prompt}, nil
 	case AgentCommand:
 		return r.commandArgv()
 	}

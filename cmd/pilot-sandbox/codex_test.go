@@ -14,9 +14,12 @@ import (
 // TestServeCodexThroughTheGateway: the real Codex CLI, run as a task
 // (agent codex), against a scripted Responses API on the host reached
 // only through the model gateway, as the model provider the task gives
-// it: its answer and usage come as events, and the API got the user's
-// key, never the placeholder. The CLI is installed by the project's own
-// Dockerfile (agentCLIProject), or comes from the image
+// it. The script's first turn has Codex run a command that writes a file
+// (its exec tool: JavaScript calling tools.exec_command), its second
+// answers: the command's output reaches the API, the file is in the
+// task's diff, the answer and usage come as events, and the API got the
+// user's key, never the placeholder. The CLI is installed by the
+// project's own Dockerfile (agentCLIProject), or comes from the image
 // PILOT_TEST_CODEX_IMAGE names, until sandbox.agents installs it
 // (docs/models.md).
 func TestServeCodexThroughTheGateway(t *testing.T) {
@@ -25,20 +28,25 @@ func TestServeCodexThroughTheGateway(t *testing.T) {
 	}
 	key := "sk-proj-test-codex-0123456789"
 	var mu sync.Mutex
-	var auths, paths []string
+	var auths, paths, bodies []string
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 4<<20))
 		mu.Lock()
-		auths, paths = append(auths, r.Header.Get("Authorization")), append(paths, r.Method+" "+r.URL.Path)
+		auths, paths, bodies = append(auths, r.Header.Get("Authorization")), append(paths, r.Method+" "+r.URL.Path), append(bodies, string(body))
 		mu.Unlock()
 		if r.URL.Path != "/v1/responses" {
 			http.NotFound(w, r)
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
+		item := `{"type":"message","role":"assistant","id":"m1","content":[{"type":"output_text","text":"Hello from the script."}]}`
+		if !strings.Contains(string(body), `"custom_tool_call_output"`) {
+			item = `{"type":"custom_tool_call","id":"ctc_1","call_id":"call_1","name":"exec","input":` +
+				`"const r = await tools.exec_command({cmd: \"echo made by codex > codex.txt && id -un\"}); text(r.output)"}`
+		}
 		for _, data := range []string{
 			`{"type":"response.created","response":{"id":"resp_1"}}`,
-			`{"type":"response.output_item.done","item":{"type":"message","role":"assistant","id":"m1","content":[{"type":"output_text","text":"Hello from the script."}]}}`,
+			`{"type":"response.output_item.done","item":` + item + `}`,
 			`{"type":"response.completed","response":{"id":"resp_1","usage":{"input_tokens":11,"input_tokens_details":{"cached_tokens":3},"output_tokens":4,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":15}}}`,
 		} {
 			name := strings.SplitN(strings.TrimPrefix(data, `{"type":"`), `"`, 2)[0]
@@ -63,15 +71,22 @@ func TestServeCodexThroughTheGateway(t *testing.T) {
 	if ev := fin["event"].(map[string]any); ev["status"] != "succeeded" {
 		t.Fatalf("codex: %v\n%s", ev, transcript)
 	}
-	for _, want := range []string{`"text":"Hello from the script."`, `"cachedInputTokens":3,"inputTokens":11,"outputTokens":4,"requests":1,"source":"gateway"`} {
+	for _, want := range []string{`"name":"command","output":"sandbox\n"`, `"text":"Hello from the script."`, `"cachedInputTokens":6,"inputTokens":22,"outputTokens":8,"requests":2,"source":"gateway"`} {
 		if !strings.Contains(transcript, want) {
 			t.Errorf("the events lack %s:\n%s", want, transcript)
 		}
+	}
+	diff := result(t, s.call("sandbox/tasks/diff", map[string]any{"taskId": id}, time.Minute))
+	if !strings.Contains(diff["patch"].(string), "+made by codex") {
+		t.Errorf("diff: %v\n%s", diff["patch"], transcript)
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(paths) == 0 || paths[len(paths)-1] != "POST /v1/responses" {
 		t.Errorf("the API got %v", paths)
+	}
+	if last := bodies[len(bodies)-1]; !strings.Contains(last, "sandbox") || strings.Contains(last, "pilot-gw-") {
+		t.Errorf("the command's output (the sandbox user) did not reach the API: %.2000s", last)
 	}
 	for _, a := range auths {
 		if a != "Bearer "+key {
