@@ -146,29 +146,43 @@ func (t *task) endAccess() *Usage {
 	return t.endModels()
 }
 
-// codexProvider is the model provider Codex is given when the task has the
-// gateway's OpenAI endpoint: Codex takes no base URL from its
-// environment (0.171.0 went to its own host with OPENAI_BASE_URL set,
-// measured), only from a provider of its config, given here as -c flags
-// after "exec". Its key is the token, by env_key.
-func codexProvider(argv, access []string) []string {
-	base := ""
-	for _, kv := range access {
-		if v, ok := strings.CutPrefix(kv, "OPENAI_BASE_URL="); ok {
-			base = v
-		}
-	}
-	if base == "" || len(argv) < 2 || argv[0] != "codex" {
+// codexConfig gives Codex, as -c flags after "exec", the gateway as its
+// model provider when the task has the gateway's OpenAI endpoint, and the
+// sandbox's own tools (PILOT_MCP_URL) as an MCP server. Codex takes no
+// base URL from its environment (0.171.0 went to its own host with
+// OPENAI_BASE_URL set, measured), only from a provider of its config; its
+// key is the token, by env_key, and the MCP server's bearer token by
+// bearer_token_env_var, so the argv (kept in the task's record) holds
+// none.
+func codexConfig(argv, access []string) []string {
+	if len(argv) < 2 || argv[0] != "codex" {
 		return argv
 	}
-	flags := []string{
-		"-c", "model_provider=pilot-gateway",
-		"-c", `model_providers.pilot-gateway.name="pilot-sandbox model gateway"`,
-		"-c", `model_providers.pilot-gateway.base_url="` + base + `"`,
-		"-c", `model_providers.pilot-gateway.env_key="OPENAI_API_KEY"`,
-		"-c", `model_providers.pilot-gateway.wire_api="responses"`,
+	var flags []string
+	if base := accessVar(access, "OPENAI_BASE_URL"); base != "" {
+		flags = append(flags,
+			"-c", "model_provider=pilot-gateway",
+			"-c", `model_providers.pilot-gateway.name="pilot-sandbox model gateway"`,
+			"-c", `model_providers.pilot-gateway.base_url="`+base+`"`,
+			"-c", `model_providers.pilot-gateway.env_key="OPENAI_API_KEY"`,
+			"-c", `model_providers.pilot-gateway.wire_api="responses"`)
+	}
+	if url := accessVar(access, "PILOT_MCP_URL"); url != "" {
+		flags = append(flags,
+			"-c", `mcp_servers.pilot-sandbox.url="`+url+`"`,
+			"-c", `mcp_servers.pilot-sandbox.bearer_token_env_var="PILOT_MCP_TOKEN"`)
 	}
 	return slices.Concat(argv[:2], flags, argv[2:])
+}
+
+// accessVar is the value of the access's variable name, or "".
+func accessVar(access []string, name string) string {
+	for _, kv := range access {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // claudeMCP gives Claude Code the sandbox's own tools (PILOT_MCP_URL, an
@@ -177,12 +191,7 @@ func codexProvider(argv, access []string) []string {
 // in the config's headers, so the argv (kept in the task's record) holds
 // none.
 func claudeMCP(argv, access []string) []string {
-	url := ""
-	for _, kv := range access {
-		if v, ok := strings.CutPrefix(kv, "PILOT_MCP_URL="); ok {
-			url = v
-		}
-	}
+	url := accessVar(access, "PILOT_MCP_URL")
 	if url == "" || len(argv) == 0 || argv[0] != "claude" {
 		return argv
 	}

@@ -31,18 +31,26 @@ func TestModelAccess(t *testing.T) {
 }
 
 // Codex is given the gateway as a model provider of its config, when the
-// task has the gateway's OpenAI endpoint; otherwise its argv is as asked.
-func TestCodexProvider(t *testing.T) {
+// task has the gateway's OpenAI endpoint, and the sandbox's tools as an
+// MCP server whose bearer token is named by its variable, never given;
+// otherwise its argv is as asked.
+func TestCodexConfig(t *testing.T) {
 	argv := []string{"codex", "exec", "--json", "do it"}
-	got := codexProvider(argv, []string{"OPENAI_BASE_URL=http://127.0.0.1:15100/openai/v1", "OPENAI_API_KEY=pilot-gw-T"})
+	got := codexConfig(argv, []string{"OPENAI_BASE_URL=http://127.0.0.1:15100/openai/v1", "OPENAI_API_KEY=pilot-gw-T",
+		"PILOT_MCP_URL=http://127.0.0.1:15100/mcp", "PILOT_MCP_TOKEN=pilot-gw-T"})
 	want := []string{"codex", "exec", "-c", "model_provider=pilot-gateway", "-c", `model_providers.pilot-gateway.name="pilot-sandbox model gateway"`,
 		"-c", `model_providers.pilot-gateway.base_url="http://127.0.0.1:15100/openai/v1"`, "-c", `model_providers.pilot-gateway.env_key="OPENAI_API_KEY"`,
-		"-c", `model_providers.pilot-gateway.wire_api="responses"`, "--json", "do it"}
+		"-c", `model_providers.pilot-gateway.wire_api="responses"`,
+		"-c", `mcp_servers.pilot-sandbox.url="http://127.0.0.1:15100/mcp"`, "-c", `mcp_servers.pilot-sandbox.bearer_token_env_var="PILOT_MCP_TOKEN"`,
+		"--json", "do it"}
 	if !slices.Equal(got, want) {
 		t.Errorf("argv %q", got)
 	}
-	if got := codexProvider(argv, []string{"ANTHROPIC_BASE_URL=x"}); !slices.Equal(got, argv) {
+	if got := codexConfig(argv, []string{"ANTHROPIC_BASE_URL=x"}); !slices.Equal(got, argv) {
 		t.Errorf("without OpenAI: %q", got)
+	}
+	if got := codexConfig([]string{"sh", "-c", "codex"}, []string{"PILOT_MCP_URL=x"}); !slices.Equal(got, []string{"sh", "-c", "codex"}) {
+		t.Errorf("not codex: %q", got)
 	}
 }
 

@@ -64,7 +64,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest, report func(works
 	}
 	switch req.Agent {
 	case AgentCodex:
-		argv = codexProvider(argv, access.Env)
+		argv = codexConfig(argv, access.Env)
 	case AgentClaude:
 		argv = claudeMCP(argv, access.Env)
 	}

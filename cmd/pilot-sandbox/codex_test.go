@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,12 +12,25 @@ import (
 	"time"
 )
 
+// codexScript is the scripted turn's input to Codex's exec tool (as a
+// JSON string): a command that writes a file, then the sandbox's own
+// screenshot and click through the MCP server the task gives Codex.
+var codexScript = func() string {
+	js, _ := json.Marshal(`const r = await tools.exec_command({cmd: "echo made by codex > codex.txt && id -un"});
+text(r.output);
+const shot = await tools.mcp__pilot_sandbox__sandbox_screenshot({});
+text("shot " + shot.content.map((c) => c.type).join(","));
+const click = await tools.mcp__pilot_sandbox__sandbox_click({x: 5, y: 5});
+text("click " + (click.isError ? "error " + JSON.stringify(click.content) : "ok"));`)
+	return string(js)
+}()
+
 // TestServeCodexThroughTheGateway: the real Codex CLI, run as a task
 // (agent codex), against a scripted Responses API on the host reached
 // only through the model gateway, as the model provider the task gives
 // it. The script's first turn has Codex run a command that writes a file
-// (its exec tool: JavaScript calling tools.exec_command), its second
-// answers: the command's output reaches the API, the file is in the
+// and call the sandbox's screenshot and click (its exec tool: JavaScript
+// calling tools.exec_command and the MCP tools), its second answers: the command's output reaches the API, the file is in the
 // task's diff, the answer and usage come as events, and the API got the
 // user's key, never the placeholder. The CLI is installed by the
 // project's own Dockerfile (agentCLIProject), or comes from the image
@@ -41,8 +55,7 @@ func TestServeCodexThroughTheGateway(t *testing.T) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		item := `{"type":"message","role":"assistant","id":"m1","content":[{"type":"output_text","text":"Hello from the script."}]}`
 		if !strings.Contains(string(body), `"custom_tool_call_output"`) {
-			item = `{"type":"custom_tool_call","id":"ctc_1","call_id":"call_1","name":"exec","input":` +
-				`"const r = await tools.exec_command({cmd: \"echo made by codex > codex.txt && id -un\"}); text(r.output)"}`
+			item = `{"type":"custom_tool_call","id":"ctc_1","call_id":"call_1","name":"exec","input":` + codexScript + `}`
 		}
 		for _, data := range []string{
 			`{"type":"response.created","response":{"id":"resp_1"}}`,
@@ -85,8 +98,9 @@ func TestServeCodexThroughTheGateway(t *testing.T) {
 	if len(paths) == 0 || paths[len(paths)-1] != "POST /v1/responses" {
 		t.Errorf("the API got %v", paths)
 	}
-	if last := bodies[len(bodies)-1]; !strings.Contains(last, "sandbox") || strings.Contains(last, "pilot-gw-") {
-		t.Errorf("the command's output (the sandbox user) did not reach the API: %.2000s", last)
+	if last := bodies[len(bodies)-1]; !strings.Contains(last, `sandbox\n`) || !strings.Contains(last, "shot image") ||
+		!strings.Contains(last, "click ok") || strings.Contains(last, "pilot-gw-") {
+		t.Errorf("the command's output (the sandbox user) and the sandbox tools' did not reach the API: %.3000s", last)
 	}
 	for _, a := range auths {
 		if a != "Bearer "+key {
