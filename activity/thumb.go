@@ -34,6 +34,42 @@ func Thumbnail(pngData []byte) ([]byte, error) {
 // shrink scales src down to width w, averaging each block of pixels (a
 // nearest pixel would drop thin lines of text).
 func shrink(src image.Image, w int) image.Image {
+	if rgba, ok := src.(*image.RGBA); ok && rgba.Bounds().Dx() > w {
+		return shrinkRGBA(rgba, w)
+	}
+	return shrinkAny(src, w)
+}
+
+// shrinkRGBA is shrink reading the pixels' bytes directly: what
+// png.Decode gives for the desktop's opaque truecolor screenshots, and 10
+// times as fast as a pixel at a time through the interface
+// (BenchmarkThumbnail). The same sums, so the same pixels (tested).
+func shrinkRGBA(src *image.RGBA, w int) *image.RGBA {
+	b := src.Bounds()
+	h := max(1, b.Dy()*w/b.Dx())
+	dst := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		y0, y1 := y*b.Dy()/h, max((y+1)*b.Dy()/h, y*b.Dy()/h+1)
+		for x := range w {
+			x0, x1 := x*b.Dx()/w, max((x+1)*b.Dx()/w, x*b.Dx()/w+1)
+			var r, g, bl, n uint32
+			for sy := y0; sy < y1; sy++ {
+				row := src.Pix[sy*src.Stride+x0*4 : sy*src.Stride+x1*4]
+				for i := 0; i < len(row); i += 4 {
+					// As RGBA() widens a byte: v*0x101.
+					r, g, bl, n = r+uint32(row[i])*0x101, g+uint32(row[i+1])*0x101, bl+uint32(row[i+2])*0x101, n+1
+				}
+			}
+			o := y*dst.Stride + x*4
+			dst.Pix[o], dst.Pix[o+1], dst.Pix[o+2], dst.Pix[o+3] = uint8(r/n>>8), uint8(g/n>>8), uint8(bl/n>>8), 0xff
+		}
+	}
+	return dst
+}
+
+// shrinkAny is shrink for any image, a pixel at a time through its
+// interface.
+func shrinkAny(src image.Image, w int) image.Image {
 	b := src.Bounds()
 	if b.Dx() <= w {
 		return src
