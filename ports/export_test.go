@@ -67,3 +67,12 @@ func DevToolsRelays(c *Carrier) int {
 	defer c.devtools.mu.Unlock()
 	return len(c.devtools.byProject)
 }
+
+// ForwardCarried says whether a project's forwarded port is carried by
+// another process's listener (carried.go).
+func ForwardCarried(c *Carrier, project string, port int) bool {
+	c.fw.mu.Lock()
+	defer c.fw.mu.Unlock()
+	set := c.fw.projects[project]
+	return set != nil && set.carried[port]
+}

@@ -59,6 +59,10 @@ type forwardSet struct {
 	run  string // the run they belong to (service.RelayTarget.Run)
 	live map[int]*listener
 	errs map[int]string // why a forward is not live in this run
+	// carried are the forwards another process of the user's carries in
+	// this run (carried.go); watching, whether takeOver runs for them.
+	carried  map[int]bool
+	watching bool
 }
 
 // newForwarder returns a forwarder of sb's sandboxes that keeps its
@@ -148,6 +152,10 @@ func (f *forwarder) applyOne(ctx context.Context, project string, fw Forwarded) 
 		return nil, nil
 	}
 	l, err := f.startListener(ctx, t, fw)
+	if errors.Is(err, errCarried) {
+		f.carriedElsewhere(project, set, fw.Port)
+		return nil, nil
+	}
 	if errors.Is(err, errInUse) {
 		return nil, f.inUse(ctx, project, fw.Port)
 	}
@@ -186,7 +194,7 @@ func (f *forwarder) prepare(project, run string) *forwardSet {
 		if set != nil {
 			old = slices.Collect(maps.Values(set.live))
 		}
-		set = &forwardSet{run: run, live: map[int]*listener{}, errs: map[int]string{}}
+		set = &forwardSet{run: run, live: map[int]*listener{}, errs: map[int]string{}, carried: map[int]bool{}}
 		f.projects[project] = set
 	}
 	f.mu.Unlock()
@@ -213,6 +221,7 @@ func (f *forwarder) setLive(project string, set *forwardSet, l *listener) {
 	if current {
 		set.live[l.Port] = l
 		delete(set.errs, l.Port)
+		delete(set.carried, l.Port)
 	}
 	f.mu.Unlock()
 	if !current {

@@ -170,13 +170,23 @@ func testForward(t *testing.T, execOnly bool) {
 		}
 		dockertest.PollExec(t, sb.m, sb.project, "the forward is back", fetchScript+url)
 	})
-	t.Run("a new sidecar that finds the sandbox running restores it", func(t *testing.T) {
-		f.Close() // the first sidecar ends: its listeners end with it
-		dockertest.PollExec(t, sb.m, sb.project, "the forward ends with its sidecar", "! "+fetchScript+url)
+	t.Run("a second sidecar finds it carried and takes it over as the first ends", func(t *testing.T) {
 		m2, _ := dockertest.Manager(t, func(c *service.Config) { c.StateDir = sb.m.StateDir(); c.Logger = zerolog.Nop() })
 		f2 := carry(t, m2, execOnly)
 		dockertest.Run(t, m2)
-		dockertest.PollExec(t, sb.m, sb.project, "the new sidecar forwards it again", fetchScript+url)
+		for deadline := time.Now().Add(time.Minute); !ports.ForwardCarried(f2, sb.project, 8500); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the second sidecar never found the forward carried by the first")
+			}
+		}
+		if listed, err := f2.ForwardedPorts(sb.project); err != nil || len(listed) != 2 || listed[0].Error != "" || listed[1].Error != "" {
+			t.Errorf("the second sidecar lists %+v, %v: the forwards work", listed, err)
+		}
+		f.Close() // the first sidecar ends: its listeners end with it
+		dockertest.PollExec(t, sb.m, sb.project, "the second sidecar took the forward over", fetchScript+url)
+		if ports.ForwardCarried(f2, sb.project, 8500) {
+			t.Error("still marked carried by another after the take-over")
+		}
 		f = f2
 	})
 	t.Run("close removes it", func(t *testing.T) {

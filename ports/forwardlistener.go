@@ -84,7 +84,7 @@ func (f *forwarder) startListener(ctx context.Context, t service.RelayTarget, fw
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	ctl, err := f.docker.ExecAttach(ctx, t.ContainerID, helper(t, relay.RoleListen, strconv.Itoa(fw.Port), l.name, strconv.Itoa(maxForwardQueue)))
+	ctl, err := f.docker.ExecAttach(ctx, t.ContainerID, helper(t, relay.RoleListen, strconv.Itoa(fw.Port), l.name, strconv.Itoa(maxForwardQueue), carryName(fw)))
 	if err != nil {
 		return nil, err
 	}
@@ -99,8 +99,11 @@ func (f *forwarder) startListener(ctx context.Context, t service.RelayTarget, fw
 	}
 	if err != nil {
 		ctl.Close()
-		if strings.HasPrefix(ctl.Stderr(), "in use") {
+		switch {
+		case strings.HasPrefix(ctl.Stderr(), "in use"):
 			return nil, errInUse
+		case strings.HasPrefix(ctl.Stderr(), "carried"):
+			return nil, errCarried
 		}
 		return nil, fmt.Errorf("the port's listener in the sandbox did not start: %w %s", err, ctl.Stderr())
 	}

@@ -36,6 +36,7 @@ func (f *forwarder) CloseForward(project string, port int) (bool, error) {
 	f.mu.Lock()
 	if set := f.projects[project]; set != nil {
 		delete(set.errs, port)
+		delete(set.carried, port)
 	}
 	f.mu.Unlock()
 	return kept || (l != nil && !l.inner), nil
@@ -95,11 +96,14 @@ func (f *forwarder) apply(ctx context.Context, project string) {
 			continue
 		}
 		l, err := f.startListener(ctx, t, Forwarded{Port: p.Port, HostPort: p.HostPort})
-		if err != nil {
+		switch {
+		case errors.Is(err, errCarried):
+			f.carriedElsewhere(project, set, p.Port)
+		case err != nil:
 			f.failed(project, set, p.Port, err)
-			continue
+		default:
+			f.setLive(project, set, l)
 		}
-		f.setLive(project, set, l)
 	}
 	if len(list) > 0 {
 		f.log.Info().Str("project", project).Int("ports", len(list)).Msg("forwarded the host ports into the sandbox")
@@ -115,6 +119,7 @@ func (f *forwarder) failed(project string, set *forwardSet, port int, err error)
 	f.log.Warn().Err(err).Str("project", project).Int("port", port).Msg("could not forward a host port into the sandbox")
 	f.mu.Lock()
 	set.errs[port] = why
+	delete(set.carried, port)
 	f.mu.Unlock()
 }
 

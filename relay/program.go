@@ -8,7 +8,8 @@ const (
 	// RoleConnect PORT: one connection to 127.0.0.1:PORT, started ahead
 	// (Pool).
 	RoleConnect = "connect"
-	// RoleListen PORT NAME CAP: a forwarded port's listener.
+	// RoleListen PORT NAME CAP CARRY: a forwarded port's listener, CARRY
+	// the name of what it carries (ports/carried.go).
 	RoleListen = "listen"
 	// RoleTake NAME: a forwarded connection's relay, from the listener
 	// NAME.

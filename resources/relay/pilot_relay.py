@@ -24,17 +24,22 @@ connect PORT
     and carries that connection over stdin and stdout as frames. An
     exposed port's connections, the desktop's ports of a sandbox without a
     network, and Chromium's DevTools port.
-listen PORT NAME CAP
+listen PORT NAME CAP CARRY
     A forwarded port's listener: reads a secret line on stdin, listens on
     127.0.0.1:PORT (and [::1]:PORT where there is IPv6: "localhost" may
     resolve to either), on the abstract Unix socket NAME for its relays,
     and on a free port of the container's addresses for direct
     connections; writes "+PORT" (that free port) and a newline once it
-    listens (or exits 4 with "in use" on stderr), then "c" for each
+    listens (or exits 4 with "in use" on stderr: "carried" instead when
+    the one listening is a listener of its own user that holds CARRY),
+    then "c" for each
     connection it accepts, and gives each to the next relay of its own user
     that comes (take) or the next direct connection that brings the
-    secret, whichever first; at most CAP wait, more are closed at once. It
-    ends with its stdin.
+    secret, whichever first; at most CAP wait, more are closed at once.
+    CARRY names what it carries ("pilot-carry-PORT-HOSTPORT"): it holds
+    the abstract Unix socket of that name while it listens, so that
+    another sidecar of the user's carrying the same forward knows the port
+    is carried, not taken (Go's ports/carried.go). It ends with its stdin.
 take NAME
     A forwarded connection's relay: waits at the listener NAME for a
     connection (or exits when its stdin ends first: the sidecar let it
@@ -397,16 +402,51 @@ def peer_uid(s):
     return int.from_bytes(creds[4:8], sys.byteorder)  # struct ucred: pid, uid, gid
 
 
-def role_listen(stream, port, name, cap):
+def carried(carry):
+    """Says the listener that holds the abstract socket carry is a relay
+    of this one's user: the same forward, carried by another sidecar. A
+    program of the sandbox's user may hold the name too: it is not
+    believed."""
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(TIMEOUT_MARK)
+    try:
+        c.connect("\0" + carry)
+        return peer_uid(c) == os.getuid()
+    except OSError:
+        return False
+    finally:
+        c.close()
+
+
+# How long carried waits for the other listener's socket.
+TIMEOUT_MARK = 2
+
+
+def hold_mark(carry):
+    """Holds the abstract socket carry while the listener runs, accepting
+    and closing each connection (carried's); a name already held (by a
+    program of the sandbox) is left alone: the forward works, unmarked."""
+    m = socket.socket(socket.AF_UNIX)
+    try:
+        m.bind("\0" + carry)
+        m.listen(16)
+    except OSError:
+        m.close()
+        return
+    threading.Thread(target=lambda: [c.close() for c in accepted(m)], daemon=True).start()
+
+
+def role_listen(stream, port, name, cap, carry):
     secret = read_secret(stream.rfile)
     try:
         ls = loopback_listeners(int(port))
     except InUse:
-        sys.stderr.write("in use\n")
+        sys.stderr.write("carried\n" if carried(carry) else "in use\n")
         return 4
     except OSError as e:
         sys.stderr.write("listen on 127.0.0.1:%s: %s\n" % (port, e.strerror))
         return 5
+    hold_mark(carry)
     u = socket.socket(socket.AF_UNIX)
     u.bind("\0" + name)
     u.listen(128)
@@ -426,14 +466,14 @@ ROLES = {
     "connect": (role_connect, 1),
     "take": (role_take, 1),
     "gateway": (role_gateway, 1),
-    "listen": (role_listen, 3),
+    "listen": (role_listen, 4),
 }
 
 
 def main(argv):
     role, nargs = ROLES.get(argv[0] if argv else "", (None, 0))
     if role is None or len(argv) - 1 != nargs:
-        sys.stderr.write("usage: pilot-relay connect PORT | take NAME | gateway PORT | listen PORT NAME CAP\n")
+        sys.stderr.write("usage: pilot-relay connect PORT | take NAME | gateway PORT | listen PORT NAME CAP CARRY\n")
         return 2
     return role(Frames(open(0, "rb", buffering=CHUNK, closefd=False), 1), *argv[1:])
 

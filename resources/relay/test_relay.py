@@ -427,7 +427,7 @@ class RolesTest(Case):
     def test_listen_hands_connections_to_relays(self):
         port = free_port()
         name = "pilot-relay-test-" + uuid.uuid4().hex
-        listener = self.start("listen", port, name, 4)
+        listener = self.start("listen", port, name, 4, "pilot-carry-test-" + uuid.uuid4().hex)
         listener.send(b"s3cret\n")
         self.assertTrue(listener.line().startswith("+"))
         client = self.closing(socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT))
@@ -447,14 +447,42 @@ class RolesTest(Case):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         self.addCleanup(busy.close)
-        p = self.start("listen", busy.getsockname()[1], "pilot-relay-test-" + uuid.uuid4().hex, 4)
+        p = self.start("listen", busy.getsockname()[1], "pilot-relay-test-" + uuid.uuid4().hex, 4, "pilot-carry-test-" + uuid.uuid4().hex)
         p.send(b"s3cret\n")
         self.assertEqual(p.p.wait(TIMEOUT), 4)
         self.assertEqual(p.p.stderr.read(), b"in use\n")
 
+    def test_listen_says_when_the_same_forward_is_carried(self):
+        port, carry = free_port(), "pilot-carry-test-" + uuid.uuid4().hex
+        first = self.start("listen", port, "pilot-relay-test-" + uuid.uuid4().hex, 4, carry)
+        first.send(b"s3cret\n")
+        self.assertTrue(first.line().startswith("+"))
+        for _ in range(20):  # more than the mark's backlog: each is accepted and closed
+            second = self.start("listen", port, "pilot-relay-test-" + uuid.uuid4().hex, 4, carry)
+            second.send(b"s3cret\n")
+            self.assertEqual(second.p.wait(TIMEOUT), 4)
+            self.assertEqual(second.p.stderr.read(), b"carried\n")
+        other = self.start("listen", port, "pilot-relay-test-" + uuid.uuid4().hex, 4, "pilot-carry-test-" + uuid.uuid4().hex)
+        other.send(b"s3cret\n")
+        self.assertEqual(other.p.wait(TIMEOUT), 4)
+        self.assertEqual(other.p.stderr.read(), b"in use\n", "another forward of the port (another host port) is not it")
+        self.assertEqual(first.exit_code(), 0)
+        again = self.start("listen", port, "pilot-relay-test-" + uuid.uuid4().hex, 4, carry)
+        again.send(b"s3cret\n")
+        self.assertTrue(again.line().startswith("+"), "the port and the mark are free once the first ended")
+
+    def test_a_mark_held_by_someone_else_is_not_believed(self):
+        self.assertFalse(relay.carried("pilot-carry-test-" + uuid.uuid4().hex), "nobody holds it")
+        with mock.patch.object(relay, "peer_uid", return_value=os.getuid() + 1):
+            carry = "pilot-carry-test-" + uuid.uuid4().hex
+            m = self.closing(socket.socket(socket.AF_UNIX))
+            m.bind("\0" + carry)
+            m.listen()
+            self.assertFalse(relay.carried(carry), "held by another user")
+
     def test_take_ends_when_let_go_first(self):
         name = "pilot-relay-test-" + uuid.uuid4().hex
-        listener = self.start("listen", free_port(), name, 4)
+        listener = self.start("listen", free_port(), name, 4, "pilot-carry-test-" + uuid.uuid4().hex)
         listener.send(b"s3cret\n")
         listener.line()
         take = self.start("take", name)
