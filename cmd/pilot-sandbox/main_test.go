@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilot-sandbox/pilot-sandbox/activity"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
 // binary is the pilot-sandbox built once for the end-to-end tests.
@@ -397,6 +399,7 @@ func TestCommandLine(t *testing.T) {
 	if _, code := run("tool", "sandbox_click", `{"x": -1, "y": 0}`); code != 1 {
 		t.Errorf("tool with a bad argument: code %d, want 1", code)
 	}
+	checkToolYieldsAndRecords(t, cli)
 	if out, code := run("tool"); code != 0 || strings.Count(out, "sandbox_") < 16 {
 		t.Errorf("tool list: %d %s", code, out)
 	}
@@ -414,5 +417,39 @@ func TestCommandLine(t *testing.T) {
 	}
 	if _, code := run("bogus"); code != 2 {
 		t.Errorf("unknown command: code %d, want 2", code)
+	}
+}
+
+// checkToolYieldsAndRecords: `pilot-sandbox tool` yields to the user
+// holding the desktop as the other tool sets do (an agent outside may run
+// it from its shell), and its calls are on the sandbox's timeline, named.
+func checkToolYieldsAndRecords(t *testing.T, cli projectCLI) {
+	t.Helper()
+	state := filepath.Join(cli.state, "pilot-sandbox")
+	project, err := projectfs.Canonical(cli.project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	control := activity.NewControl(state)
+	if err := control.Take(project); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := cli.run(nil, "tool", "sandbox_click", `{"x": 5, "y": 5}`)
+	control.Release(project)
+	if code != 1 || !strings.Contains(errOut, "user") {
+		t.Errorf("tool sandbox_click while the user holds the desktop: code %d, %q", code, errOut)
+	}
+	if out, errOut, code := cli.run(nil, "tool", "sandbox_click", `{"x": 5, "y": 5}`); code != 0 {
+		t.Errorf("tool sandbox_click once given back: code %d, %s %s", code, out, errOut)
+	}
+	entries, err := activity.NewLog(state).Read(project, 0, 100)
+	var clicks []string
+	for _, e := range entries {
+		if e.Name == "sandbox_click" && e.Client == "pilot-sandbox tool" && e.Source == activity.SourceRPC {
+			clicks = append(clicks, fmt.Sprintf("isError %v, after %v", e.IsError, len(e.After) > 0))
+		}
+	}
+	if err != nil || strings.Join(clicks, "; ") != "isError true, after false; isError false, after true" {
+		t.Errorf("the timeline's clicks of pilot-sandbox tool: %q, %v", clicks, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/pilot-sandbox/pilot-sandbox/activity"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
 
@@ -42,9 +43,14 @@ func runTool(ctx context.Context, e *env, args []string) error {
 		return errUsage
 	}
 	// A person at a shell waits for the end: no answer bound, which would
-	// leave a long start to die with this process.
-	set := tools.New(c.manager, tools.Bound(0))
+	// leave a long start to die with this process. The call goes on the
+	// sandbox's timeline, and yields to the user who took the desktop
+	// over, as every other tool set's (an agent outside may well run this
+	// command from its own shell).
+	stateDir := c.manager.StateDir()
+	set := tools.New(c.manager, tools.Bound(0), tools.Record(activity.NewRecorder(stateDir)), tools.Control(activity.NewControl(stateDir)))
 	defer set.Close()
+	ctx = activity.WithOrigin(ctx, activity.Origin{Source: activity.SourceRPC, Client: "pilot-sandbox tool"})
 	res, err := set.Call(ctx, c.project, name, arguments)
 	if err != nil {
 		return err
