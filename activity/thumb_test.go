@@ -3,12 +3,11 @@ package activity
 import (
 	"bytes"
 	"compress/zlib"
-	"encoding/binary"
-	"hash/crc32"
 	"image"
 	"image/png"
-	"io"
 	"testing"
+
+	"github.com/pilot-sandbox/pilot-sandbox/internal/pngtest"
 )
 
 // screenLike is a 1280x800 PNG with text-like detail, made as the
@@ -31,22 +30,7 @@ func screenLike(t testing.TB) []byte {
 		zw.Write(line)
 	}
 	zw.Close()
-	var out bytes.Buffer
-	out.WriteString("\x89PNG\r\n\x1a\n")
-	chunk := func(kind string, data []byte) {
-		binary.Write(&out, binary.BigEndian, uint32(len(data)))
-		crc := crc32.NewIEEE()
-		io.WriteString(crc, kind)
-		crc.Write(data)
-		out.WriteString(kind)
-		out.Write(data)
-		binary.Write(&out, binary.BigEndian, crc.Sum32())
-	}
-	ihdr := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, w), h)
-	chunk("IHDR", append(ihdr, 8, 2, 0, 0, 0))
-	chunk("IDAT", rows.Bytes())
-	chunk("IEND", nil)
-	return out.Bytes()
+	return pngtest.File(w, h, 8, 2, rows.Bytes()) // 8 bits, truecolor
 }
 
 // The fast path for *image.RGBA gives the same pixels as the generic one,

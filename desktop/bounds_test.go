@@ -5,16 +5,16 @@ import (
 	"compress/zlib"
 	"context"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"hash/crc32"
 	"image"
 	"image/png"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/pilot-sandbox/pilot-sandbox/internal/pngtest"
 )
 
 // The sandbox can write into the agent's output (/proc/<pid>/fd/1 of a
@@ -176,19 +176,7 @@ func forgedPNG(t *testing.T, width, height int) []byte {
 		z.Write(row)
 	}
 	z.Close()
-	var out bytes.Buffer
-	out.WriteString("\x89PNG\r\n\x1a\n")
-	chunk := func(kind string, data []byte) {
-		binary.Write(&out, binary.BigEndian, uint32(len(data)))
-		out.WriteString(kind)
-		out.Write(data)
-		binary.Write(&out, binary.BigEndian, crc32.ChecksumIEEE(append([]byte(kind), data...)))
-	}
-	ihdr := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, uint32(width)), uint32(height))
-	chunk("IHDR", append(ihdr, 1, 0, 0, 0, 0)) // 1 bit, greyscale
-	chunk("IDAT", idat.Bytes())
-	chunk("IEND", nil)
-	return out.Bytes()
+	return pngtest.File(width, height, 1, 0, idat.Bytes()) // 1 bit, greyscale
 }
 
 // issue 16: a forged 1 MB PNG claiming 16000x16000 was taken for a

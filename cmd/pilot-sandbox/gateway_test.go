@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -84,6 +85,15 @@ func runCommandTask(t *testing.T, s *sidecar, project string, argv ...string) ([
 	fin := s.waitNotification("sandbox/task", func(p map[string]any) bool {
 		return p["taskId"] == id && p["event"].(map[string]any)["type"] == "finished"
 	}, 3*time.Minute)
+	lines, events := taskOutput(s, id)
+	if ev := fin["event"].(map[string]any); ev["status"] != "succeeded" {
+		t.Fatalf("the task %v: %v\n%s", argv[:2], ev, strings.Join(lines, "\n"))
+	}
+	return lines, events
+}
+
+// taskOutput is a task's output lines and its events, as s heard them.
+func taskOutput(s *sidecar, id string) ([]string, []map[string]any) {
 	var lines []string
 	var events []map[string]any
 	for _, n := range s.notifications("sandbox/task") {
@@ -95,9 +105,6 @@ func runCommandTask(t *testing.T, s *sidecar, project string, argv ...string) ([
 		if ev["type"] == "line" {
 			lines = append(lines, ev["text"].(string))
 		}
-	}
-	if ev := fin["event"].(map[string]any); ev["status"] != "succeeded" {
-		t.Fatalf("the task %v: %v\n%s", argv[:2], ev, strings.Join(lines, "\n"))
 	}
 	return lines, events
 }
@@ -317,16 +324,8 @@ func TestServeGatewayAfterARestart(t *testing.T) {
 	fin := next.waitNotification("sandbox/task", func(p map[string]any) bool {
 		return p["taskId"] == id && p["event"].(map[string]any)["type"] == "finished"
 	}, 3*time.Minute)
-	var lines []string
-	var events []map[string]any
-	for _, n := range next.notifications("sandbox/task") {
-		if ev := n["event"].(map[string]any); n["taskId"] == id {
-			events = append(events, ev)
-			if ev["type"] == "line" && ev["text"] != "waiting" {
-				lines = append(lines, ev["text"].(string))
-			}
-		}
-	}
+	lines, events := taskOutput(next, id)
+	lines = slices.DeleteFunc(lines, func(l string) bool { return l == "waiting" })
 	if second, _ := lineWith(lines, "second "); fin["event"].(map[string]any)["status"] != "succeeded" || !strings.HasPrefix(second, "200 ") {
 		t.Fatalf("after the restart: %v, lines %q", fin["event"], lines)
 	}

@@ -39,6 +39,7 @@ var allowed = map[string][]string{
 	"internal/dockertest": {"engine", "images", "resources", "service", "workspace"},
 	"internal/sshtest":    {"internal/dockertest"},
 	"internal/jsonsize":   nil,
+	"internal/pngtest":    nil,
 	"internal/rfbtest":    nil,
 	"internal/tcptest":    nil,
 	"internal/textdiff":   nil,
