@@ -40,11 +40,17 @@ func (r *Recorder) Log() *Log { return r.log }
 // unless e names its source; a failure to write is returned and the caller
 // goes on (a timeline is a record, never a reason to refuse an action).
 func (r *Recorder) Add(ctx context.Context, project string, e Entry) error {
+	return r.AddOnce(ctx, project, "", e)
+}
+
+// AddOnce records e as Add does, unless once names what the project's
+// last AddOnce recorded (Log.AppendOnce).
+func (r *Recorder) AddOnce(ctx context.Context, project, once string, e Entry) error {
 	if e.Source == "" {
 		o := OriginOf(ctx)
 		e.Source, e.Client = o.Source, o.Client
 	}
-	if _, err := r.log.Append(project, e); err != nil {
+	if _, added, err := r.log.AppendOnce(project, once, e); err != nil || !added {
 		return err
 	}
 	select {

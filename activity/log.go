@@ -48,10 +48,23 @@ func (l *Log) previous(project string) string {
 	return filepath.Join(l.dir, key(project)+".1.jsonl")
 }
 func (l *Log) seqFile(project string) string { return filepath.Join(l.dir, key(project)+".seq") }
+func (l *Log) onceFile(project string) string {
+	return filepath.Join(l.dir, key(project)+".once")
+}
 
 // Append gives e the project's next seq and appends it; it returns e as
 // written.
 func (l *Log) Append(project string, e Entry) (Entry, error) {
+	e, _, err := l.AppendOnce(project, "", e)
+	return e, err
+}
+
+// AppendOnce appends e as Append does, unless once is the once of the
+// project's last AppendOnce: what every sidecar of the user sees at the
+// same time (a policy's stop, a container that died), named by once,
+// is recorded by the first that sees it. An empty once always appends.
+// It says whether it appended.
+func (l *Log) AppendOnce(project, once string, e Entry) (Entry, bool, error) {
 	e = e.bounded()
 	e.ProjectPath = project
 	if e.Time == 0 {
@@ -59,18 +72,27 @@ func (l *Log) Append(project string, e Entry) (Entry, error) {
 	}
 	unlock, err := l.lock(project)
 	if err != nil {
-		return e, err
+		return e, false, err
 	}
 	defer unlock()
+	if once != "" {
+		if last, err := os.ReadFile(l.onceFile(project)); err == nil && string(last) == once {
+			return e, false, nil
+		}
+	}
 	e.Seq = l.lastSeq(project) + 1
 	line, err := json.Marshal(e)
 	if err != nil {
-		return e, err
+		return e, false, err
 	}
 	if err := l.appendLine(project, append(line, '\n')); err != nil {
-		return e, err
+		return e, false, err
 	}
-	return e, os.WriteFile(l.seqFile(project), []byte(strconv.FormatInt(e.Seq, 10)), 0o600)
+	err = os.WriteFile(l.seqFile(project), []byte(strconv.FormatInt(e.Seq, 10)), 0o600)
+	if once != "" {
+		err = errors.Join(err, os.WriteFile(l.onceFile(project), []byte(once), 0o600))
+	}
+	return e, true, err
 }
 
 // lastSeq is the last seq given, from the seq file or, if it is gone or

@@ -196,3 +196,35 @@ func TestThumbnailIsASmallJPEG(t *testing.T) {
 		t.Fatalf("%v, %d bytes", b, len(out))
 	}
 }
+
+// AppendOnce appends what its once names a single time, however many
+// appenders race to (two sidecars seeing one death), and again once
+// something else was recorded under another once; an empty once always
+// appends.
+func TestAppendOnce(t *testing.T) {
+	l := NewLog(t.TempDir())
+	var wg sync.WaitGroup
+	var added sync.Map
+	for i := range 8 {
+		wg.Go(func() {
+			if _, ok, err := l.AppendOnce(project, "c1@100 error", Entry{Kind: KindLifecycle, Name: "error"}); err != nil || ok {
+				added.Store(i, err)
+			}
+		})
+	}
+	wg.Wait()
+	n := 0
+	added.Range(func(any, any) bool { n++; return true })
+	for _, step := range []struct {
+		once string
+		want bool
+	}{{"c1@100 error", false}, {"c1@200 error", true}, {"c1@100 error", true}, {"", true}, {"", true}} {
+		if _, ok, err := l.AppendOnce(project, step.once, Entry{Kind: KindLifecycle, Name: "x"}); ok != step.want || err != nil {
+			t.Errorf("AppendOnce(%q): %v, %v; want %v", step.once, ok, err, step.want)
+		}
+	}
+	entries, err := l.Read(project, 0, 0)
+	if n != 1 || err != nil || len(entries) != 5 {
+		t.Errorf("%d of 8 racing appends appended; %d entries, %v", n, len(entries), err)
+	}
+}

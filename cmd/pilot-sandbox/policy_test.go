@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -203,5 +204,39 @@ func TestServeRefusesAStartPastMaxRunning(t *testing.T) {
 	}
 	if r := running[0].(map[string]any); r["projectPath"] != first || r["containerId"] != started["containerId"] {
 		t.Errorf("data.running = %v, want %s", running, first)
+	}
+}
+
+// TestADeathIsOnTheTimelineOnce: two sidecars of the user's serve a
+// project (the app's and an MCP server, the usual case); its container is
+// killed from outside, which both see: the timeline has the death, with
+// its reason, once. (A policy's stop takes the same path, stopReason for
+// error: the shortest idleStop a config.json may give is a minute.)
+func TestADeathIsOnTheTimelineOnce(t *testing.T) {
+	project := dockertest.Project(t, dockertest.Engine(t))
+	env := []string{"XDG_STATE_HOME=" + t.TempDir(), ownScope(t)}
+	first, second := startSidecar(t, "ndjson", env...), startSidecar(t, "ndjson", env...)
+	for _, s := range []*sidecar{first, second} {
+		result(t, s.call("initialize", map[string]any{}, 20*time.Second))
+	}
+	st := result(t, first.call("sandbox/start", map[string]any{"projectPath": project}, 5*time.Minute))
+	if out, err := exec.Command("docker", "kill", st["containerId"].(string)).CombinedOutput(); err != nil {
+		t.Fatalf("docker kill: %v %s", err, out)
+	}
+	for _, s := range []*sidecar{first, second} {
+		s.waitNotification("sandbox/event", func(p map[string]any) bool {
+			st, _ := p["state"].(map[string]any)
+			return p["projectPath"] == project && st != nil && st["status"] == "error"
+		}, 2*time.Minute)
+	}
+	got := result(t, second.call("sandbox/activity", map[string]any{"projectPath": project, "brief": true}, time.Minute))
+	var deaths []string
+	for _, e := range got["entries"].([]any) {
+		if e := e.(map[string]any); e["kind"] == "lifecycle" && e["name"] == "error" {
+			deaths = append(deaths, fmt.Sprintf("%s %s %v: %s", e["source"], e["client"], e["isError"], e["summary"]))
+		}
+	}
+	if strings.Join(deaths, "\n") != "rpc pilot-sandbox true: the sandbox was killed from outside (exit code 137)" {
+		t.Errorf("the timeline's deaths: %q", deaths)
 	}
 }

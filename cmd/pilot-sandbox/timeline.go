@@ -7,6 +7,7 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/activity"
 	"github.com/pilot-sandbox/pilot-sandbox/permission"
+	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tasks"
 	"github.com/pilot-sandbox/pilot-sandbox/tools"
 )
@@ -23,22 +24,51 @@ type timeline struct {
 }
 
 // openTimeline follows the timelines under stateDir and records the
-// questions of broker and the starts and ends of tm's tasks.
-func openTimeline(stateDir string, broker *permission.Broker, tm *tasks.Manager) *timeline {
+// questions of broker, the starts and ends of tm's tasks, and the stops
+// and failures m sees that no method made.
+func openTimeline(stateDir string, m *service.Manager, broker *permission.Broker, tm *tasks.Manager) *timeline {
 	rec := activity.NewRecorder(stateDir)
 	ctx, cancel := context.WithCancel(context.Background())
 	control := activity.NewControl(stateDir)
+	events, unsubscribe := m.Subscribe()
 	var wg sync.WaitGroup
 	wg.Go(func() { rec.Follow(ctx) })
 	wg.Go(func() { control.Follow(ctx) })
+	wg.Go(func() { recordLifecycle(rec, events) }) // ends with unsubscribe
 	stopQuestions := broker.Listen("", func(e permission.Event) { recordQuestion(rec, e) })
 	stopTasks := tm.Listen(func(n tasks.Notification) { recordTask(rec, n) })
 	return &timeline{Recorder: rec, control: control, close: func() {
 		stopTasks()
 		stopQuestions()
+		unsubscribe()
 		cancel()
 		wg.Wait()
 	}}
+}
+
+// recordLifecycle records what happens to a sandbox without a method of
+// the app's asking: the lifecycle policy's stops (stopReason) and a
+// desktop that died (status error). Every sidecar of the user sees them
+// at once; the first records each, named by its container's run
+// (AddOnce). Source rpc, client pilot-sandbox: the sidecar itself.
+func recordLifecycle(rec *activity.Recorder, events <-chan service.Event) {
+	for ev := range events {
+		st := ev.State
+		if ev.Kind != service.EventState || st == nil || st.ContainerID == "" {
+			continue
+		}
+		e := activity.Entry{Source: activity.SourceRPC, Client: "pilot-sandbox", Kind: activity.KindLifecycle}
+		switch {
+		case st.Status == service.StatusStopped && st.StopReason != "":
+			e.Name, e.Summary = "stopped", st.StopReason
+		case st.Status == service.StatusError && st.Error != "":
+			e.Name, e.Summary, e.IsError = "error", st.Error, true
+		default:
+			continue
+		}
+		run := fmt.Sprintf("%.12s@%d", st.ContainerID, st.StartedAt)
+		rec.AddOnce(context.Background(), st.ProjectPath, run+" "+e.Name, e)
+	}
 }
 
 // recordQuestion records a permission question as it is asked (the

@@ -99,7 +99,7 @@ func openApp(stderr io.Writer, level zerolog.Level) (*app, error) {
 	tasks := newTasks(m, models, log)
 	recorder := newRecorder(m, docker, log)
 	stopRecordingTasks := recordTasks(m, tasks, recorder, log)
-	tl := openTimeline(stateDir(), net.broker, tasks)
+	tl := openTimeline(stateDir(), m, net.broker, tasks)
 	models.inside.rec, models.inside.gate = taskOrigin{tl.Recorder}, tl.control
 	// The process's proxies end with it: another process takes each
 	// sandbox over, or it has no way out (docs/network.md). The tasks go
