@@ -121,6 +121,7 @@ go build -o "$bin/pilot-sandbox" ./cmd/pilot-sandbox
 cd ui
 npx tsc --noEmit -p .
 PILOT_SANDBOX_BIN="$bin/pilot-sandbox" npm test
+paused_left || go_failed=1
 if [ "$go_failed" = 1 ]; then
   echo "test: the Go tests failed (above); the ui/ tests ran anyway" >&2
   exit 1
