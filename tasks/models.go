@@ -101,7 +101,7 @@ func (m *Manager) reopenModels(ctx context.Context, t *task) {
 	}
 	access, err := m.opts.Models.Reopen(ctx, rec.ProjectPath, rec.ID, kept)
 	if err != nil {
-		m.opts.Logger.Warn().Err(err).Str("task", rec.ID).Msg("take the task's access to the model gateway again: its model calls will be refused")
+		m.opts.Logger.Warn().Err(err).Str("task", rec.ID).Msg("could not take the task's access to the model gateway again: unless another sidecar of the user's serves it, its model calls are refused")
 		return
 	}
 	t.keepAccess(access)
