@@ -129,32 +129,7 @@ func BenchmarkClick(b *testing.B) {
 			bn.tool("sandbox_click", fmt.Sprintf(`{"x": %d, "y": 300}`, 600+i%2))
 		}
 	})
-	// The same click recorded on a timeline: two screenshots and their
-	// thumbnails more (tools/record.go).
-	b.Run("recorded", func(b *testing.B) {
-		set := tools.New(bn.m, tools.Record(activity.NewRecorder(b.TempDir())))
-		defer set.Close()
-		i := 0
-		for b.Loop() {
-			i++
-			res, err := set.Call(context.Background(), bn.project, "sandbox_click", json.RawMessage(fmt.Sprintf(`{"x": %d, "y": 300}`, 600+i%2)))
-			if err != nil || res.IsError {
-				b.Fatalf("%v %v", err, res)
-			}
-		}
-	})
-	b.Run("not_recorded", func(b *testing.B) {
-		set := tools.New(bn.m)
-		defer set.Close()
-		i := 0
-		for b.Loop() {
-			i++
-			res, err := set.Call(context.Background(), bn.project, "sandbox_click", json.RawMessage(fmt.Sprintf(`{"x": %d, "y": 300}`, 600+i%2)))
-			if err != nil || res.IsError {
-				b.Fatalf("%v %v", err, res)
-			}
-		}
-	})
+	recordedOrNot(b, bn, "sandbox_click", func(i int) string { return fmt.Sprintf(`{"x": %d, "y": 300}`, 600+i%2) })
 	b.Run("docker_exec_xdotool", func(b *testing.B) {
 		bn.b = b
 		i := 0
@@ -167,6 +142,32 @@ func BenchmarkClick(b *testing.B) {
 	})
 }
 
+// recordedOrNot runs tool through a set that records on a timeline and
+// one that does not: an acting tool's record is two screenshots and their
+// thumbnails more (tools/record.go). args gives the arguments of the
+// i-th call.
+func recordedOrNot(b *testing.B, bn *bench, tool string, args func(i int) string) {
+	for _, recorded := range []bool{true, false} {
+		name := map[bool]string{true: "recorded", false: "not_recorded"}[recorded]
+		b.Run(name, func(b *testing.B) {
+			var opts []tools.Option
+			if recorded {
+				opts = append(opts, tools.Record(activity.NewRecorder(b.TempDir())))
+			}
+			set := tools.New(bn.m, opts...)
+			defer set.Close()
+			i := 0
+			for b.Loop() {
+				i++
+				res, err := set.Call(context.Background(), bn.project, tool, json.RawMessage(args(i)))
+				if err != nil || res.IsError {
+					b.Fatalf("%v %v", err, res)
+				}
+			}
+		})
+	}
+}
+
 func BenchmarkKey(b *testing.B) {
 	bn := newBench(b)
 	b.Run("tools_call", func(b *testing.B) {
@@ -175,32 +176,7 @@ func BenchmarkKey(b *testing.B) {
 			bn.tool("sandbox_key", `{"keys": "Escape"}`)
 		}
 	})
-	// The same click recorded on a timeline: two screenshots and their
-	// thumbnails more (tools/record.go).
-	b.Run("recorded", func(b *testing.B) {
-		set := tools.New(bn.m, tools.Record(activity.NewRecorder(b.TempDir())))
-		defer set.Close()
-		i := 0
-		for b.Loop() {
-			i++
-			res, err := set.Call(context.Background(), bn.project, "sandbox_click", json.RawMessage(fmt.Sprintf(`{"x": %d, "y": 300}`, 600+i%2)))
-			if err != nil || res.IsError {
-				b.Fatalf("%v %v", err, res)
-			}
-		}
-	})
-	b.Run("not_recorded", func(b *testing.B) {
-		set := tools.New(bn.m)
-		defer set.Close()
-		i := 0
-		for b.Loop() {
-			i++
-			res, err := set.Call(context.Background(), bn.project, "sandbox_click", json.RawMessage(fmt.Sprintf(`{"x": %d, "y": 300}`, 600+i%2)))
-			if err != nil || res.IsError {
-				b.Fatalf("%v %v", err, res)
-			}
-		}
-	})
+	recordedOrNot(b, bn, "sandbox_key", func(int) string { return `{"keys": "Escape"}` })
 	b.Run("docker_exec_xdotool", func(b *testing.B) {
 		bn.b = b
 		for b.Loop() {
@@ -235,32 +211,8 @@ func BenchmarkType1000(b *testing.B) {
 			bn.tool("sandbox_type", string(args))
 		}
 	})
-	// The same click recorded on a timeline: two screenshots and their
-	// thumbnails more (tools/record.go).
-	b.Run("recorded", func(b *testing.B) {
-		set := tools.New(bn.m, tools.Record(activity.NewRecorder(b.TempDir())))
-		defer set.Close()
-		i := 0
-		for b.Loop() {
-			i++
-			res, err := set.Call(context.Background(), bn.project, "sandbox_click", json.RawMessage(fmt.Sprintf(`{"x": %d, "y": 300}`, 600+i%2)))
-			if err != nil || res.IsError {
-				b.Fatalf("%v %v", err, res)
-			}
-		}
-	})
-	b.Run("not_recorded", func(b *testing.B) {
-		set := tools.New(bn.m)
-		defer set.Close()
-		i := 0
-		for b.Loop() {
-			i++
-			res, err := set.Call(context.Background(), bn.project, "sandbox_click", json.RawMessage(fmt.Sprintf(`{"x": %d, "y": 300}`, 600+i%2)))
-			if err != nil || res.IsError {
-				b.Fatalf("%v %v", err, res)
-			}
-		}
-	})
+	typed, _ := json.Marshal(map[string]string{"text": text})
+	recordedOrNot(b, bn, "sandbox_type", func(int) string { return string(typed) })
 	b.Run("docker_exec_xdotool", func(b *testing.B) {
 		bn.b = b
 		for b.Loop() {
