@@ -156,9 +156,12 @@ func (c *Carrier) ClosePort(project string, port int) (bool, error) {
 	return c.ex.ClosePort(project, port)
 }
 
-// ListeningPorts lists what listens on TCP in the project's sandbox.
+// ListeningPorts lists what listens on TCP in the project's sandbox,
+// but for the sandbox's own machinery (internalPorts): what a user may
+// expose.
 func (c *Carrier) ListeningPorts(ctx context.Context, project string) ([]Listening, error) {
-	return listen(ctx, c.sb, project)
+	ls, err := listen(ctx, c.sb, project)
+	return usersOwn(ls), err
 }
 
 // ForwardPort makes localhost:port in the project's sandbox reach the

@@ -83,6 +83,7 @@ func parseListening(out []byte) []Listening {
 
 // listeningInodes reads /proc/net/tcp and tcp6 lines: "sl local rem st
 // ... uid timeout inode"; st 0A is LISTEN, local is HEXADDR:HEXPORT.
+// Docker's DNS (dockerDNS) is the engine's, not the sandbox's: left out.
 func listeningInodes(table []string) map[string]int {
 	out := map[string]int{}
 	for _, line := range table {
@@ -90,7 +91,10 @@ func listeningInodes(table []string) map[string]int {
 		if len(f) < 10 || f[3] != "0A" {
 			continue
 		}
-		_, hexPort, ok := strings.Cut(f[1], ":")
+		addr, hexPort, ok := strings.Cut(f[1], ":")
+		if addr == dockerDNS {
+			continue
+		}
 		port, err := strconv.ParseUint(hexPort, 16, 16)
 		if ok && err == nil {
 			out[f[9]] = int(port)

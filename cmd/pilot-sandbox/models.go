@@ -24,11 +24,6 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/tasks"
 )
 
-// gatewayPorts are the sandbox's ports the model gateway may take, the
-// first that nothing there listens on (each process that carries it
-// takes its own: serve, and a terminal's task run).
-var gatewayPorts = []int{15100, 15101, 15102, 15103, 15104, 15105, 15106, 15107}
-
 // defaultBaseURLs are the providers' own APIs.
 var defaultBaseURLs = map[string]string{
 	gateway.Anthropic: "https://api.anthropic.com",
@@ -80,7 +75,7 @@ func (g *modelGateway) Open(ctx context.Context, project, task string) (tasks.Mo
 	if err != nil {
 		return tasks.ModelAccess{}, err
 	}
-	port, err := carrier.CarryInto(ctx, project, hostPort, gatewayPorts)
+	port, err := carrier.CarryInto(ctx, project, hostPort, gateway.SandboxPorts)
 	if err != nil {
 		return tasks.ModelAccess{}, fmt.Errorf("carry the model gateway into the sandbox: %w", err)
 	}

@@ -54,7 +54,17 @@ test("the panel's ports: forward a host port, expose a sandbox port and open its
   await panel.expectVisible(page.getByText('8600 forwarded from this computer'));
 
   // What listens in the sandbox, exposed from its row; the link opens it.
-  await page.getByRole('button', { name: 'Expose port 8700' }).click({ timeout: 30_000 });
+  // The sandbox's own listeners are not offered: the desktop's VNC and
+  // noVNC, the egress proxy's (each listens in this sandbox now).
+  const expose8700 = page.getByRole('button', { name: 'Expose port 8700' });
+  await panel.expectVisible(expose8700);
+  const listening = /** @type {string} */ (await page.locator('pilot-sandbox-panel .listening').textContent());
+  for (const port of [5900, 6080, 15001, 15053, 15080]) {
+    assert.doesNotMatch(listening, new RegExp(`\\b${port}\\b`), `internal port ${port} offered: ${listening}`);
+  }
+  const inside = await client.exec(project, 'cat /proc/net/tcp /proc/net/tcp6');
+  for (const hex of ['170C', '17C0', '3A99', '3ACD', '3AE8']) assert.match(inside.stdout, new RegExp(`:${hex} `), `nothing listens on 0x${hex} in the sandbox: the check above proves nothing`);
+  await expose8700.click({ timeout: 30_000 });
   const link = page.getByRole('link', { name: 'Open preview of port 8700' }).first();
   await panel.expectVisible(link);
   assert.match(/** @type {string} */ (await link.getAttribute('href')), /^http:\/\/127\.0\.0\.1:\d+\/$/);
