@@ -17,16 +17,14 @@ const (
 	proxyHTTPPort        = 15080
 )
 
-// dockerDNS is the address Docker's embedded DNS listens on in a
-// container of a user-defined network (on a port of its choosing), as
-// /proc/net/tcp writes it: 127.0.0.11, little-endian hex.
-const dockerDNS = "0B00007F"
-
 // internalPorts are the ports the sandbox's own machinery listens on:
 // the desktop's VNC and noVNC WebSocket, Chromium's DevTools, the egress
 // proxy's and the model gateway's. Exposing one would hand the desktop
 // or the browser to whoever reaches the host port, and none is the
-// user's program: ListeningPorts leaves them out.
+// user's program: ListeningPorts leaves them out. Most are another
+// user's than the sandbox user's, which leaves them out as well, but
+// Chromium runs as the sandbox user, and so does the desktop in images
+// older than the desktop user (desktop.DesktopUser).
 var internalPorts = internalSet()
 
 func internalSet() map[int]bool {
@@ -39,7 +37,12 @@ func internalSet() map[int]bool {
 	return out
 }
 
-// usersOwn is ls without the sandbox's own listeners (internalPorts).
-func usersOwn(ls []Listening) []Listening {
-	return slices.DeleteFunc(ls, func(l Listening) bool { return internalPorts[l.Port] })
+// usersOwn is what of ls the user may expose: the sandbox user's
+// listeners but internalPorts; and the forwarded ports' listeners (the
+// desktop user's relays), which the panel shows as such.
+func usersOwn(ls []Listening, forwarded []Forwarded) []Listening {
+	return slices.DeleteFunc(ls, func(l Listening) bool {
+		isForwarded := slices.ContainsFunc(forwarded, func(f Forwarded) bool { return f.Port == l.Port })
+		return !isForwarded && (!l.usersOwn || internalPorts[l.Port])
+	})
 }

@@ -68,6 +68,15 @@ test("the panel's ports: forward a host port, expose a sandbox port and open its
   const link = page.getByRole('link', { name: 'Open preview of port 8700' }).first();
   await panel.expectVisible(link);
   assert.match(/** @type {string} */ (await link.getAttribute('href')), /^http:\/\/127\.0\.0\.1:\d+\/$/);
+  // Nor is the exposure's own relay, listening as the desktop's user on
+  // a port of its choosing: the list read after the exposure (its row has
+  // the link) holds the two ports and nothing else.
+  await panel.expectVisible(page.locator('pilot-sandbox-panel .listening').getByRole('link', { name: 'Open preview of port 8700' }));
+  const rows = await page.locator('pilot-sandbox-panel .listening li').allTextContents();
+  assert.deepEqual(rows.map((r) => r.split(' ')[0]).sort(), ['8600', '8700'], `listening: ${rows.join(' | ')}`);
+  // (VNC is 0x170C, noVNC 0x17C0, the forward's 8600 0x2198.)
+  const relays = await client.exec(project, "awk '$4 == \"0A\" && $8 == 1001 && $2 !~ /:(170C|17C0|2198)$/' /proc/net/tcp /proc/net/tcp6");
+  assert.notEqual(relays.stdout.trim(), '', 'the desktop user listens on nothing but VNC, noVNC and the forward: the check above proves nothing');
   await screenshot('1-forwarded-and-exposed');
   const [preview] = await Promise.all([page.context().waitForEvent('page'), link.click()]);
   await preview.waitForLoadState();
