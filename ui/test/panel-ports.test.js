@@ -42,7 +42,14 @@ test("the panel's ports: forward a host port, expose a sandbox port and open its
   });
   const panel = await openPanel(page, address);
   await panel.expectBadge('Running', 60_000);
+  // The section opens beside the desktop, which keeps its size (it took
+  // up to 45% of the height above the desktop before).
+  const stage = page.locator('pilot-sandbox-panel .stage');
+  const before = await stage.boundingBox();
   await page.getByText('Ports', { exact: true }).click();
+  await panel.expectVisible(page.getByRole('button', { name: 'Forward', exact: true }));
+  assert.deepEqual(await stage.boundingBox(), before, 'opening Ports moved or shrank the desktop');
+  assert.equal(await page.locator('pilot-sandbox-panel aside.side details.ports').count(), 1);
 
   // Forward this computer's server into the sandbox.
   assert.notEqual((await client.exec(project, fetchInside(8600))).exitCode, 0, 'the sandbox reaches the host before the forward');
