@@ -443,9 +443,12 @@ export class Client {
    * The forwarded and exposed ports, and what listens inside now.
    *
    * @param {string} projectPath
+   * @param {{skipListening?: boolean}} [options] skipListening: leave out
+   *   what listens (a command in the sandbox, seconds under load), the
+   *   rest comes at once
    * @returns {Promise<PortsList>}
    */
-  listPorts(projectPath) { return this.request('sandbox/ports/list', { projectPath }); }
+  listPorts(projectPath, options = {}) { return this.request('sandbox/ports/list', { projectPath, ...options }); }
 
   /**
    * Ends a forwarded or an exposed port.

@@ -125,3 +125,61 @@ test("the panel's ports: forward a host port, expose a sandbox port and open its
   assert.deepEqual([list.forwarded, list.exposed], [[], []]);
   assertNoErrors();
 });
+
+test('the Ports lists show what the sidecar knows at once while what listens is read', { skip, timeout: 300_000 }, async () => {
+  const dir = tempProject('pilot-ui-ports-known-');
+  const project = dir.path;
+  const { page, screenshot, assertNoErrors, logFile } = await newPage(/** @type {any} */ (browser), 'panel-ports-known');
+  const { address, rpcUrl } = await startUI(project, {}, logFile);
+  const client = await connectWebSocket(rpcUrl);
+  dir.removeSandbox = async () => {
+    await client.remove(project);
+    client.close();
+  };
+  await client.start(project);
+  await client.forwardPort(project, 8601, 1);
+  await client.request('sandbox/exec', { projectPath: project, background: true, command: 'exec python3 -m http.server 8701 --bind 127.0.0.1' });
+
+  // The sidecar's answers to full reads of the list (an exec in the
+  // sandbox, seconds under load) are held back until released.
+  /** @type {Set<number>} */
+  const fullReads = new Set();
+  /** @type {(() => void)[]} */
+  const held = [];
+  let holding = true;
+  /** @type {() => void} */
+  let heldOne = () => {};
+  const answered = new Promise((resolve) => { heldOne = () => resolve(undefined); });
+  await page.routeWebSocket(/\/rpc\?/, (ws) => {
+    const server = ws.connectToServer();
+    ws.onMessage((m) => {
+      const msg = JSON.parse(String(m));
+      if (msg.method === 'sandbox/ports/list' && !msg.params?.skipListening) fullReads.add(msg.id);
+      server.send(m);
+    });
+    server.onMessage((m) => {
+      const msg = JSON.parse(String(m));
+      if (holding && fullReads.has(msg.id)) {
+        held.push(() => ws.send(m));
+        heldOne();
+      }
+      else ws.send(m);
+    });
+  });
+  const panel = await openPanel(page, address);
+  await panel.expectBadge('Running', 60_000);
+  await page.getByText('Ports', { exact: true }).click();
+  await panel.expectVisible(page.getByText('localhost:8601 in the sandbox → 127.0.0.1:1 here'));
+  await panel.expectVisible(page.getByText('Reading what listens in the sandbox…'));
+  // The full read was answered, and held back: what shows came without it.
+  await answered;
+  assert.ok(await page.getByText('Reading what listens in the sandbox…').isVisible());
+  await screenshot('1-known-at-once');
+
+  holding = false;
+  for (const release of held.splice(0)) release();
+  await panel.expectVisible(page.getByRole('button', { name: 'Expose port 8701' }));
+  assert.equal(await page.getByText('Reading what listens in the sandbox…').count(), 0);
+  await screenshot('2-listening-read');
+  assertNoErrors();
+});
