@@ -399,6 +399,19 @@ export class Client {
   }
 
   /**
+   * Starts command under bash -lc in the running sandbox in the
+   * background and answers at once; it runs until it ends or kill ends it.
+   *
+   * @param {string} projectPath
+   * @param {string} command
+   * @param {{workdir?: string}} [options]
+   * @returns {Promise<{pid: number, logPath: string}>} logPath: its output, in the sandbox
+   */
+  execBackground(projectPath, command, options = {}) {
+    return this.request('sandbox/exec', { projectPath, command, background: true, ...options });
+  }
+
+  /**
    * The processes started in the background (exec with background: true).
    *
    * @param {string} projectPath

@@ -24,6 +24,14 @@ export function panelMarkup(stylesheet) {
     <div class="actions">
       <button type="button" class="start" disabled>Start</button>
       <button type="button" class="stop" disabled>Stop</button>
+      <details class="open-menu" hidden>
+        <summary>Open</summary>
+        <div class="open-items" role="group" aria-label="Open on the sandbox's desktop">
+          <button type="button" class="open-terminal">Terminal</button>
+          <button type="button" class="open-browser" hidden>Browser</button>
+        </div>
+      </details>
+      <span class="open-error" role="alert"></span>
     </div>
     <div class="tools">
       <button type="button" class="switch" role="switch" aria-checked="false" aria-describedby="tools-note" disabled>
