@@ -85,7 +85,8 @@ func (s *Server) forwardPort(ctx context.Context, _ *session, p portForwardParam
 }
 
 func (s *Server) listPorts(ctx context.Context, _ *session, p portsListParams) (portsListResult, error) {
-	listening, err := []ports.Listening{}, error(nil)
+	listening := []ports.Listening{}
+	var err error
 	if !p.SkipListening {
 		listening, err = s.svc.Ports.ListeningPorts(ctx, string(p.ProjectPath))
 	}
