@@ -26,7 +26,19 @@ export class OpenMenu {
     this.#root = root;
     this.#$('.open-terminal').addEventListener('click', () => this.#open('terminal'));
     this.#$('.open-browser').addEventListener('click', () => this.#open('browser'));
+    // A menu: it closes as focus leaves it, and on Escape.
+    const menu = this.#menu;
+    menu.addEventListener('focusout', (e) => {
+      if (!menu.contains(/** @type {Node | null} */ (e.relatedTarget))) menu.open = false;
+    });
+    menu.addEventListener('keydown', (e) => {
+      if (e.key !== 'Escape' || !menu.open) return;
+      menu.open = false;
+      /** @type {HTMLElement} */ (menu.querySelector('summary')).focus();
+    });
   }
+
+  get #menu() { return /** @type {HTMLDetailsElement} */ (this.#$('details.open-menu')); }
 
   /**
    * What the menu works on; it shows only while the sandbox runs.
@@ -40,7 +52,7 @@ export class OpenMenu {
     if (client !== this.#client || project !== this.#project || !running) this.#$('.open-error').textContent = '';
     this.#client = client;
     this.#project = project;
-    const menu = /** @type {HTMLDetailsElement} */ (this.#$('details.open-menu'));
+    const menu = this.#menu;
     menu.hidden = !running;
     if (!running) menu.open = false;
     // The project's own Dockerfile builds on the browser image.
@@ -50,7 +62,7 @@ export class OpenMenu {
   /** @param {keyof typeof COMMANDS} what */
   async #open(what) {
     const client = this.#client;
-    /** @type {HTMLDetailsElement} */ (this.#$('details.open-menu')).open = false;
+    this.#menu.open = false;
     if (!client) return;
     this.#$('.open-error').textContent = '';
     try {

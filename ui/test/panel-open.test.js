@@ -58,6 +58,12 @@ test('the panel opens a terminal and the browser on the sandbox desktop', { skip
   // The menu closed as it opened the terminal.
   assert.equal(await page.getByRole('button', { name: 'Terminal', exact: true }).isVisible(), false);
 
+  // Escape closes the menu without opening anything.
+  await page.getByText('Open', { exact: true }).click();
+  await panel.expectVisible(page.getByRole('button', { name: 'Browser', exact: true }));
+  await page.keyboard.press('Escape');
+  assert.equal(await page.getByRole('button', { name: 'Browser', exact: true }).isVisible(), false);
+
   await page.getByText('Open', { exact: true }).click();
   await page.getByRole('button', { name: 'Browser', exact: true }).click();
   await expectWindow(client, project, 'chromium');
