@@ -179,6 +179,12 @@ func (g *Gateway) Lookup(token string) *Lease {
 	return g.leases[token]
 }
 
+// SandboxPorts are the sandbox's ports the gateway may take, the first
+// that nothing there listens on (each process that carries it takes its
+// own: serve, and a terminal's task run). The panel offers none of them
+// for exposing (ports.ListeningPorts).
+var SandboxPorts = []int{15100, 15101, 15102, 15103, 15104, 15105, 15106, 15107}
+
 // Env is what a task's environment gets for the lease, the gateway being
 // at base inside the sandbox ("http://127.0.0.1:15100"): each configured
 // provider's base URL and the token in place of its key, so that the

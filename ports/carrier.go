@@ -156,9 +156,16 @@ func (c *Carrier) ClosePort(project string, port int) (bool, error) {
 	return c.ex.ClosePort(project, port)
 }
 
-// ListeningPorts lists what listens on TCP in the project's sandbox.
+// ListeningPorts lists what listens on TCP in the project's sandbox but
+// the sandbox's own machinery (usersOwn): what a user may expose, and
+// the forwarded ports.
 func (c *Carrier) ListeningPorts(ctx context.Context, project string) ([]Listening, error) {
-	return listen(ctx, c.sb, project)
+	ls, err := listen(ctx, c.sb, project)
+	if err != nil {
+		return nil, err
+	}
+	forwarded, err := c.fw.ForwardedPorts(project)
+	return usersOwn(ls, forwarded), err
 }
 
 // ForwardPort makes localhost:port in the project's sandbox reach the

@@ -133,6 +133,12 @@ func testExposedPort(t *testing.T, execOnly bool) {
 	if direct := ports.Direct(sb.x, sb.project, 8800); direct != (!execOnly && localEngine()) {
 		t.Errorf("the direct route is taken: %v", direct)
 	}
+	// Only the user's servers: not the desktop's, the proxy's, nor the
+	// exposure's own relay (the desktop user's, on the direct route).
+	listening, err = sb.x.ListeningPorts(ctx, sb.project)
+	if err != nil || len(listening) != 2 || !hasListener(listening, 8800, "python3") || !hasListener(listening, 8801, "python3") {
+		t.Errorf("listening once exposed: %+v, %v", listening, err)
+	}
 
 	started := time.Now()
 	got := download(t, exposed.URL+"big.bin")

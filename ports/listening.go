@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -14,6 +15,10 @@ import (
 type Listening struct {
 	Port    int    `json:"port"`
 	Process string `json:"process,omitempty"` // the listener's command name, when the sandbox user may see it
+	// usersOwn: a listener on the port is the sandbox user's (desktop.UID),
+	// not the desktop's, the relays' (the desktop user's), the egress
+	// proxy's (pilot-net) or Docker's DNS (root).
+	usersOwn bool
 }
 
 // listeningScript prints the kernel's TCP tables, a line "--", the
@@ -57,34 +62,46 @@ func parseListening(out []byte) []Listening {
 		}
 		sections[part] = append(sections[part], line)
 	}
-	inodes := listeningInodes(sections[0]) // inode -> port
+	inodes := listeningInodes(sections[0])
 	names := commNames(sections[2])
-	byPort := map[int]string{}
-	for _, port := range inodes {
-		byPort[port] = ""
+	byPort := map[int]*Listening{}
+	for _, s := range inodes {
+		l := byPort[s.port]
+		if l == nil {
+			l = &Listening{Port: s.port}
+			byPort[s.port] = l
+		}
+		l.usersOwn = l.usersOwn || s.uid == strconv.Itoa(desktop.UID)
 	}
 	for _, line := range sections[1] {
 		dir, link, ok := strings.Cut(line, " ")
 		inode := strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")
-		port, listening := inodes[inode]
-		if !ok || !listening || byPort[port] != "" {
+		s, listening := inodes[inode]
+		if !ok || !listening || byPort[s.port].Process != "" {
 			continue
 		}
 		pid := strings.TrimSuffix(strings.TrimPrefix(dir, "/proc/"), "/fd")
-		byPort[port] = names[pid]
+		byPort[s.port].Process = names[pid]
 	}
 	out2 := make([]Listening, 0, len(byPort))
-	for port, name := range byPort {
-		out2 = append(out2, Listening{Port: port, Process: name})
+	for _, l := range byPort {
+		out2 = append(out2, *l)
 	}
 	slices.SortFunc(out2, func(a, b Listening) int { return a.Port - b.Port })
 	return out2
 }
 
+// socket is a listening socket of the kernel's table.
+type socket struct {
+	port int
+	uid  string
+}
+
 // listeningInodes reads /proc/net/tcp and tcp6 lines: "sl local rem st
-// ... uid timeout inode"; st 0A is LISTEN, local is HEXADDR:HEXPORT.
-func listeningInodes(table []string) map[string]int {
-	out := map[string]int{}
+// tx:rx tr:when retrnsmt uid timeout inode"; st 0A is LISTEN, local is
+// HEXADDR:HEXPORT. By inode.
+func listeningInodes(table []string) map[string]socket {
+	out := map[string]socket{}
 	for _, line := range table {
 		f := strings.Fields(line)
 		if len(f) < 10 || f[3] != "0A" {
@@ -93,7 +110,7 @@ func listeningInodes(table []string) map[string]int {
 		_, hexPort, ok := strings.Cut(f[1], ":")
 		port, err := strconv.ParseUint(hexPort, 16, 16)
 		if ok && err == nil {
-			out[f[9]] = int(port)
+			out[f[9]] = socket{port: int(port), uid: f[7]}
 		}
 	}
 	return out

@@ -22,7 +22,7 @@ func TestParseListeningReadsTheKernelsTables(t *testing.T) {
 42 python3
 43 Xvfb and more
 `
-	want := []Listening{{Port: 5900, Process: "Xvfb and more"}, {Port: 8080}, {Port: 8800, Process: "python3"}}
+	want := []Listening{{Port: 5900, Process: "Xvfb and more", usersOwn: true}, {Port: 8080}, {Port: 8800, Process: "python3", usersOwn: true}}
 	if got := parseListening([]byte(out)); !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)
 	}

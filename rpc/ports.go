@@ -43,6 +43,10 @@ type (
 		Port      int    `json:"port" jsonschema:"The port in the sandbox."`
 		Direction string `json:"direction" jsonschema:"exposed (a sandbox port answering on the host) or forwarded (a host port reached from the sandbox)."`
 	}
+	portsListParams struct {
+		projectParams
+		SkipListening bool `json:"skipListening,omitempty" jsonschema:"Leave out what listens in the sandbox (read by a command there, which can take seconds under load): listening comes back empty, the rest at once."`
+	}
 	portsListResult struct {
 		Forwarded []ports.Forwarded `json:"forwarded"`
 		Exposed   []ports.Exposed   `json:"exposed"`
@@ -80,8 +84,12 @@ func (s *Server) forwardPort(ctx context.Context, _ *session, p portForwardParam
 	return s.svc.Ports.ForwardPort(ctx, string(p.ProjectPath), p.Port, p.HostPort)
 }
 
-func (s *Server) listPorts(ctx context.Context, _ *session, p projectParams) (portsListResult, error) {
-	listening, err := s.svc.Ports.ListeningPorts(ctx, string(p.ProjectPath))
+func (s *Server) listPorts(ctx context.Context, _ *session, p portsListParams) (portsListResult, error) {
+	listening := []ports.Listening{}
+	var err error
+	if !p.SkipListening {
+		listening, err = s.svc.Ports.ListeningPorts(ctx, string(p.ProjectPath))
+	}
 	switch {
 	case errors.Is(err, service.ErrNotRunning):
 		// Stopped, or not made yet: nothing listens and nothing is

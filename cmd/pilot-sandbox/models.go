@@ -25,11 +25,6 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/tasks"
 )
 
-// gatewayPorts are the sandbox's ports the model gateway may take, the
-// first that nothing there listens on (each process that carries it
-// takes its own: serve, and a terminal's task run).
-var gatewayPorts = []int{15100, 15101, 15102, 15103, 15104, 15105, 15106, 15107}
-
 // defaultBaseURLs are the providers' own APIs.
 var defaultBaseURLs = map[string]string{
 	gateway.Anthropic: "https://api.anthropic.com",
@@ -77,7 +72,7 @@ func (g *modelGateway) Open(ctx context.Context, project, task string) (tasks.Mo
 	if err != nil || len(providers) == 0 {
 		return tasks.ModelAccess{}, err
 	}
-	port, err := g.carry(ctx, project, gatewayPorts)
+	port, err := g.carry(ctx, project, gateway.SandboxPorts)
 	if err != nil {
 		return tasks.ModelAccess{}, err
 	}
@@ -101,7 +96,7 @@ type kept struct {
 // it).
 func (g *modelGateway) Reopen(ctx context.Context, project, task string, k tasks.KeptAccess) (tasks.ModelAccess, error) {
 	var was kept
-	if err := json.Unmarshal(k.Resume, &was); err != nil || !slices.Contains(gatewayPorts, was.Port) {
+	if err := json.Unmarshal(k.Resume, &was); err != nil || !slices.Contains(gateway.SandboxPorts, was.Port) {
 		return tasks.ModelAccess{}, fmt.Errorf("the task's kept access is not one this sidecar keeps: %s", k.Resume)
 	}
 	providers, err := g.providers()

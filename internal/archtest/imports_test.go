@@ -46,7 +46,7 @@ var allowed = map[string][]string{
 	"mcpserver":           {"permission", "projectfs", "tools"},
 	"netpolicy":           nil,
 	"permission":          {"projectfs"},
-	"ports":               {"cdprelay", "projectfs", "relay", "service"},
+	"ports":               {"cdprelay", "desktop", "gateway", "projectfs", "relay", "service"},
 	"projectfs":           {"netpolicy"},
 	"recording":           {"desktop", "projectfs", "service"},
 	"relay":               {"resources"},

@@ -399,6 +399,19 @@ export class Client {
   }
 
   /**
+   * Starts command under bash -lc in the running sandbox in the
+   * background and answers at once; it runs until it ends or kill ends it.
+   *
+   * @param {string} projectPath
+   * @param {string} command
+   * @param {{workdir?: string}} [options]
+   * @returns {Promise<{pid: number, logPath: string}>} logPath: its output, in the sandbox
+   */
+  execBackground(projectPath, command, options = {}) {
+    return this.request('sandbox/exec', { projectPath, command, background: true, ...options });
+  }
+
+  /**
    * The processes started in the background (exec with background: true).
    *
    * @param {string} projectPath
@@ -443,9 +456,12 @@ export class Client {
    * The forwarded and exposed ports, and what listens inside now.
    *
    * @param {string} projectPath
+   * @param {{skipListening?: boolean}} [options] skipListening: leave out
+   *   what listens (a command in the sandbox, seconds under load), the
+   *   rest comes at once
    * @returns {Promise<PortsList>}
    */
-  listPorts(projectPath) { return this.request('sandbox/ports/list', { projectPath }); }
+  listPorts(projectPath, options = {}) { return this.request('sandbox/ports/list', { projectPath, ...options }); }
 
   /**
    * Ends a forwarded or an exposed port.

@@ -107,17 +107,18 @@ export class NetworkSection {
     if (this.#running) this.#readPolicy();
   }
 
-  /** Reads the policy in force, for the preset line; then the log. */
+  /** Reads the policy in force, for the preset line, and the log, at once. */
   async #readPolicy() {
     const client = this.#client;
     if (!client) return;
+    const log = this.#readLog();
     try {
       const policy = await client.networkPolicy(this.#project);
       if (client === this.#client) this.#$('.preset').textContent = presetText(policy);
     } catch (err) {
       if (client === this.#client) this.#$('.preset').textContent = `Policy unreadable: ${clip(messageOf(err), 200)}`;
     }
-    await this.#readLog();
+    await log;
   }
 
   /** Lists the project's kept and session decisions, while open. */
@@ -168,10 +169,11 @@ export class NetworkSection {
     this.#$('.kept').replaceChildren(...rows);
   }
 
-  /** Reads the recent log and follows it (watch) while open. */
+  /** Reads the recent log and follows it (watch) while open, and the decisions beside it. */
   async #readLog() {
     const client = this.#client;
     if (!client || !this.#running || !/** @type {HTMLDetailsElement} */ (this.#$('details.network')).open) return;
+    const kept = this.#readKept();
     try {
       const { entries } = await client.networkLog(this.#project, { limit: LOG_SHOWN, watch: true });
       if (client !== this.#client) return;
@@ -181,7 +183,7 @@ export class NetworkSection {
     } catch (err) {
       this.#$('.network-error').textContent = messageOf(err);
     }
-    await this.#readKept();
+    await kept;
   }
 
   #drawLog() {

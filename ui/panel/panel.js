@@ -19,6 +19,7 @@ import { RecordingsSection } from './recordings.js';
 import { NetworkSection } from './network.js';
 import { TasksSection } from './tasks.js';
 import { ActivitySection } from './activity.js';
+import { OpenMenu } from './open.js';
 
 /** @typedef {import('../client/pilot-sandbox.js').Client} Client */
 /** @typedef {import('./model.js').Model} Model */
@@ -58,6 +59,7 @@ export class PilotSandboxPanel extends HTMLElement {
   #network;
   #tasks;
   #activity;
+  #open;
 
   constructor() {
     super();
@@ -69,6 +71,7 @@ export class PilotSandboxPanel extends HTMLElement {
     this.#network.onChange = () => this.#drawSide();
     this.#tasks = new TasksSection(this.#root);
     this.#activity = new ActivitySection(this.#root);
+    this.#open = new OpenMenu(this.#root);
     this.#on('.start', () => this.#start());
     this.#on('.start-sandbox', () => this.#start());
     this.#on('.stop', () => this.#stop());
@@ -352,6 +355,7 @@ export class PilotSandboxPanel extends HTMLElement {
     this.#network.update(client, this.project, running);
     this.#tasks.update(client, this.project, running);
     this.#activity.update(client, this.project, running);
+    this.#open.update(client, this.project, running, this.#model.sandbox?.imageVariant);
     this.#drawSide();
     this.#syncFrame();
     if (focused && focused.closest('[hidden]')) this.#moveFocus();

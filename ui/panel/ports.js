@@ -2,7 +2,10 @@
 // forwarded into the sandbox, sandbox ports exposed on this computer with
 // a link that opens the preview, and what listens in the sandbox now;
 // add and remove in both directions. It reads sandbox/ports/list when
-// opened, every few seconds while open, and after each change. Names of
+// opened, every few seconds while open, and after each change; the first
+// read of a run also asks, beside it, for what the sidecar knows without
+// looking inside (skipListening), which it draws at once while what
+// listens is read (seconds under load). Names of
 // processes come from the sandbox: they are set as text, never as markup.
 
 import { messageOf } from './model.js';
@@ -26,6 +29,8 @@ export class PortsSection {
   // not (it follows every change).
   #changeError = '';
   #listError = '';
+  // The lists show a full read of this client, project and run.
+  #drawn = false;
 
   /** @param {ShadowRoot} root the panel's, with template.js's markup */
   constructor(root) {
@@ -60,7 +65,9 @@ export class PortsSection {
     this.#project = project;
     this.#running = running;
     this.#details.hidden = !running;
-    if (changed) this.#refresh();
+    if (!changed) return;
+    this.#drawn = false;
+    this.#refresh();
   }
 
   /** Reads the list now if the section is open, and again later. */
@@ -68,10 +75,13 @@ export class PortsSection {
     clearTimeout(this.#timer);
     const client = this.#client;
     if (!client || !this.#running || !this.#details.open) return;
+    const full = client.listPorts(this.#project);
+    if (!this.#drawn) this.#drawKnown(client);
     try {
-      const list = await client.listPorts(this.#project);
+      const list = await full;
       if (client !== this.#client) return;
       this.#draw(list);
+      this.#drawn = true;
       this.#listError = '';
     } catch (err) {
       this.#listError = messageOf(err);
@@ -100,19 +110,41 @@ export class PortsSection {
     await this.#refresh();
   }
 
-  /** @param {PortsList} list */
-  #draw(list) {
+  /**
+   * Shows that the lists are being read, then what the sidecar knows
+   * without looking inside, unless the full read came first.
+   *
+   * @param {Client} client
+   */
+  async #drawKnown(client) {
+    const reading = { forwarded: [], exposed: [], listening: [] };
+    this.#draw(reading, 'Reading…', 'Reading what listens in the sandbox…');
+    try {
+      const known = await client.listPorts(this.#project, { skipListening: true });
+      if (client === this.#client && !this.#drawn) this.#draw(known, undefined, 'Reading what listens in the sandbox…');
+    } catch {
+      // The full read says why.
+    }
+  }
+
+  /**
+   * @param {PortsList} list
+   * @param {string} [unknown] what the forwarded and exposed lists say
+   *   while they are being read, instead of that they hold nothing
+   * @param {string} [unlistened] the same for the listening list
+   */
+  #draw(list, unknown, unlistened) {
     const exposed = new Map(list.exposed.map((x) => [x.port, x]));
     this.#fill('.forwarded', list.forwarded, (f) => [
       text(`localhost:${f.port} in the sandbox → 127.0.0.1:${f.hostPort} here`),
       ...(f.error ? [text(f.error, 'port-error')] : []),
       this.#button('Remove', `Stop forwarding port ${f.port}`, (c) => c.closePort(this.#project, f.port, 'forwarded')),
-    ], 'No host port is forwarded.');
+    ], unknown ?? 'No host port is forwarded.');
     this.#fill('.exposed', list.exposed, (x) => [
       text(`Port ${x.port} of the sandbox → `),
       preview(x.url, `Open preview of port ${x.port}`),
       this.#button('Remove', `Stop exposing port ${x.port}`, (c) => c.closePort(this.#project, x.port, 'exposed')),
-    ], 'No sandbox port is exposed.');
+    ], unknown ?? 'No sandbox port is exposed.');
     const forwarded = new Set(list.forwarded.map((f) => f.port));
     this.#fill('.listening', list.listening, (l) => {
       const x = exposed.get(l.port);
@@ -123,7 +155,7 @@ export class PortsSection {
         x ? preview(x.url, `Open preview of port ${l.port}`)
           : this.#button('Expose', `Expose port ${l.port}`, (c) => c.exposePort(this.#project, l.port)),
       ];
-    }, 'Nothing listens in the sandbox.');
+    }, unlistened ?? 'Nothing listens in the sandbox.');
   }
 
   /**

@@ -24,6 +24,14 @@ export function panelMarkup(stylesheet) {
     <div class="actions">
       <button type="button" class="start" disabled>Start</button>
       <button type="button" class="stop" disabled>Stop</button>
+      <details class="open-menu" hidden>
+        <summary>Open</summary>
+        <div class="open-items" role="group" aria-label="Open on the sandbox's desktop">
+          <button type="button" class="open-terminal">Terminal</button>
+          <button type="button" class="open-browser" hidden>Browser</button>
+        </div>
+      </details>
+      <span class="open-error" role="alert"></span>
     </div>
     <div class="tools">
       <button type="button" class="switch" role="switch" aria-checked="false" aria-describedby="tools-note" disabled>
@@ -46,35 +54,6 @@ export function panelMarkup(stylesheet) {
       <span class="clipboard-written">On your clipboard.</span>
     </span>
   </div>
-  <details class="ports" hidden>
-    <summary>Ports</summary>
-    <div class="ports-body">
-      <p class="ports-error" role="alert"></p>
-      <div role="group" aria-labelledby="forwarded-title">
-        <h3 id="forwarded-title">This computer's ports in the sandbox</h3>
-        <p class="hint">localhost:PORT in the sandbox reaches 127.0.0.1:PORT here, for a dev server you run on this computer. Kept for this project; the agent cannot add one.</p>
-        <ul class="forwarded"></ul>
-        <form class="forward-form">
-          <label>Port in the sandbox <input name="port" type="number" min="1" max="65535" required></label>
-          <label>Port here <input name="hostPort" type="number" min="1" max="65535" placeholder="same"></label>
-          <button type="submit">Forward</button>
-        </form>
-      </div>
-      <div role="group" aria-labelledby="exposed-title">
-        <h3 id="exposed-title">The sandbox's ports on this computer</h3>
-        <ul class="exposed"></ul>
-        <form class="expose-form">
-          <label>Sandbox port to expose <input name="port" type="number" min="1" max="65535" required></label>
-          <button type="submit">Expose</button>
-        </form>
-      </div>
-      <div role="group" aria-labelledby="listening-title">
-        <h3 id="listening-title">Listening in the sandbox</h3>
-        <ul class="listening"></ul>
-        <button type="button" class="ports-refresh">Refresh</button>
-      </div>
-    </div>
-  </details>
   <details class="recordings" hidden>
     <summary>Recordings</summary>
     <div class="recordings-body">
@@ -154,7 +133,7 @@ export function panelMarkup(stylesheet) {
       </div>
     </section>
     </div>
-    <aside class="side" aria-label="Questions, tasks and network" hidden>
+    <aside class="side" aria-label="Questions, tasks, ports and network" hidden>
       <section class="control" aria-label="Control of the desktop" hidden>
         <div class="handover" role="alert" hidden>
           <p>The agent asks you to take over: <span class="handover-reason"></span></p>
@@ -209,6 +188,35 @@ export function panelMarkup(stylesheet) {
         <p><button type="button" class="export">Export session</button> <span class="export-result" role="status"></span></p>
         <ol class="timeline" aria-label="Timeline, newest first"></ol>
         <dialog class="picture" aria-label="The picture"><button type="button" class="picture-close">Close</button><img alt=""></dialog>
+      </details>
+      <details class="ports" hidden>
+        <summary>Ports</summary>
+        <div class="ports-body">
+          <p class="ports-error" role="alert"></p>
+          <div role="group" aria-labelledby="forwarded-title">
+            <h3 id="forwarded-title">This computer's ports in the sandbox</h3>
+            <p class="hint">localhost:PORT in the sandbox reaches 127.0.0.1:PORT here, for a dev server you run on this computer. Kept for this project; the agent cannot add one.</p>
+            <ul class="forwarded"></ul>
+            <form class="forward-form">
+              <label>Port in the sandbox <input name="port" type="number" min="1" max="65535" required></label>
+              <label>Port here <input name="hostPort" type="number" min="1" max="65535" placeholder="same"></label>
+              <button type="submit">Forward</button>
+            </form>
+          </div>
+          <div role="group" aria-labelledby="exposed-title">
+            <h3 id="exposed-title">The sandbox's ports on this computer</h3>
+            <ul class="exposed"></ul>
+            <form class="expose-form">
+              <label>Sandbox port to expose <input name="port" type="number" min="1" max="65535" required></label>
+              <button type="submit">Expose</button>
+            </form>
+          </div>
+          <div role="group" aria-labelledby="listening-title">
+            <h3 id="listening-title">Listening in the sandbox</h3>
+            <ul class="listening"></ul>
+            <button type="button" class="ports-refresh">Refresh</button>
+          </div>
+        </div>
       </details>
       <details class="network" hidden>
         <summary><span>Network</span> <span class="preset"></span></summary>
