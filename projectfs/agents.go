@@ -98,30 +98,44 @@ func (p *configParser) caCertificates(raw json.RawMessage, dst *[]string) {
 	*dst = paths
 }
 
+// ReadCACertificates reads the CA certificate files at paths
+// (ReadCACertificate), in order.
+func ReadCACertificates(paths []string) ([][]byte, error) {
+	var out [][]byte
+	for _, path := range paths {
+		data, err := ReadCACertificate(path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, data)
+	}
+	return out, nil
+}
+
 // ReadCACertificate reads a CA certificate file that config.json's
 // caCertificates names: a regular file (a link to one is followed) of at
 // most MaxCACertificate bytes.
 func ReadCACertificate(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("caCertificates: %s: %w", path, bare(err))
+		return nil, fmt.Errorf("%s: %w", path, bare(err))
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("caCertificates: %s: %w", path, bare(err))
+		return nil, fmt.Errorf("%s: %w", path, bare(err))
 	case !info.Mode().IsRegular():
-		return nil, fmt.Errorf("caCertificates: %s is not a regular file", path)
+		return nil, fmt.Errorf("%s is not a regular file", path)
 	case info.Size() > MaxCACertificate:
-		return nil, fmt.Errorf("caCertificates: %s is larger than %d KiB", path, MaxCACertificate>>10)
+		return nil, fmt.Errorf("%s is larger than %d KiB", path, MaxCACertificate>>10)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxCACertificate+1))
 	if err != nil {
-		return nil, fmt.Errorf("caCertificates: %s: %w", path, bare(err))
+		return nil, fmt.Errorf("%s: %w", path, bare(err))
 	}
 	if len(data) > MaxCACertificate {
-		return nil, fmt.Errorf("caCertificates: %s is larger than %d KiB", path, MaxCACertificate>>10)
+		return nil, fmt.Errorf("%s is larger than %d KiB", path, MaxCACertificate>>10)
 	}
 	return data, nil
 }
