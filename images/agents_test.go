@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/resources"
 )
 
@@ -39,6 +40,9 @@ func TestAgentsLayer(t *testing.T) {
 	b := newBuilder(t, f, func(c *Config) { c.AgentsResources = resources.AgentsImage() })
 	if got := b.AgentPackages([]string{"codex", "claude"}); !slices.Equal(got, []string{"@anthropic-ai/claude-code@2.0.14", "@openai/codex@0.171.0"}) {
 		t.Fatalf("AgentPackages = %q, want the Dockerfile's pins in its order", got)
+	}
+	if got := slices.Sorted(maps.Keys(agentCLIs)); !slices.Equal(got, projectfs.KnownAgents) {
+		t.Fatalf("the layer installs %q, the settings know %q", got, projectfs.KnownAgents)
 	}
 	base := Plan{Variant: VariantDesktop, Tag: b.Tag(VariantDesktop)}
 	if p, err := b.WithAgents(base, Agents{}); err != nil || p != base {

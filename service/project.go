@@ -166,8 +166,8 @@ func (e *ApprovalError) Error() string {
 func (e *ApprovalError) Unwrap() error { return ErrNeedsApproval }
 
 // Pending is what the project's settings ask now that the user has not
-// approved, in the order a start asks it: the limits, the network, then
-// the Dockerfile.
+// approved, in the order a start asks it: the limits, the network, the
+// Dockerfile, then the agent CLIs.
 func (m *Manager) Pending(ctx context.Context, path string) ([]Approval, error) {
 	project, err := projectfs.Canonical(path)
 	if err != nil {
