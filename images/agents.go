@@ -46,10 +46,11 @@ type Agents struct {
 }
 
 // agentsLayer is the layer a plan adds: the image it builds on, the
-// build's context and arguments, and a hash of all of them.
+// build's context and arguments, a hash of them and of the image below's
+// build hash, the sandboxes' scope whose network a project image's layer
+// builds in (as the project's own build does), and the packages.
 type agentsLayer struct {
 	base     string
-	baseHash string
 	context  []byte
 	args     map[string]string
 	hash     string
@@ -59,11 +60,13 @@ type agentsLayer struct {
 
 // AgentPackages are the npm packages, pinned, of the named CLIs
 // ("claude" -> "@anthropic-ai/claude-code@2.0.14"), in the layer's order;
-// a name it does not know is left out.
+// a name it does not know is left out, and all are without the layer.
 func (b *Builder) AgentPackages(names []string) []string {
 	var out []string
 	for _, name := range b.agentOrder(names) {
-		out = append(out, b.agentPins[agentCLIs[name].pin])
+		if pin := b.agentPins[agentCLIs[name].pin]; pin != "" {
+			out = append(out, pin)
+		}
 	}
 	return out
 }
@@ -104,9 +107,10 @@ func (b *Builder) WithAgents(p Plan, a Agents) (Plan, error) {
 	for i, ca := range a.CA {
 		files[fmt.Sprintf("ca/%02d.crt", i)] = &fstest.MapFile{Data: ca}
 	}
-	l := agentsLayer{base: p.Tag, baseHash: b.Hash(p.Variant), args: map[string]string{"PILOT_BASE": p.Tag}}
+	l := agentsLayer{base: p.Tag, args: map[string]string{"PILOT_BASE": p.Tag}}
+	baseHash := b.Hash(p.Variant)
 	if p.Project != nil {
-		l.baseHash, l.scope = b.project(*p.Project).build.Hash, p.Project.Scope
+		baseHash, l.scope = b.project(*p.Project).build.Hash, p.Project.Scope
 	}
 	for _, name := range names {
 		l.args[agentCLIs[name].install] = "1"
@@ -116,7 +120,7 @@ func (b *Builder) WithAgents(p Plan, a Agents) (Plan, error) {
 		return Plan{}, fmt.Errorf("read the agent CLIs' layer: %w", err)
 	}
 	l.context, l.packages = bc.Tar, b.AgentPackages(names)
-	l.hash = bc.on(l.baseHash).Hash
+	l.hash = bc.on(baseHash).Hash
 	repo, _ := splitTag(b.cfg.Tag)
 	p.Tag, p.Agents = repo+"-agents:"+l.hash, &l
 	return p, nil

@@ -101,3 +101,31 @@ func TestAgentsLayerMissing(t *testing.T) {
 		t.Fatalf("err = %v, want one saying there is no layer", err)
 	}
 }
+
+// On a project's own image the layer builds on that image, in the
+// sandboxes' network as the project's build does, after it.
+func TestAgentsLayerOnAProjectImage(t *testing.T) {
+	f := newFakeEngine()
+	b := newBuilder(t, f, func(c *Config) { c.BrowserResources, c.AgentsResources = browserLayer, resources.AgentsImage() })
+	project := dockerfileProject(t, "ARG PILOT_BASE\nFROM ${PILOT_BASE}\n")
+	own := Project{Tag: "pilot-sandbox-project:web", Labels: map[string]string{"pilot.project": project}, Scope: "test"}
+	plan, err := b.Plan(project, projectfs.Config{Image: `{"dockerfile": ".pilot/Dockerfile"}`}, VariantDesktop, own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan, err = b.WithAgents(plan, Agents{Names: []string{"claude"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.EnsurePlan(context.Background(), plan, nil); err != nil {
+		t.Fatal(err)
+	}
+	var tags []string
+	for _, spec := range f.builds {
+		tags = append(tags, spec.Tag)
+	}
+	layer := f.builds[len(f.builds)-1]
+	if len(tags) < 2 || tags[len(tags)-2] != own.Tag || layer.Tag != plan.Tag ||
+		layer.BuildArgs["PILOT_BASE"] != own.Tag || layer.SandboxScope != "test" {
+		t.Fatalf("builds %q; the layer's args %v, scope %q", tags, layer.BuildArgs, layer.SandboxScope)
+	}
+}
