@@ -123,6 +123,9 @@ const (
 	// LabelContext, on a project's own image, is the digest of the build
 	// context it was built from (what the user approved).
 	LabelContext = "pilot.sandbox.context"
+	// LabelAgents, on an agent CLIs' layer, lists the npm packages it
+	// installed, pinned (agents.go).
+	LabelAgents = "pilot.sandbox.agents"
 )
 
 // BrowserTag is the browser image's tag for a desktop image tag:
@@ -171,6 +174,9 @@ type Config struct {
 	// RecorderResources is the recorder image's build context, a layer on
 	// the desktop image; nil means there is no recorder to build.
 	RecorderResources fs.FS
+	// AgentsResources is the agent CLIs' layer's build context (agents.go),
+	// on any of the images; nil means there is none to build.
+	AgentsResources fs.FS
 	// BuildArgs are passed to the desktop image's build, e.g. BASE_IMAGE.
 	BuildArgs map[string]string
 	// Labels go on every image built, beside the images' own.
@@ -196,6 +202,9 @@ type Builder struct {
 	browser, dev buildContext
 	// recorder is the recorder image's context, hashed on the desktop's.
 	recorder buildContext
+	// agentPins are the agent CLIs' layer's pinned packages, by the ARG
+	// that pins each (agents.go); nil when there is no layer to build.
+	agentPins map[string]string
 
 	mu sync.Mutex // serializes image checks and builds
 }
@@ -248,6 +257,11 @@ func New(engine Engine, cfg Config) (*Builder, error) {
 			return nil, fmt.Errorf("read recorder image resources: %w", err)
 		}
 		b.recorder = recorder.on(desktop.Hash)
+	}
+	if cfg.AgentsResources != nil {
+		if b.agentPins, err = readAgentPins(cfg.AgentsResources); err != nil {
+			return nil, fmt.Errorf("read agent CLIs' layer resources: %w", err)
+		}
 	}
 	return b, nil
 }

@@ -30,6 +30,9 @@ type Plan struct {
 	// Project is the project's own image, with the build context read
 	// from the project: VariantProject only.
 	Project *Project
+	// Agents is the agent CLIs' layer on the image (WithAgents), whose
+	// Tag is then the layer's: nil for none.
+	Agents *agentsLayer
 }
 
 // Labels the images' Dockerfiles set (resources/docker/sandbox/Dockerfile,
@@ -97,12 +100,18 @@ func (b *Builder) Plan(project string, pc projectfs.Config, fallback string, own
 }
 
 // EnsurePlan makes sure of the plan's image: the variant's, or the
-// project's own on the browser image.
+// project's own on the browser image, then the agent CLIs' layer on it.
 func (b *Builder) EnsurePlan(ctx context.Context, p Plan, report Report) error {
+	var err error
 	if p.Project == nil {
-		return b.Ensure(ctx, p.Variant, report)
+		err = b.Ensure(ctx, p.Variant, report)
+	} else {
+		err = b.EnsureProject(ctx, *p.Project, report)
 	}
-	return b.EnsureProject(ctx, *p.Project, report)
+	if err != nil || p.Agents == nil {
+		return err
+	}
+	return b.ensureAgents(ctx, p.Tag, *p.Agents, report.orNothing())
 }
 
 // Pinned is what a project's own image's container keeps of the browser

@@ -42,6 +42,10 @@ type Config struct {
 	// preset) and may ask to widen it, which needs the user's approval
 	// (netpolicy.Repository). Checked by ReadConfig.
 	Network NetworkChoice `json:"network,omitempty"`
+	// Agents are the agent CLIs the sandbox's image carries ("claude",
+	// "codex"; agents.go), installed by a layer once the user approved
+	// them. Checked by ReadConfig.
+	Agents AgentList `json:"agents,omitempty"`
 }
 
 // NetworkChoice is sandbox.network as written (raw JSON), checked by
@@ -207,7 +211,7 @@ func ReadConfig(project string) (Config, error) {
 			return fail("sandbox."+typeErr.Field, "must be a JSON "+jsonKind(typeErr.Type.Kind().String())+", not "+typeErr.Value)
 		}
 		return fail("sandbox", "is not valid: "+err.Error()+
-			" (known fields: memory, cpus, processes, shmSize, display, image, network)")
+			" (known fields: memory, cpus, processes, shmSize, display, image, network, agents)")
 	}
 	if field, reason := cfg.check(); field != "" {
 		return fail(field, reason)
@@ -258,6 +262,11 @@ func (c Config) check() (field, reason string) {
 	if c.Network != "" {
 		if _, problems := netpolicy.ParseRepository(json.RawMessage(c.Network)); problems != nil {
 			return problems[0].Key, problems[0].Reason
+		}
+	}
+	if c.Agents != "" {
+		if _, reason := parseAgents(json.RawMessage(c.Agents)); reason != "" {
+			return "sandbox.agents", reason
 		}
 	}
 	if d := c.Display; d != nil {

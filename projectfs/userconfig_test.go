@@ -85,7 +85,7 @@ func TestReadUserConfig(t *testing.T) {
 		{name: "cap below the bound", file: `{"caps": {"memory": "100m", "processes": 10, "cpus": 0.1, "shmSize": "1m"}}`, want: def,
 			badKeys: []string{"caps.cpus", "caps.memory", "caps.processes", "caps.shmSize"}},
 		{name: "unknown cap", file: `{"caps": {"gpus": 1}}`, want: def, badKeys: []string{"caps.gpus"}, reason: "caps.gpus is not a known key"},
-		{name: "unknown key", file: `{"idlestop": "5m"}`, want: def, badKeys: []string{"idlestop"}, reason: "idlestop is not a known key (known: idleStop, maxRunning, maxTasks, disk, caps, network, rebuildAfter, models, closeAction, recordingMaxBytes, recordTasks)"},
+		{name: "unknown key", file: `{"idlestop": "5m"}`, want: def, badKeys: []string{"idlestop"}, reason: "idlestop is not a known key (known: idleStop, maxRunning, maxTasks, disk, caps, network, rebuildAfter, models, closeAction, recordingMaxBytes, recordTasks, agents, caCertificates)"},
 		{name: "good keys apply beside bad ones", file: `{"maxRunning": 1, "disk": "1k"}`,
 			want: with(func(c *UserConfig) { c.MaxRunning = 1 }), badKeys: []string{"disk"}},
 		{name: "network none", file: `{"network": "none"}`, want: with(func(c *UserConfig) { c.Network.None = true })},

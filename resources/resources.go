@@ -7,7 +7,7 @@ import (
 	"io/fs"
 )
 
-//go:embed docker/sandbox docker/browser docker/dev docker/recorder
+//go:embed docker/sandbox docker/browser docker/dev docker/recorder docker/agents
 var files embed.FS
 
 // seccomp is the seccomp profile of browser sandboxes: Docker's default
@@ -66,6 +66,17 @@ func BrowserImage() fs.FS {
 // project inside its sandbox.
 func DevImage() fs.FS {
 	sub, err := fs.Sub(files, "docker/dev")
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}
+
+// AgentsImage is the build context of the agent CLIs' layer, on a
+// sandbox's image (build argument PILOT_BASE names it): Node.js and the
+// CLIs a project or the user asks for (sandbox.agents, agents).
+func AgentsImage() fs.FS {
+	sub, err := fs.Sub(files, "docker/agents")
 	if err != nil {
 		panic(err)
 	}

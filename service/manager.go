@@ -60,6 +60,9 @@ type Config struct {
 	// browser image (its tag images.DevTag(Image)); nil means the sidecar
 	// has no dev variant.
 	DevResources fs.FS
+	// AgentsResources is the agent CLIs' layer's build context, on any of
+	// the images (sandbox.agents); nil means there is none.
+	AgentsResources fs.FS
 	// RecorderResources is the recorder image's build context (package
 	// recording), a layer on the desktop image; nil: no recorder.
 	RecorderResources fs.FS
@@ -247,10 +250,11 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 		Tag: cfg.Image, Resources: cfg.Resources, BuildArgs: cfg.BuildArgs,
 		BrowserTag: cfg.BrowserImage, BrowserResources: cfg.BrowserResources,
 		DevResources: cfg.DevResources, RecorderResources: cfg.RecorderResources,
-		Labels:       map[string]string{LabelSandbox: "image"},
-		RebuildAfter: m.rebuildAfter,
-		Logger:       cfg.Logger,
-		Now:          cfg.Now,
+		AgentsResources: cfg.AgentsResources,
+		Labels:          map[string]string{LabelSandbox: "image"},
+		RebuildAfter:    m.rebuildAfter,
+		Logger:          cfg.Logger,
+		Now:             cfg.Now,
 	})
 	if err != nil {
 		return nil, err

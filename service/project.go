@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,21 +30,43 @@ import (
 // change of the content changes the digest, and asks again.
 
 // planImage decides the image of the project's new container
-// (images.Builder.Plan). A project Dockerfile's build context must be
-// approved.
+// (images.Builder.Plan): a project Dockerfile's build context must be
+// approved, as must the agent CLIs its settings add (withAgents).
 func (m *Manager) planImage(project string, pc projectfs.Config) (images.Plan, error) {
 	plan, err := m.images.Plan(project, pc, m.cfg.DefaultVariant, m.ownImage(project))
-	if err != nil || plan.Project == nil {
+	if err != nil {
 		return plan, err
 	}
-	ask, err := dockerfileAsk(project, plan.Project.Context)
-	if err != nil {
-		return images.Plan{}, err
+	if plan.Project != nil {
+		ask, err := dockerfileAsk(project, plan.Project.Context)
+		if err != nil {
+			return images.Plan{}, err
+		}
+		if err := m.require(project, ask); err != nil {
+			return images.Plan{}, err
+		}
 	}
-	if err := m.require(project, ask); err != nil {
-		return images.Plan{}, err
+	return m.withAgents(project, pc, plan)
+}
+
+// withAgents puts on the plan's image the agent CLIs the user's config and
+// the project's settings ask for; those the settings add need approval.
+func (m *Manager) withAgents(project string, pc projectfs.Config, plan images.Plan) (images.Plan, error) {
+	user, _ := m.currentPolicy()
+	if a, ok := m.agentsAsk(pc, user); ok {
+		if err := m.require(project, a); err != nil {
+			return images.Plan{}, err
+		}
 	}
-	return plan, nil
+	agents := images.Agents{Names: append(slices.Clone(user.Agents), pc.AgentNames()...)}
+	if len(agents.Names) == 0 {
+		return plan, nil
+	}
+	var err error
+	if agents.CA, err = projectfs.ReadCACertificates(user.CACertificates); err != nil {
+		return images.Plan{}, &projectfs.ConfigError{File: m.policy.file, Field: "caCertificates", Reason: err.Error()}
+	}
+	return m.images.WithAgents(plan, agents)
 }
 
 // ownImage is the project's own image as the images know it, without its
@@ -82,6 +105,7 @@ func (m *Manager) ensurePlan(ctx context.Context, project string, plan images.Pl
 const (
 	ApprovalDockerfile = "dockerfile"
 	ApprovalLimits     = "limits"
+	ApprovalAgents     = "agents"
 )
 
 // Approval is one thing the project asks the user: what it is, in plain
@@ -142,8 +166,8 @@ func (e *ApprovalError) Error() string {
 func (e *ApprovalError) Unwrap() error { return ErrNeedsApproval }
 
 // Pending is what the project's settings ask now that the user has not
-// approved, in the order a start asks it: the limits, the network, then
-// the Dockerfile.
+// approved, in the order a start asks it: the limits, the network, the
+// Dockerfile, then the agent CLIs.
 func (m *Manager) Pending(ctx context.Context, path string) ([]Approval, error) {
 	project, err := projectfs.Canonical(path)
 	if err != nil {
@@ -221,6 +245,10 @@ func (m *Manager) asks(project string) ([]Approval, error) {
 		}
 		asks = append(asks, a)
 	}
+	user, _ := m.currentPolicy()
+	if a, ok := m.agentsAsk(pc, user); ok {
+		asks = append(asks, a)
+	}
 	return asks, nil
 }
 
@@ -256,6 +284,28 @@ func dockerfileAsk(project string, bc projectfs.BuildContext) (Approval, error) 
 		Kind: ApprovalDockerfile, Summary: images.Summary(bc), Digest: bc.Digest,
 		Content: r.Dockerfile, Files: r.Files, Warnings: r.Warnings,
 	}, nil
+}
+
+// agentsAsk is the approval the agent CLIs the project's settings add to
+// the user's config need, if any, naming each one's package and version.
+func (m *Manager) agentsAsk(pc projectfs.Config, user projectfs.UserConfig) (Approval, bool) {
+	var names []string
+	for _, name := range pc.AgentNames() {
+		if !slices.Contains(user.Agents, name) {
+			names = append(names, name)
+		}
+	}
+	packages := m.images.AgentPackages(names)
+	if len(packages) == 0 {
+		return Approval{}, false
+	}
+	content := strings.Join(packages, "\n") + "\n"
+	sum := sha256.Sum256([]byte("agents\x00" + content))
+	return Approval{
+		Kind: ApprovalAgents, Digest: "sha256:" + hex.EncodeToString(sum[:]), Content: content,
+		Summary: "install the agent CLIs " + strings.Join(packages, ", ") +
+			" from the npm registry into its image; their install scripts run as root with network access",
+	}, true
 }
 
 // limitsAsk is the approval the project's limits above caps need, if any:

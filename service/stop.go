@@ -132,21 +132,26 @@ func (m *Manager) remove(ctx context.Context, b *box) (bool, error) {
 		return false, fmt.Errorf("remove container: %w", err)
 	}
 	m.forget(b)
-	m.removeProjectImage(ctx, b.project)
+	m.removeProjectImage(ctx, b.project, c.Image)
 	m.log.Info().Str("project", b.project).Str("container", c.ID).Msg("sandbox removed")
 	return true, nil
 }
 
 // removeProjectImage deletes the project's own image, if it has one, with
-// its sandbox: nothing else uses it.
-func (m *Manager) removeProjectImage(ctx context.Context, project string) {
-	p := m.ownImage(project)
-	removed, err := m.images.RemoveProject(ctx, p)
-	switch {
-	case err != nil:
-		m.log.Warn().Err(err).Str("image", p.Tag).Msg("could not remove the project's image")
-	case removed:
-		m.log.Info().Str("project", project).Str("image", p.Tag).Msg("removed the project's image")
+// its sandbox: nothing else uses it. The agent CLIs' layer on it, the
+// container's image then, carries its labels and goes first.
+func (m *Manager) removeProjectImage(ctx context.Context, project, image string) {
+	own := m.ownImage(project)
+	for _, tag := range []string{image, own.Tag} {
+		p := own
+		p.Tag = tag
+		removed, err := m.images.RemoveProject(ctx, p)
+		switch {
+		case err != nil:
+			m.log.Warn().Err(err).Str("image", p.Tag).Msg("could not remove the project's image")
+		case removed:
+			m.log.Info().Str("project", project).Str("image", p.Tag).Msg("removed the project's image")
+		}
 	}
 }
 

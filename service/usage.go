@@ -10,6 +10,7 @@ import (
 	units "github.com/docker/go-units"
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/disklimit"
+	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
 
@@ -223,10 +224,13 @@ func (m *Manager) noteCreationOnly(b *box, pc projectfs.Config, c Container) {
 
 // noteImageChange says, in the start's progress, when the project's
 // Dockerfile (or its context) changed since its sandbox was made: the
-// image applies to a new sandbox, as every sandbox.image does.
+// image applies to a new sandbox, as every sandbox.image does. A
+// container on the agent CLIs' layer has that layer's image, which keeps
+// the project image's labels (images.LabelContext among them).
 func (m *Manager) noteImageChange(ctx context.Context, b *box, pc projectfs.Config, c Container) {
 	df := pc.ImageDockerfile()
-	if df == "" || c.Image != m.ownImage(b.project).Tag || !m.images.ContextChanged(ctx, c.Image, b.project, df) {
+	own := c.Image == m.ownImage(b.project).Tag || c.Labels[LabelVariant] == images.VariantProject
+	if df == "" || !own || !m.images.ContextChanged(ctx, c.Image, b.project, df) {
 		return
 	}
 	m.progress(b.project, StageStart, fmt.Sprintf("%s changed since this sandbox was made: it applies to a new sandbox; "+

@@ -1,65 +1,51 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// Agent CLIs the real-CLI tests install, pinned: a new version is a
-// deliberate change of the test (its output format is what the parsers
-// in package tasks read).
-const (
-	claudePackage = "@anthropic-ai/claude-code@2.0.14"
-	codexPackage  = "@openai/codex@0.171.0"
-)
-
 // hostCADir holds the host's extra CA certificates (update-ca-certificates'
-// input), which npm in the build trusts: none on most machines, the
-// interceptor's on one whose outbound TLS is intercepted (this one's).
+// input), which npm in the agent CLIs' layer trusts when config.json names
+// them (caCertificates): none on most machines, the interceptor's on one
+// whose outbound TLS is intercepted (this one's).
 const hostCADir = "/usr/local/share/ca-certificates"
 
-// maxCAFile bounds one CA file copied into the build.
-const maxCAFile = 64 << 10
-
-// agentCLIProject makes project's sandbox image the browser image with
-// the npm package pkg installed, through the project's own Dockerfile
-// (testdata/agent-cli), approved as a user would. With env set to an
-// image's name (an image that has the CLI), it builds on that image
-// instead and installs nothing, as before the test built its own.
-func agentCLIProject(t *testing.T, project, env, pkg string) {
+// agentCLIProject gives project's sandbox the agent CLI agent ("claude",
+// "codex") through sandbox.agents on the browser image, the layer that
+// installs it pinned (resources/docker/agents/Dockerfile: a new version
+// is a deliberate change, as its output format is what package tasks
+// parses), to be approved as a user would. It returns the config.json
+// keys that go with it: caCertificates naming the host's extra CA files.
+// With env set to an image's name (an image that has the CLI), the
+// project's own Dockerfile builds on that image instead and nothing is
+// installed.
+func agentCLIProject(t *testing.T, project, env, agent string) string {
 	t.Helper()
 	dir := filepath.Join(project, ".pilot")
-	if err := os.MkdirAll(filepath.Join(dir, "ca"), 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	dockerfile, err := os.ReadFile(filepath.Join("testdata", "agent-cli", "Dockerfile"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := map[string]string{"settings.json": `{"sandbox": {"image": "browser", "agents": ["` + agent + `"]}}`}
 	if image := os.Getenv(env); image != "" {
-		dockerfile = []byte("ARG PILOT_BASE\nFROM " + image + "\n")
-	}
-	files := map[string][]byte{
-		"Dockerfile":    dockerfile,
-		"agent-package": []byte(pkg),
-		"ca/README":     []byte("The host's extra CA certificates (*.crt), trusted by npm in the build.\n"),
-		"settings.json": []byte(`{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`),
-	}
-	entries, _ := os.ReadDir(hostCADir)
-	for _, e := range entries {
-		info, err := e.Info()
-		if err != nil || !info.Mode().IsRegular() || !strings.HasSuffix(e.Name(), ".crt") || info.Size() > maxCAFile {
-			continue
-		}
-		if data, err := os.ReadFile(filepath.Join(hostCADir, e.Name())); err == nil {
-			files[filepath.Join("ca", e.Name())] = data
-		}
+		files["Dockerfile"] = "ARG PILOT_BASE\nFROM " + image + "\n"
+		files["settings.json"] = `{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`
 	}
 	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	cas := []string{}
+	entries, _ := os.ReadDir(hostCADir)
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() && strings.HasSuffix(e.Name(), ".crt") {
+			cas = append(cas, filepath.Join(hostCADir, e.Name()))
+		}
+	}
+	keys, _ := json.Marshal(cas)
+	return `"caCertificates": ` + string(keys) + `,`
 }

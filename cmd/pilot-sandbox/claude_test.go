@@ -121,9 +121,9 @@ content_block_stop {"type":"content_block_stop","index":%[1]d}`
 // reached only through the model gateway: its turns make it write a file
 // and run a command; the events parsed from its stream-json, the diff,
 // and the credentials the API got are checked. The CLI is installed by
-// the project's own Dockerfile (agentCLIProject), or comes from the image
-// PILOT_TEST_CLAUDE_IMAGE names, until sandbox.agents installs it
-// (docs/models.md).
+// the agent CLIs' layer the project's sandbox.agents asks for
+// (agentCLIProject), or comes from the image PILOT_TEST_CLAUDE_IMAGE
+// names (docs/images.md).
 func TestServeClaudeCodeThroughTheGateway(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the Claude Code CLI into an image and runs it")
@@ -131,9 +131,9 @@ func TestServeClaudeCodeThroughTheGateway(t *testing.T) {
 	key := "sk-ant-test-claude-0123456789"
 	api := newScriptedClaude(t)
 	project := taskProject(t)
-	agentCLIProject(t, project, "PILOT_TEST_CLAUDE_IMAGE", claudePackage)
-	config := writeConfig(t.TempDir(), "models", fmt.Sprintf(`{"idleStop": "0", "maxRunning": 0, "disk": "0",
-		"models": {"anthropic": {"apiKeyEnv": "PILOT_TEST_MODEL_KEY", "baseUrl": %q}}}`, api.URL))
+	cas := agentCLIProject(t, project, "PILOT_TEST_CLAUDE_IMAGE", "claude")
+	config := writeConfig(t.TempDir(), "models", fmt.Sprintf(`{"idleStop": "0", "maxRunning": 0, "disk": "0", %s
+		"models": {"anthropic": {"apiKeyEnv": "PILOT_TEST_MODEL_KEY", "baseUrl": %q}}}`, cas, api.URL))
 	state := t.TempDir()
 	env := []string{ownScope(t), "XDG_CONFIG_HOME=" + config, "XDG_STATE_HOME=" + state, "PILOT_TEST_MODEL_KEY=" + key}
 	if out, errOut, code := cliRun(t, env, "", "approve", "--yes", "--project", project); code != 0 {

@@ -68,9 +68,9 @@ func TestServeCodexThroughTheGateway(t *testing.T) {
 	}))
 	t.Cleanup(api.Close)
 	project := taskProject(t)
-	agentCLIProject(t, project, "PILOT_TEST_CODEX_IMAGE", codexPackage)
-	config := writeConfig(t.TempDir(), "models", fmt.Sprintf(`{"idleStop": "0", "maxRunning": 0, "disk": "0",
-		"models": {"openai": {"apiKeyEnv": "PILOT_TEST_MODEL_KEY", "baseUrl": %q}}}`, api.URL))
+	cas := agentCLIProject(t, project, "PILOT_TEST_CODEX_IMAGE", "codex")
+	config := writeConfig(t.TempDir(), "models", fmt.Sprintf(`{"idleStop": "0", "maxRunning": 0, "disk": "0", %s
+		"models": {"openai": {"apiKeyEnv": "PILOT_TEST_MODEL_KEY", "baseUrl": %q}}}`, cas, api.URL))
 	env := []string{ownScope(t), "XDG_CONFIG_HOME=" + config, "XDG_STATE_HOME=" + t.TempDir(), "PILOT_TEST_MODEL_KEY=" + key}
 	if out, errOut, code := cliRun(t, env, "", "approve", "--yes", "--project", project); code != 0 {
 		t.Fatalf("approve: %s %s", out, errOut)

@@ -128,6 +128,7 @@ func newManager(log zerolog.Logger, docker *engine.Client, desktops service.Desk
 		// The browser image's tag follows PILOT_IMAGE (BrowserTag).
 		BrowserResources:  resources.BrowserImage(),
 		DevResources:      resources.DevImage(),
+		AgentsResources:   resources.AgentsImage(),
 		RecorderResources: resources.RecorderImage(),
 		Seccomp:           resources.ChromiumSeccomp(),
 		DefaultVariant:    os.Getenv(envDefaultImage),

@@ -64,6 +64,7 @@ func Config(t testing.TB) service.Config {
 		// for every sandbox.
 		BrowserResources:  resources.BrowserImage(),
 		DevResources:      resources.DevImage(),
+		AgentsResources:   resources.AgentsImage(),
 		RecorderResources: resources.RecorderImage(),
 		Seccomp:           resources.ChromiumSeccomp(),
 		DefaultVariant:    cmp.Or(os.Getenv("PILOT_DEFAULT_IMAGE"), images.VariantDesktop),

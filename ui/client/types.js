@@ -40,7 +40,7 @@
  * What the project's own files ask that needs the user's approval
  * (needs_approval's data.approval).
  * @typedef {object} Approval
- * @property {'dockerfile' | 'limits' | 'network'} kind
+ * @property {'dockerfile' | 'limits' | 'network' | 'agents'} kind
  * @property {string} summary what would happen, in plain words
  * @property {string} digest names exactly this content, for sandbox/approve
  * @property {string} [content] the text asked: the Dockerfile, the limits against the caps, the network rules asked
