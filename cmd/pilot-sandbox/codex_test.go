@@ -30,12 +30,12 @@ text("click " + (click.isError ? "error " + JSON.stringify(click.content) : "ok"
 // only through the model gateway, as the model provider the task gives
 // it. The script's first turn has Codex run a command that writes a file
 // and call the sandbox's screenshot and click (its exec tool: JavaScript
-// calling tools.exec_command and the MCP tools), its second answers: the command's output reaches the API, the file is in the
-// task's diff, the answer and usage come as events, and the API got the
-// user's key, never the placeholder. The CLI is installed by the
-// project's own Dockerfile (agentCLIProject), or comes from the image
-// PILOT_TEST_CODEX_IMAGE names, until sandbox.agents installs it
-// (docs/models.md).
+// calling tools.exec_command and the MCP tools), its second answers: the
+// command's output and the tools' results reach the API, the file is in
+// the task's diff, the answer and usage come as events, and the API got
+// the user's key, never the placeholder. The CLI comes from the
+// project's sandbox.agents (agentCLIProject), or from the image
+// PILOT_TEST_CODEX_IMAGE names.
 func TestServeCodexThroughTheGateway(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the Codex CLI into an image and runs it")
