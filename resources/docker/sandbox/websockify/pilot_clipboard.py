@@ -9,8 +9,9 @@ two. A change of the root window's CUT_BUFFER0 by another X client is sent
 to every viewer at once, with no such wait: that is the route used here.
 
 So this watcher, a thread of websockify's process (start, called by the
-launcher beside this file), is told by XFixes each time the CLIPBOARD changes owner, asks the new owner for the
-text, and writes it to CUT_BUFFER0. Nothing is written when CUT_BUFFER0
+launcher beside this file), is told by XFixes each time the CLIPBOARD
+changes owner, asks the new owner for the text, and writes it to
+CUT_BUFFER0. Nothing is written when CUT_BUFFER0
 already holds the text: x11vnc puts there what a viewer pasted, and takes
 the CLIPBOARD with it, so the viewer's own text is not sent back to it.
 
