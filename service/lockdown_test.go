@@ -131,8 +131,8 @@ const hostMounts = `awk '{ for (i = 7; $i != "-"; i++); print $5, $(i+1) }' /pro
   grep -Ev '^/etc/(hosts|hostname|resolv.conf) |^/usr/sbin/docker-init ' || true`
 
 // desktopProcesses are the processes of the desktop, which runs as the
-// user desktop.
-var desktopProcesses = []string{"docker-init", "pilot-desktop", "Xvfb", "fluxbox", "x11vnc", "pilot-clipboard", "websockify"}
+// user desktop (pilot-clipboard is a thread of websockify's).
+var desktopProcesses = []string{"docker-init", "pilot-desktop", "Xvfb", "fluxbox", "x11vnc", "websockify"}
 
 // process is one process of the sandbox as /proc/PID/status shows it.
 type process struct {

@@ -1,13 +1,14 @@
-"""Tests of pilot-clipboard (resources/docker/sandbox/clipboard.py), the
-desktop's program that copies each new CLIPBOARD into CUT_BUFFER0 for
+"""Tests of pilot-clipboard (resources/docker/sandbox/websockify/pilot_clipboard.py),
+the desktop's watcher that copies each new CLIPBOARD into CUT_BUFFER0 for
 x11vnc, under a private Xvfb: what it writes, seen by another X client that
-watches the root window's CUT_BUFFER0.
+watches the root window's CUT_BUFFER0. Most run it as a program; the
+sandbox runs it on a thread of websockify's process, as ClipboardThreadTest
+does.
 
 They run where the image has it, Xvfb and xclip (`go test ./resources -run
 TestAgentPython` runs them in a sandbox); elsewhere they skip like the
 agent's X tests. The source tree's copy is tested when it is beside these
-tests, else the image's /usr/local/bin/pilot-clipboard, which is built from
-the same file.
+tests, else the image's /usr/local/lib/pilot-websockify/pilot_clipboard.py.
 """
 
 import ctypes
@@ -19,7 +20,8 @@ import unittest
 from xserver import REQUIRE_ENV, X, XEvent, Xvfb, _proto, need_xvfb, poll
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-HELPERS = [os.path.join(HERE, "..", "docker", "sandbox", "clipboard.py"), "/usr/local/bin/pilot-clipboard"]
+HELPERS = [os.path.join(HERE, "..", "docker", "sandbox", "websockify", "pilot_clipboard.py"),
+           "/usr/local/lib/pilot-websockify/pilot_clipboard.py"]
 MAX_TEXT = 262144  # x11vnc's PROP_MAX, which the helper keeps to
 PROPERTY_NOTIFY, PROPERTY_CHANGE_MASK, XA_CUT_BUFFER0 = 28, 1 << 22, 9
 
@@ -61,7 +63,9 @@ class CutBufferWatch:
         X.XSync(self.d, 0)
 
     def close(self):
-        X.XCloseDisplay(self.d)
+        if self.d:
+            X.XCloseDisplay(self.d)
+            self.d = None
 
     def changes(self):
         """How many times CUT_BUFFER0 changed since the last call."""
@@ -187,6 +191,63 @@ class ClipboardHelperTest(unittest.TestCase):
         poll("the next copy in CUT_BUFFER0", lambda: self.watch.value() == b"text again")
         self.assertEqual(self.watch.changes(), 1)
         self.assertIsNone(self.helper.poll(), "pilot-clipboard exited")
+
+
+# THREADED runs the watcher as websockify's launcher does, on a thread of a
+# process whose main thread does something else (here: sleeps), and forks
+# a child as websockify does for each viewer.
+THREADED = """
+import os, sys, time
+sys.path.insert(0, os.path.dirname(sys.argv[1]))
+import pilot_clipboard
+pilot_clipboard.start()
+if os.fork() == 0:
+    time.sleep(60)
+    os._exit(0)
+time.sleep(60)
+"""
+
+
+class ClipboardThreadTest(unittest.TestCase):
+    """The watcher on a thread of another program's process: copies are
+    handed on, and the display's loss ends the process, with a word in its
+    log, for the entrypoint to start it again (never a process that lives
+    on without its watcher)."""
+
+    def setUp(self):
+        need_xvfb(self)
+        path = helper_path(self)
+        self.xvfb = Xvfb()
+        self.addCleanup(self.xvfb.close)
+        self.watch = CutBufferWatch(self.xvfb)
+        self.addCleanup(self.watch.close)
+        self.proc = subprocess.Popen([sys.executable, "-B", "-c", THREADED, path], env=self.xvfb.env(),
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, start_new_session=True)
+        self.addCleanup(self.stop)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, 9)
+        self.proc.wait(timeout=10)
+        self.proc.stderr.close()
+
+    def test_copies_are_handed_on_and_a_lost_display_ends_the_process(self):
+        for i in range(50):
+            data = b"from the thread %d" % i
+            subprocess.run(["xclip", "-selection", "clipboard", "-in"], input=data, env=self.xvfb.env(),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30, check=True)
+            try:
+                poll("the thread's copy", lambda: self.watch.value() == data, timeout=0.2)
+                break
+            except AssertionError:
+                self.assertIsNone(self.proc.poll(), "the process ended")
+        else:
+            self.fail("the thread never copied the clipboard into CUT_BUFFER0")
+        self.watch.close()  # before its display goes, or Xlib would end this test
+        self.xvfb.close()
+        self.assertEqual(self.proc.wait(timeout=10), 1)
+        self.assertIn(b"pilot-clipboard: lost the display", self.proc.stderr.read())
 
 
 if __name__ == "__main__":

@@ -210,7 +210,7 @@ test('the clipboard both ways', { skip, timeout: 120_000 }, async (t) => {
   // viewer (issue 28, N7: a program in the sandbox sets the desktop's
   // clipboard whenever it likes). Seconds after the viewer connected:
   // x11vnc alone sends the sandbox's CLIPBOARD only from 15 s after a
-  // viewer connects; pilot-clipboard (resources/docker/sandbox/clipboard.py)
+  // viewer connects; pilot-clipboard (resources/docker/sandbox/websockify/pilot_clipboard.py)
   // hands it over at once, so 5 s is ample and a return of that wait fails
   // here.
   await t.test('desktop to browser, after a copy gesture only', async () => {

@@ -104,7 +104,11 @@ fi
 # through the image's own launcher: every request, page or
 # WebSocket, must name 127.0.0.1 or localhost as its Host (no DNS
 # rebinding) and come from the viewer's own origin, if from a browser at
-# all; and no directory of the viewer's files is listed.
+# all; and no directory of the viewer's files is listed. Its process also
+# runs pilot-clipboard, on a thread that waits for the display: x11vnc
+# sends what is copied in the sandbox to viewers only from 15 s after the
+# last one connected, and pilot-clipboard hands it over at once, through
+# CUT_BUFFER0 (websockify/pilot_clipboard.py says how and why).
 supervise websockify sh -c 'exec /usr/local/lib/pilot-websockify/websockify --web /usr/share/novnc \
   6080 127.0.0.1:5900 >>$HOME/websockify.log 2>&1' &
 started websockify
@@ -214,12 +218,6 @@ started x11vnc
 # otherwise take the CPU x11vnc needs to start listening.
 supervise fluxbox sh -c 'exec fluxbox >>$HOME/fluxbox.log 2>&1' &
 started fluxbox
-
-# pilot-clipboard: x11vnc sends what is copied in the sandbox to viewers
-# only from 15 s after the last one connected; this hands it over at once,
-# through CUT_BUFFER0 (the program says how and why).
-supervise pilot-clipboard sh -c 'exec pilot-clipboard >>$HOME/clipboard.log 2>&1' &
-started pilot-clipboard
 
 wait -n "${pids[@]}"
 status=$?

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """pilot-clipboard: hands text copied in the sandbox to x11vnc at once.
 
 x11vnc 0.9.16 sends the sandbox's CLIPBOARD to viewers by polling it (about
@@ -9,9 +8,10 @@ waits 15 s or more for it, and the browser test gave up in about one run in
 two. A change of the root window's CUT_BUFFER0 by another X client is sent
 to every viewer at once, with no such wait: that is the route used here.
 
-So this program, run by the entrypoint as the desktop user, is told by
-XFixes each time the CLIPBOARD changes owner, asks the new owner for the
-text, and writes it to CUT_BUFFER0. Nothing is written when CUT_BUFFER0
+So this watcher, a thread of websockify's process (start, called by the
+launcher beside this file), is told by XFixes each time the CLIPBOARD
+changes owner, asks the new owner for the text, and writes it to
+CUT_BUFFER0. Nothing is written when CUT_BUFFER0
 already holds the text: x11vnc puts there what a viewer pasted, and takes
 the CLIPBOARD with it, so the viewer's own text is not sent back to it.
 
@@ -35,13 +35,28 @@ from the sandbox's owners is bounded (x11vnc's own limit, 256 KiB, beyond
 which the text is cut, as x11vnc cuts it), and X errors a hostile owner
 causes are ignored instead of ending the program.
 
+Why a thread of websockify's (docs/performance.md, "An idle sandbox's
+memory"): as a process of its own, a second Python, it cost an idle sandbox
+about 4 MB of anonymous memory, where the thread costs the one Python
+already running a few hundred KB. The two share nothing but the process:
+the thread has its own X connection, which processes websockify forks for
+its viewers close at once. The thread's end, for whatever reason (the
+display lost, an exception), is written to websockify's log and ends the
+process, which the entrypoint starts again, watcher and all; websockify
+ending ends the watcher with it. Either way nothing stops silently.
+
 Only the standard library and the X libraries x11vnc links (libX11,
-libXfixes). `pilot-clipboard --check` loads them and exits.
+libXfixes). Run as a program it watches in the foreground (the tests run it
+so); `--check` loads the libraries and exits.
 """
 
 import codecs
 import ctypes
+import os
 import sys
+import threading
+import time
+import traceback
 
 # x11vnc's PROP_MAX: the most it reads of a selection or the cut buffer.
 MAX_TEXT = 262144
@@ -128,8 +143,11 @@ _proto(x11.XSetSelectionOwner, ctypes.c_int, Display, Atom, Window, Time)
 _proto(x11.XGetSelectionOwner, Window, Display, Atom)
 _proto(x11.XSendEvent, ctypes.c_int, Display, Window, ctypes.c_int, ctypes.c_long, ctypes.POINTER(XEvent))
 _proto(x11.XFree, ctypes.c_int, ctypes.c_void_p)
+_proto(x11.XConnectionNumber, ctypes.c_int, Display)
 ERROR_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, Display, ctypes.c_void_p)
 _proto(x11.XSetErrorHandler, ctypes.c_void_p, ERROR_HANDLER)
+IO_ERROR_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, Display)
+_proto(x11.XSetIOErrorHandler, ctypes.c_void_p, IO_ERROR_HANDLER)
 _proto(xfixes.XFixesQueryExtension, ctypes.c_int, Display, ctypes.POINTER(ctypes.c_int),
        ctypes.POINTER(ctypes.c_int))
 _proto(xfixes.XFixesSelectSelectionInput, None, Display, Window, Atom, ctypes.c_ulong)
@@ -140,6 +158,21 @@ def _ignore_x_error(display, event):
     # Xlib's default handler ends the process. An owner that vanishes, or
     # sets a property of the wrong kind, must not end this one.
     return 0
+
+
+@IO_ERROR_HANDLER
+def _lost_display(display):
+    # The connection is gone (Xvfb ended). Xlib's default handler calls
+    # exit(), which from a thread of websockify's would run the
+    # interpreter's shutdown under its other threads: end the process at
+    # once instead, saying why (the module's docstring).
+    _stopped("lost the display")
+
+
+def _stopped(why):
+    sys.stderr.write("pilot-clipboard: %s; ending the process so that it starts again\n" % why)
+    sys.stderr.flush()
+    os._exit(1)
 
 
 def read_property(d, window, prop, delete):
@@ -299,14 +332,58 @@ class Watcher:
         x11.XFlush(self.d)
 
 
+# DISPLAY_WAIT: how long the watcher waits for the display to answer.
+# websockify starts beside Xvfb (entrypoint.sh), about a second before the
+# display is up; the entrypoint gives Xvfb 20 s.
+DISPLAY_WAIT = 30
+DISPLAY_POLL = 0.1
+
+
+def open_display():
+    """The display's connection, once it answers, for at most DISPLAY_WAIT."""
+    deadline = time.monotonic() + DISPLAY_WAIT
+    while True:
+        d = x11.XOpenDisplay(None)
+        if d:
+            return d
+        if time.monotonic() >= deadline:
+            raise SystemExit("pilot-clipboard: cannot open the display")
+        time.sleep(DISPLAY_POLL)
+
+
+def watch():
+    """Watches the CLIPBOARD until the display is lost."""
+    x11.XSetErrorHandler(_ignore_x_error)
+    x11.XSetIOErrorHandler(_lost_display)
+    d = open_display()
+    # A process forked for a viewer must not hold the desktop's connection
+    # (it would outlive this one), nor ever write into it.
+    fd = x11.XConnectionNumber(d)
+    os.register_at_fork(after_in_child=lambda: os.close(fd))
+    Watcher(d).run()
+
+
+def start():
+    """Runs the watcher on a daemon thread of this process; its end ends
+    the process (the module's docstring)."""
+    def run():
+        try:
+            watch()
+            why = "stopped watching"
+        except SystemExit as e:
+            why = str(e).removeprefix("pilot-clipboard: ")
+        except BaseException:  # noqa: B902 (any end of the thread ends the process)
+            traceback.print_exc()
+            why = "failed"
+        _stopped(why)
+
+    threading.Thread(target=run, name="pilot-clipboard", daemon=True).start()
+
+
 def main(argv):
     if argv[1:] == ["--check"]:
         return 0
-    x11.XSetErrorHandler(_ignore_x_error)
-    d = x11.XOpenDisplay(None)
-    if not d:
-        raise SystemExit("pilot-clipboard: cannot open the display")
-    Watcher(d).run()
+    watch()
     return 0
 
 
