@@ -17,7 +17,6 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/jsonsize"
-	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/shell"
 )
 
@@ -225,7 +224,7 @@ func stdinOf(req ExecRequest) io.Reader {
 // with DISPLAY set (spec.User and spec.Env add to that). It is the building
 // block of the agent tools: no shell is involved.
 func (m *Manager) ExecArgv(ctx context.Context, path string, spec ExecSpec) (ExecResult, error) {
-	b, st, err := m.running(ctx, path)
+	b, st, err := m.commandTarget(ctx, path)
 	if err != nil {
 		return ExecResult{}, err
 	}
@@ -248,7 +247,7 @@ func (m *Manager) ExecArgv(ctx context.Context, path string, spec ExecSpec) (Exe
 // ExecAttachArgv starts argv in the project's running sandbox as the
 // sandbox user, with its stdin and stdout attached, and returns at once.
 func (m *Manager) ExecAttachArgv(ctx context.Context, path string, spec ExecSpec) (ExecSession, error) {
-	_, st, err := m.running(ctx, path)
+	_, st, err := m.commandTarget(ctx, path)
 	if err != nil {
 		return nil, err
 	}
@@ -257,34 +256,6 @@ func (m *Manager) ExecAttachArgv(ctx context.Context, path string, spec ExecSpec
 	}
 	spec.Env = m.networkEnv(st, spec.Cause, spec.Env)
 	return m.docker.ExecAttach(ctx, st.ContainerID, spec)
-}
-
-// running returns the project's state if its sandbox is running.
-func (m *Manager) running(ctx context.Context, path string) (*box, State, error) {
-	project, err := projectfs.Canonical(path)
-	if err != nil {
-		return nil, State{}, err
-	}
-	b := m.box(project)
-	st := b.snapshot()
-	if (st == nil || st.Status != StatusRunning) && m.tryLockProject(b) {
-		// Not known to be running: ask Docker rather than trust memory.
-		st, err = m.refresh(ctx, b)
-		m.unlockProject(b)
-		if err != nil {
-			return b, State{}, err
-		}
-	}
-	switch {
-	case st == nil:
-		return b, State{}, ErrNoSandbox
-	case st.Status == StatusPaused:
-		return b, *st, ErrPaused
-	case st.Status != StatusRunning:
-		return b, *st, fmt.Errorf("%w (it is %s)", ErrNotRunning, st.Status)
-	}
-	m.touch(b) // every exec and desktop call comes through here
-	return b, *st, nil
 }
 
 // A command started in the background runs in a session of its own, with
