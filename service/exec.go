@@ -56,6 +56,9 @@ type ExecRequest struct {
 	// Stdout and Stderr, when both set, take the output byte for byte as
 	// it comes, without a cap, in place of the result's (a terminal).
 	Stdout, Stderr io.Writer
+	// Terminal, with Argv, Stdout and Stderr, runs the program on a
+	// terminal of its own (ExecSpec.Terminal, shell.ForegroundTerminal).
+	Terminal <-chan TerminalSize
 	// Cause is what the command runs for: the hint of its connections
 	// (Network.ExecEnv).
 	Cause ExecCause
@@ -90,8 +93,7 @@ func (m *Manager) Exec(ctx context.Context, path string, req ExecRequest) (ExecO
 	if req.Argv != nil {
 		cmd = shell.ForegroundArgv(req.Argv, seconds)
 	}
-	started := time.Now()
-	res, err := m.execMarked(ctx, path, ExecSpec{
+	spec := ExecSpec{
 		Cmd:       cmd,
 		WorkDir:   req.WorkDir,
 		Env:       env,
@@ -101,7 +103,15 @@ func (m *Manager) Exec(ctx context.Context, path string, req ExecRequest) (ExecO
 		Cause:     req.Cause,
 		Stdout:    req.Stdout,
 		Stderr:    req.Stderr,
-	}, req.Output)
+	}
+	started := time.Now()
+	var res ExecResult
+	if req.Terminal != nil {
+		spec.Cmd, spec.Terminal = shell.ForegroundTerminal(req.Argv, seconds), req.Terminal
+		res, err = m.ExecArgv(ctx, path, spec)
+	} else {
+		res, err = m.execMarked(ctx, path, spec, req.Output)
+	}
 	if err != nil {
 		return ExecOutput{}, err
 	}
@@ -178,6 +188,8 @@ func checkCommand(req ExecRequest) error {
 		return &ArgumentError{Name: "argv", Reason: "must name a program, and comes without command"}
 	case slices.ContainsFunc(req.Argv, nul):
 		return &ArgumentError{Name: "argv", Reason: "must not hold a NUL character"}
+	case req.Terminal != nil && (req.Argv == nil || req.Stdout == nil || req.Stderr == nil):
+		return &ArgumentError{Name: "terminal", Reason: "comes with argv and both output writers"}
 	}
 	return nil
 }
