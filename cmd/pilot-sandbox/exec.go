@@ -47,19 +47,11 @@ func runExec(ctx context.Context, e *env, args []string) error {
 	if !c.json {
 		req.Stdout, req.Stderr = e.stdout, e.stderr
 	}
-	restoreTerminal := func() {}
-	if tty {
-		sizes, restore, err := hostTerminal(ctx, e.stdin)
-		if err != nil {
-			return err
-		}
-		defer restore() // a panic too
-		req.Terminal, restoreTerminal = sizes, restore
-	} else {
-		// A terminal in raw mode is the command's: no question asked on it.
-		stopAsking := c.askOnTerminal(ctx)
-		defer stopAsking()
+	restoreTerminal, err := c.execTerminal(ctx, tty, &req)
+	if err != nil {
+		return err
 	}
+	defer restoreTerminal() // a panic too
 	out, err := c.manager.Exec(ctx, c.project, req)
 	restoreTerminal() // before what this process writes itself
 	if err != nil {
@@ -76,6 +68,21 @@ func runExec(ctx context.Context, e *env, args []string) error {
 		return exitError{code: min(max(out.ExitCode, 1), 255)}
 	}
 	return nil
+}
+
+// execTerminal gives the command this process's terminal for exec -t,
+// in raw mode until restore; without -t, a network question of the
+// sandbox is asked on the terminal until restore (docs/cli.md).
+func (c *cli) execTerminal(ctx context.Context, tty bool, req *service.ExecRequest) (restore func(), err error) {
+	if !tty {
+		return c.askOnTerminal(ctx), nil
+	}
+	sizes, restore, err := hostTerminal(ctx, c.env.stdin)
+	if err != nil {
+		return nil, err
+	}
+	req.Terminal = sizes
+	return restore, nil
 }
 
 // splitShortFlags makes docker's -it (and -ti) the two flags the flag
