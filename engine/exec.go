@@ -24,16 +24,22 @@ func (e *Client) Exec(ctx context.Context, id string, spec service.ExecSpec) (se
 	stdout := &cappedBuffer{max: spec.MaxOutput, sink: spec.Stdout}
 	stderr := &cappedBuffer{max: spec.MaxOutput, sink: spec.Stderr}
 	stdin, cut := inputUntilCut(spec.Stdin)
+	tty := spec.Terminal != nil
 	execID, stream, err := e.startExec(ctx, id, spec, docker.StartExecOptions{
 		InputStream:  stdin,
 		OutputStream: stdout,
 		ErrorStream:  stderr,
+		Tty:          tty,
+		RawTerminal:  tty,
 	})
 	if err != nil {
 		cut()
 		return service.ExecResult{}, err
 	}
 	defer e.gates.ended(id, execID)
+	if tty {
+		defer e.resizes(ctx, execID, spec.Terminal)()
+	}
 	end, err := waitStream(ctx, stream, spec.Timeout, spec.Finished, cut)
 	// The stream's copy goroutine may still be writing after a close.
 	res := service.ExecResult{
@@ -95,12 +101,43 @@ func (e *Client) createExec(ctx context.Context, id string, spec service.ExecSpe
 		AttachStdin:  stdin,
 		AttachStdout: true,
 		AttachStderr: true,
+		Tty:          spec.Terminal != nil,
 		Context:      ctx,
 	})
 	if err != nil {
 		return nil, nil, e.classify(err)
 	}
 	return api, ex, nil
+}
+
+// resizes gives the exec's terminal each size from sizes until the
+// returned stop is called. The engine has no size at create (the API's
+// ConsoleSize is newer than go-dockerclient): the first is given right
+// after the start, again a few times if the engine does not take it yet,
+// as the docker CLI does.
+func (e *Client) resizes(ctx context.Context, execID string, sizes <-chan service.TerminalSize) (stop func()) {
+	ctx, stop = context.WithCancel(ctx)
+	go func() {
+		api, err := e.connectShort(ctx)
+		if err != nil {
+			return
+		}
+		for first := true; ; first = false {
+			select {
+			case <-ctx.Done():
+				return
+			case size := <-sizes:
+				for try := 0; try < 10 && api.ResizeExecTTY(execID, size.Height, size.Width) != nil && first; try++ {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(time.Duration(try+1) * 10 * time.Millisecond):
+					}
+				}
+			}
+		}
+	}()
+	return stop
 }
 
 // streamEnd is how waitStream stopped waiting.

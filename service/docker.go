@@ -190,7 +190,15 @@ type ExecSpec struct {
 	// reading and returns at once, with ExitCode -1 (the caller knows it;
 	// the engine may not say it until the output closes).
 	Finished <-chan struct{}
+	// Terminal, when set, runs the command on a terminal of its own, as
+	// docker exec -t does: one output stream, to Stdout (and ExitCode from
+	// the engine). Its sizes come from Terminal, the first at the start,
+	// until Exec returns.
+	Terminal <-chan TerminalSize
 }
+
+// TerminalSize is a terminal's size in characters.
+type TerminalSize struct{ Width, Height int }
 
 // ExecResult is how a command ended.
 type ExecResult struct {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/jsonsize"
-	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/shell"
 )
 
@@ -57,6 +56,9 @@ type ExecRequest struct {
 	// Stdout and Stderr, when both set, take the output byte for byte as
 	// it comes, without a cap, in place of the result's (a terminal).
 	Stdout, Stderr io.Writer
+	// Terminal, with Argv, Stdout and Stderr, runs the program on a
+	// terminal of its own (ExecSpec.Terminal, shell.ForegroundTerminal).
+	Terminal <-chan TerminalSize
 	// Cause is what the command runs for: the hint of its connections
 	// (Network.ExecEnv).
 	Cause ExecCause
@@ -91,8 +93,7 @@ func (m *Manager) Exec(ctx context.Context, path string, req ExecRequest) (ExecO
 	if req.Argv != nil {
 		cmd = shell.ForegroundArgv(req.Argv, seconds)
 	}
-	started := time.Now()
-	res, err := m.execMarked(ctx, path, ExecSpec{
+	spec := ExecSpec{
 		Cmd:       cmd,
 		WorkDir:   req.WorkDir,
 		Env:       env,
@@ -102,7 +103,15 @@ func (m *Manager) Exec(ctx context.Context, path string, req ExecRequest) (ExecO
 		Cause:     req.Cause,
 		Stdout:    req.Stdout,
 		Stderr:    req.Stderr,
-	}, req.Output)
+	}
+	started := time.Now()
+	var res ExecResult
+	if req.Terminal != nil {
+		spec.Cmd, spec.Terminal = shell.ForegroundTerminal(req.Argv, seconds), req.Terminal
+		res, err = m.ExecArgv(ctx, path, spec)
+	} else {
+		res, err = m.execMarked(ctx, path, spec, req.Output)
+	}
 	if err != nil {
 		return ExecOutput{}, err
 	}
@@ -179,6 +188,8 @@ func checkCommand(req ExecRequest) error {
 		return &ArgumentError{Name: "argv", Reason: "must name a program, and comes without command"}
 	case slices.ContainsFunc(req.Argv, nul):
 		return &ArgumentError{Name: "argv", Reason: "must not hold a NUL character"}
+	case req.Terminal != nil && (req.Argv == nil || req.Stdout == nil || req.Stderr == nil):
+		return &ArgumentError{Name: "terminal", Reason: "comes with argv and both output writers"}
 	}
 	return nil
 }
@@ -225,7 +236,7 @@ func stdinOf(req ExecRequest) io.Reader {
 // with DISPLAY set (spec.User and spec.Env add to that). It is the building
 // block of the agent tools: no shell is involved.
 func (m *Manager) ExecArgv(ctx context.Context, path string, spec ExecSpec) (ExecResult, error) {
-	b, st, err := m.running(ctx, path)
+	b, st, err := m.commandTarget(ctx, path)
 	if err != nil {
 		return ExecResult{}, err
 	}
@@ -248,7 +259,7 @@ func (m *Manager) ExecArgv(ctx context.Context, path string, spec ExecSpec) (Exe
 // ExecAttachArgv starts argv in the project's running sandbox as the
 // sandbox user, with its stdin and stdout attached, and returns at once.
 func (m *Manager) ExecAttachArgv(ctx context.Context, path string, spec ExecSpec) (ExecSession, error) {
-	_, st, err := m.running(ctx, path)
+	_, st, err := m.commandTarget(ctx, path)
 	if err != nil {
 		return nil, err
 	}
@@ -257,34 +268,6 @@ func (m *Manager) ExecAttachArgv(ctx context.Context, path string, spec ExecSpec
 	}
 	spec.Env = m.networkEnv(st, spec.Cause, spec.Env)
 	return m.docker.ExecAttach(ctx, st.ContainerID, spec)
-}
-
-// running returns the project's state if its sandbox is running.
-func (m *Manager) running(ctx context.Context, path string) (*box, State, error) {
-	project, err := projectfs.Canonical(path)
-	if err != nil {
-		return nil, State{}, err
-	}
-	b := m.box(project)
-	st := b.snapshot()
-	if (st == nil || st.Status != StatusRunning) && m.tryLockProject(b) {
-		// Not known to be running: ask Docker rather than trust memory.
-		st, err = m.refresh(ctx, b)
-		m.unlockProject(b)
-		if err != nil {
-			return b, State{}, err
-		}
-	}
-	switch {
-	case st == nil:
-		return b, State{}, ErrNoSandbox
-	case st.Status == StatusPaused:
-		return b, *st, ErrPaused
-	case st.Status != StatusRunning:
-		return b, *st, fmt.Errorf("%w (it is %s)", ErrNotRunning, st.Status)
-	}
-	m.touch(b) // every exec and desktop call comes through here
-	return b, *st, nil
 }
 
 // A command started in the background runs in a session of its own, with

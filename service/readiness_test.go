@@ -74,3 +74,34 @@ func statusNames(s []Status) []string {
 	}
 	return out
 }
+
+// A command needs the container running, not the desktop's readiness: a
+// running sandbox whose desktop does not answer (yet, or a probe slow
+// under load) runs it, as docker exec would, and is not probed for it
+// (issue 26: the CLI's exec failed with "not running (it is starting)").
+func TestACommandDoesNotWaitForTheDesktop(t *testing.T) {
+	var probes atomic.Int64
+	h := newHarness(t, func(c *Config) {
+		c.Probe = func(context.Context, int, string, string) error {
+			probes.Add(1)
+			return errors.New("connection refused")
+		}
+	})
+	dir := project(t)
+	c := h.docker.addContainer(dir, true, 0, desktop.Secret{Control: "ctrl1234", View: "view1234"})
+	out, err := h.m.Exec(context.Background(), dir, ExecRequest{Argv: []string{"true"}})
+	if err != nil || out.ExitCode != 0 {
+		t.Fatalf("exec on a running sandbox whose desktop does not answer = %+v, %v", out, err)
+	}
+	if n := probes.Load(); n != 0 {
+		t.Errorf("the exec probed the desktop %d times", n)
+	}
+	st, err := h.m.Status(context.Background(), dir)
+	if err != nil || st == nil || st.Status != StatusStarting {
+		t.Errorf("status after = %+v, %v; want starting (the desktop is not proven)", st, err)
+	}
+	h.docker.kill(c.ID, 0)
+	if _, err := h.m.Exec(context.Background(), dir, ExecRequest{Argv: []string{"true"}}); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("exec on a stopped sandbox: err = %v, want ErrNotRunning", err)
+	}
+}

@@ -1,6 +1,8 @@
 package service
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -285,4 +287,76 @@ type Warning struct {
 	Problem     projectfs.FileProblem `json:"problem"`
 	KeptAs      string                `json:"keptAs,omitempty"`
 	Message     string                `json:"message"`
+}
+
+// running returns the project's state if its sandbox is running.
+func (m *Manager) running(ctx context.Context, path string) (*box, State, error) {
+	project, err := projectfs.Canonical(path)
+	if err != nil {
+		return nil, State{}, err
+	}
+	b := m.box(project)
+	st := b.snapshot()
+	if (st == nil || st.Status != StatusRunning) && m.tryLockProject(b) {
+		// Not known to be running: ask Docker rather than trust memory.
+		st, err = m.refresh(ctx, b)
+		m.unlockProject(b)
+		if err != nil {
+			return b, State{}, err
+		}
+	}
+	if st == nil || st.Status != StatusRunning {
+		return b, State{}, notRunning(st, nil)
+	}
+	m.touch(b) // every exec and desktop call comes through here
+	return b, *st, nil
+}
+
+// commandTarget is running for a command, which needs the container
+// running with its network enforced, not the desktop's readiness: a
+// sandbox not known running here (a new process, the CLI's) is this
+// project's container inspected, without the desktop's probe and the
+// read of its password, which took 0.3 to 0.5 s of each CLI exec and,
+// under load, failed a command on a running sandbox with "not running
+// (it is starting)" (issue 26; docs/performance.md, The CLI's exec).
+// The network's hook runs as before any exec (egress.Enforcer.Start).
+func (m *Manager) commandTarget(ctx context.Context, path string) (*box, State, error) {
+	project, err := projectfs.Canonical(path)
+	if err != nil {
+		return nil, State{}, err
+	}
+	b := m.box(project)
+	if st := b.snapshot(); (st != nil && st.Status == StatusRunning) || !m.tryLockProject(b) {
+		// Known running, or an operation under way whose state says.
+		return m.running(ctx, path)
+	}
+	defer m.unlockProject(b)
+	c, err := m.find(ctx, b)
+	if err != nil && !errors.Is(err, ErrContainerNotFound) {
+		return b, State{}, err
+	}
+	if err != nil || !c.Running || c.State == "paused" || m.stoppingOutside(b, c) {
+		st, err := m.refreshWith(ctx, b, c, err) // forgets it, or says what it is
+		return b, State{}, notRunning(st, err)
+	}
+	if err := <-m.networkUp(ctx, project, c); err != nil {
+		return b, State{}, fmt.Errorf("%w: %v", ErrNotRunning, err)
+	}
+	st := m.stateOf(project, c, desktop.Secret{}, displayOf(c, m.cfg.Display), false)
+	b.runOf(c)
+	m.touch(b)
+	return b, st, nil
+}
+
+// notRunning is the error of a command on a sandbox in state st.
+func notRunning(st *State, err error) error {
+	switch {
+	case err != nil:
+		return err
+	case st == nil:
+		return ErrNoSandbox
+	case st.Status == StatusPaused:
+		return ErrPaused
+	}
+	return fmt.Errorf("%w (it is %s)", ErrNotRunning, st.Status)
 }

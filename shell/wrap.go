@@ -53,6 +53,23 @@ func ForegroundArgv(argv []string, seconds int) []string {
 	return append(Foreground(`exec "$@"`, seconds), append([]string{"pilot-exec"}, argv...)...)
 }
 
+// ForegroundTerminal is ForegroundArgv on a terminal (docker exec -t).
+// timeout(1) stays in the terminal's foreground process group
+// (--foreground): in a group of its own, which it makes unless it leads
+// the session, the command is stopped (SIGTTIN) at its first read of the
+// terminal until the timeout ends it (measured: under Marked's bash, a
+// `read` of the terminal ended in 124).
+// On expiry it ends the command alone; what the command started gets
+// SIGHUP as the terminal closes. No marker (Marked): a terminal is one
+// stream, and the engine says the exit code.
+func ForegroundTerminal(argv []string, seconds int) []string {
+	return append([]string{
+		"choom", "-n", strconv.Itoa(OOMScore), "--",
+		"timeout", "--foreground", "--kill-after=" + killAfter, strconv.Itoa(seconds),
+		"bash", "-lc", `exec "$@"`, "pilot-exec",
+	}, argv...)
+}
+
 // Foreground is the argv of a command run under bash -lc for at most
 // seconds: timeout(1), on expiry, ends its process group (SIGTERM, SIGKILL
 // 2 s later).
