@@ -16,9 +16,6 @@ func EnsureNetwork(c *Client, ctx context.Context, scope string) (string, error)
 	return c.ensureNetwork(ctx, scope)
 }
 
-// NetworkName is the name of a scope's sandbox network.
-var NetworkName = networkName
-
 // TrySizeBound makes the client try --storage-opt size at its next create,
 // whatever the storage driver, as it does on xfs.
 func TrySizeBound(c *Client) { c.setDiskLimit(true, "tried by a test") }

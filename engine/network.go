@@ -27,9 +27,9 @@ const (
 	optionHostBinding = "com.docker.network.bridge.host_binding_ipv4"
 )
 
-// networkName is the network of a scope's sandboxes: pilot-sandbox for the
+// NetworkName is the network of a scope's sandboxes: pilot-sandbox for the
 // user's, pilot-sandbox-SCOPE for another scope's (the tests').
-func networkName(scope string) string {
+func NetworkName(scope string) string {
 	if scope == "" || scope == service.DefaultScope {
 		return networkPrefix
 	}
@@ -65,7 +65,7 @@ func (e *Client) ensureNetwork(ctx context.Context, scope string) (string, error
 		}
 	}
 	if len(nets) == 0 {
-		return "", fmt.Errorf("docker: network %s was removed as it was being created", networkName(scope))
+		return "", fmt.Errorf("docker: network %s was removed as it was being created", NetworkName(scope))
 	}
 	short, err := e.connectShort(ctx)
 	if err != nil {
@@ -86,7 +86,7 @@ func (e *Client) sandboxNetworks(ctx context.Context, scope string) ([]docker.Ne
 	if err != nil {
 		return nil, err
 	}
-	name := networkName(scope)
+	name := NetworkName(scope)
 	list, err := api.FilteredListNetworks(docker.NetworkFilterOpts{"name": {name: true}})
 	if err != nil {
 		return nil, e.classify(err)
@@ -116,7 +116,7 @@ func (e *Client) createNetwork(ctx context.Context, scope string) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	_, err = api.CreateNetwork(docker.CreateNetworkOptions{
-		Name:           networkName(scope),
+		Name:           NetworkName(scope),
 		Driver:         "bridge",
 		CheckDuplicate: true,
 		Options:        map[string]any{optionICC: "false", optionHostBinding: "127.0.0.1"},
@@ -152,7 +152,7 @@ func (e *Client) rejoinNetwork(ctx context.Context, api *docker.Client, id strin
 		return false, e.classify(err)
 	}
 	scope := c.Config.Labels[service.LabelSandbox]
-	name := networkName(scope)
+	name := NetworkName(scope)
 	if _, on := c.NetworkSettings.Networks[name]; scope == "" || !on {
 		return false, nil
 	}

@@ -39,8 +39,8 @@ func TestNetworkName(t *testing.T) {
 		"Team_1.x-y":    "pilot-sandbox-Team_1.x-y",
 		"ünïcode scope": "pilot-sandbox--n-code-scope",
 	} {
-		if got := networkName(scope); got != want {
-			t.Errorf("networkName(%q) = %q, want %q", scope, got, want)
+		if got := NetworkName(scope); got != want {
+			t.Errorf("NetworkName(%q) = %q, want %q", scope, got, want)
 		}
 	}
 }

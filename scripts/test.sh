@@ -28,6 +28,17 @@ if ! scripts/dev-env.sh; then
   echo "test: no Docker engine: tests that need one will be skipped" >&2
 fi
 
+# Each scope of the tests makes a bridge network, and Docker has some 30
+# address pools for them by default: the networks earlier runs left (a
+# test killed before its cleanup) are removed first. Docker refuses to
+# remove one a container still uses.
+prune_test_networks() {
+  command -v docker >/dev/null && docker info >/dev/null 2>&1 || return 0
+  docker network ls --filter label=pilot.sandbox --format '{{.Name}} {{.Label "pilot.sandbox"}}' |
+    awk '$2 ~ /^test/ {print $1}' | xargs -r -n1 docker network rm >/dev/null 2>&1 || true
+}
+prune_test_networks
+
 # The sandboxes tests make carry pilot.sandbox=test, and every sidecar the
 # tests run sees only those: a user's real sandboxes and projects are left
 # alone, whatever runs beside the tests.

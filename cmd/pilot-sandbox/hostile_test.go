@@ -319,8 +319,11 @@ func userHome(t *testing.T) (home, credentials, userSettings string) {
 // following the test scope (another test's, run beside this one) would
 // otherwise reconcile this test's sandbox too, and report or rewrite its
 // .pilot files to its own client before this test's sidecar sees them.
+// The scope's sandboxes and network go with the test.
 func ownScope(t *testing.T) string {
-	return "PILOT_SCOPE=" + dockertest.TestScope + "-" + strings.ToLower(t.Name())
+	scope := dockertest.TestScope + "-" + strings.ToLower(t.Name())
+	t.Cleanup(func() { dockertest.RemoveScope(t, dockertest.Engine(t), scope) })
+	return "PILOT_SCOPE=" + scope
 }
 
 func mustSymlink(t *testing.T, target, link string) {

@@ -10,7 +10,9 @@ import (
 	"cmp"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,5 +167,29 @@ func RemoveSandbox(t testing.TB, docker service.Docker, project string) {
 		if err := docker.RemoveContainer(ctx, c.ID); err != nil {
 			t.Logf("cleanup: remove %s: %v", c.Name, err)
 		}
+	}
+}
+
+// RemoveScope force-removes a scope's sandboxes and then its network,
+// best effort: a test of a scope of its own leaves neither behind.
+// Docker has some 30 address pools for bridge networks by default, and
+// each scope makes one: a suite that left its scopes' networks would find
+// none free after a few runs ("could not find an available,
+// non-overlapping IPv4 address pool").
+func RemoveScope(t testing.TB, docker *engine.Client, scope string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	list, err := docker.ListContainers(ctx, map[string]string{service.LabelSandbox: scope})
+	if err != nil {
+		return
+	}
+	for _, c := range list {
+		if err := docker.RemoveContainer(ctx, c.ID); err != nil {
+			t.Logf("cleanup: remove %s: %v", c.Name, err)
+		}
+	}
+	if out, err := exec.CommandContext(ctx, "docker", "network", "rm", engine.NetworkName(scope)).CombinedOutput(); err != nil &&
+		!strings.Contains(string(out), "not found") {
+		t.Logf("cleanup: remove the network of scope %s: %v %s", scope, err, out)
 	}
 }
