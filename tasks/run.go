@@ -276,6 +276,7 @@ func (m *Manager) finish(t *task, fin Finished) {
 			fin.Error = joinErr(fin.Error, "its change was not saved: "+err.Error())
 		}
 	}
+	t.numberAfterUnread()
 	u := t.endAccess()
 	m.records.removeAccess(rec.ID)
 	if u != nil && u.Requests > 0 {

@@ -74,6 +74,20 @@ func (t *task) add(ev Event) (int, bool) {
 	return t.seq, true
 }
 
+// numberAfterUnread makes the events still to come (a task's end)
+// follow those an earlier sidecar sent and this one did not read again
+// (its sandbox gone, or its records unreadable): numbered after them, so
+// that they are sent, not taken for ones sent already. What this process
+// holds of them is let go; sandbox/tasks/get reads them again from the
+// sandbox where it still runs.
+func (t *task) numberAfterUnread() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.seq < t.notified {
+		t.dropped, t.seq, t.events, t.keptBytes = t.notified, t.notified, nil, 0
+	}
+}
+
 // snapshot is the task's record and the events it keeps, the first of
 // them numbered dropped+1.
 func (t *task) snapshot() (Record, []Event, int) {
