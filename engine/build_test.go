@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,4 +77,22 @@ func contextOf(t *testing.T, dockerfile string) *bytes.Buffer {
 		t.Fatal(err)
 	}
 	return &buf
+}
+
+// ImageTags lists the tags of the images with a label's value: the
+// sandbox image by its build hash, nothing for a value no image has.
+func TestImageTagsByLabel(t *testing.T) {
+	direct, image := withImage(t)
+	ctx := context.Background()
+	labels, err := direct.ImageLabels(ctx, image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags, err := direct.ImageTags(ctx, images.LabelHash, labels[images.LabelHash])
+	if err != nil || !slices.Contains(tags, image) {
+		t.Errorf("ImageTags by %s: %q, %v; want %s among them", images.LabelHash, tags, err, image)
+	}
+	if tags, err := direct.ImageTags(ctx, images.LabelHash, "no-image-has-this"); err != nil || len(tags) != 0 {
+		t.Errorf("ImageTags of a value no image has: %q, %v", tags, err)
+	}
 }

@@ -173,6 +173,29 @@ func (e *Client) RemoveImage(ctx context.Context, ref string) error {
 	return e.classify(api.RemoveImageExtended(ref, docker.RemoveImageOptions{Context: ctx}))
 }
 
+// ImageTags lists the tags of the images labelled label=value.
+func (e *Client) ImageTags(ctx context.Context, label, value string) ([]string, error) {
+	api, err := e.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	list, err := api.ListImages(docker.ListImagesOptions{Filters: map[string][]string{"label": {label + "=" + value}}, Context: ctx})
+	if err != nil {
+		return nil, e.classify(err)
+	}
+	var tags []string
+	for _, img := range list {
+		for _, t := range img.RepoTags {
+			if t != "<none>:<none>" {
+				tags = append(tags, t)
+			}
+		}
+	}
+	return tags, nil
+}
+
 // CopyTo extracts a tar archive into dir in the container.
 func (e *Client) CopyTo(ctx context.Context, id, dir string, archive io.Reader) error {
 	api, err := e.connect(ctx)

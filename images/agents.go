@@ -155,11 +155,40 @@ func (b *Builder) ensureAgents(ctx context.Context, tag string, l agentsLayer, r
 		return fmt.Errorf("inspect image %s: %w", l.base, err)
 	}
 	sum := sha256.Sum256([]byte(l.hash + "\x00" + labels[LabelBuilt]))
-	return b.ensureOne(ctx, image{
+	on := l.base + " " + strings.Join(l.packages, " ")
+	err = b.ensureOne(ctx, image{
 		tag:          tag,
 		build:        buildContext{Tar: l.context, Hash: hex.EncodeToString(sum[:])[:16]},
 		args:         l.args,
-		labels:       map[string]string{LabelAgents: strings.Join(l.packages, " ")},
+		labels:       map[string]string{LabelAgents: strings.Join(l.packages, " "), LabelAgentsOn: on},
 		sandboxScope: l.scope,
 	}, report)
+	if err == nil {
+		b.pruneAgents(ctx, tag, on)
+	}
+	return err
+}
+
+// pruneAgents removes the layers tag supersedes: the same CLIs on the
+// same image, tagged by an earlier hash (a rebuilt base, another pin, an
+// older sidecar's layer files), so that each change does not leave a
+// layer of hundreds of MB behind. The engine refuses to remove one a
+// container still uses (a stopped sandbox's too): that one stays until
+// the sandbox is removed, and goes at a later build. Best effort.
+func (b *Builder) pruneAgents(ctx context.Context, tag, on string) {
+	tags, err := b.engine.ImageTags(ctx, LabelAgentsOn, on)
+	if err != nil {
+		b.log.Debug().Err(err).Msg("list the agent CLIs' layers")
+		return
+	}
+	for _, old := range tags {
+		if old == tag {
+			continue
+		}
+		if err := b.engine.RemoveImage(ctx, old); err != nil {
+			b.log.Debug().Err(err).Str("image", old).Msg("keep a superseded agent CLIs' layer")
+			continue
+		}
+		b.log.Info().Str("image", old).Str("by", tag).Msg("removed a superseded agent CLIs' layer")
+	}
 }

@@ -129,3 +129,39 @@ func TestAgentsLayerOnAProjectImage(t *testing.T) {
 		t.Fatalf("builds %q; the layer's args %v, scope %q", tags, layer.BuildArgs, layer.SandboxScope)
 	}
 }
+
+// A layer supersedes the layers of the same CLIs on the same image under
+// another tag (an older sidecar's, a base since changed): they are
+// removed once it is there. Another set of CLIs, or another image below,
+// is kept.
+func TestAgentsLayerRemovesTheOnesItSupersedes(t *testing.T) {
+	f := newFakeEngine()
+	b := newBuilder(t, f, func(c *Config) { c.AgentsResources = resources.AgentsImage() })
+	base := Plan{Variant: VariantDesktop, Tag: b.Tag(VariantDesktop)}
+	plan, err := b.WithAgents(base, Agents{Names: []string{"claude"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := base.Tag + " @anthropic-ai/claude-code@2.0.14"
+	f.images["pilot-sandbox-agents:older"] = map[string]string{LabelAgentsOn: on}
+	f.images["pilot-sandbox-agents:both"] = map[string]string{LabelAgentsOn: on + " @openai/codex@0.171.0"}
+	f.images["pilot-sandbox-agents:elsewhere"] = map[string]string{LabelAgentsOn: "pilot-sandbox-browser:latest @anthropic-ai/claude-code@2.0.14"}
+	if err := b.EnsurePlan(context.Background(), plan, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.images[plan.Tag][LabelAgentsOn]; got != on {
+		t.Errorf("the layer's %s = %q, want %q", LabelAgentsOn, got, on)
+	}
+	var left []string
+	for tag := range f.images {
+		if strings.HasPrefix(tag, "pilot-sandbox-agents:") {
+			left = append(left, strings.TrimPrefix(tag, "pilot-sandbox-agents:"))
+		}
+	}
+	slices.Sort(left)
+	want := []string{"both", "elsewhere", strings.TrimPrefix(plan.Tag, "pilot-sandbox-agents:")}
+	slices.Sort(want)
+	if !slices.Equal(left, want) {
+		t.Errorf("layers left %q, want %q", left, want)
+	}
+}

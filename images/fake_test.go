@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -69,6 +70,19 @@ func (f *fakeEngine) PullImage(_ context.Context, ref string, progress func(Pull
 	f.images[ref] = maps.Clone(labels)
 	f.mu.Unlock()
 	return nil
+}
+
+func (f *fakeEngine) ImageTags(_ context.Context, label, value string) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var tags []string
+	for tag, labels := range f.images {
+		if labels[label] == value {
+			tags = append(tags, tag)
+		}
+	}
+	slices.Sort(tags)
+	return tags, nil
 }
 
 func (f *fakeEngine) RemoveImage(_ context.Context, ref string) error {

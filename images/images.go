@@ -41,8 +41,10 @@ type Engine interface {
 	// as it goes. It fails, like a build, when the stream reports a failure.
 	PullImage(ctx context.Context, ref string, progress func(PullProgress)) error
 	// RemoveImage removes an image tag (and the layers only it used), or
-	// answers ErrNotFound.
+	// answers ErrNotFound; it refuses while a container uses the image.
 	RemoveImage(ctx context.Context, ref string) error
+	// ImageTags lists the tags of the images labelled label=value.
+	ImageTags(ctx context.Context, label, value string) ([]string, error)
 }
 
 // BuildSpec is an image build.
@@ -126,6 +128,10 @@ const (
 	// LabelAgents, on an agent CLIs' layer, lists the npm packages it
 	// installed, pinned (agents.go).
 	LabelAgents = "pilot.sandbox.agents"
+	// LabelAgentsOn, on an agent CLIs' layer, is the image below's tag and
+	// the packages: the layers that share it are the same CLIs on the same
+	// image, the newest of which supersedes the others (agents.go).
+	LabelAgentsOn = "pilot.sandbox.agents-on"
 )
 
 // BrowserTag is the browser image's tag for a desktop image tag:

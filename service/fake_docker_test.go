@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -359,6 +360,21 @@ func (f *fakeDocker) MemoryUsage(ctx context.Context, id string) (int64, error) 
 
 // fakeMemory is what the fake's MemoryUsage answers.
 const fakeMemory = 123 << 20
+
+func (f *fakeDocker) ImageTags(ctx context.Context, label, value string) ([]string, error) {
+	defer f.mu.Unlock()
+	if err := f.enter("ImageTags"); err != nil {
+		return nil, err
+	}
+	var tags []string
+	for tag, labels := range f.images {
+		if labels[label] == value {
+			tags = append(tags, tag)
+		}
+	}
+	slices.Sort(tags)
+	return tags, nil
+}
 
 func (f *fakeDocker) RemoveImage(ctx context.Context, ref string) error {
 	defer f.mu.Unlock()
