@@ -159,7 +159,13 @@ func removeProjectDir(t testing.TB, dir string) {
 func RemoveSandbox(t testing.TB, docker service.Docker, project string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	list, err := docker.ListContainers(ctx, map[string]string{service.LabelProject: project})
+	removeLabelled(ctx, t, docker, service.LabelProject, project)
+}
+
+// removeLabelled force-removes the containers labelled label=value, best
+// effort.
+func removeLabelled(ctx context.Context, t testing.TB, docker service.Docker, label, value string) {
+	list, err := docker.ListContainers(ctx, map[string]string{label: value})
 	if err != nil {
 		return
 	}
@@ -179,15 +185,7 @@ func RemoveSandbox(t testing.TB, docker service.Docker, project string) {
 func RemoveScope(t testing.TB, docker *engine.Client, scope string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	list, err := docker.ListContainers(ctx, map[string]string{service.LabelSandbox: scope})
-	if err != nil {
-		return
-	}
-	for _, c := range list {
-		if err := docker.RemoveContainer(ctx, c.ID); err != nil {
-			t.Logf("cleanup: remove %s: %v", c.Name, err)
-		}
-	}
+	removeLabelled(ctx, t, docker, service.LabelSandbox, scope)
 	if out, err := exec.CommandContext(ctx, "docker", "network", "rm", engine.NetworkName(scope)).CombinedOutput(); err != nil &&
 		!strings.Contains(string(out), "not found") {
 		t.Logf("cleanup: remove the network of scope %s: %v %s", scope, err, out)
