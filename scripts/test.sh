@@ -61,8 +61,11 @@ go_failed=0
 go test -count=1 -timeout 40m "$@" ./... || go_failed=1
 # The race detector over the packages with concurrency, on their fakes
 # (-short runs no sandbox, so this takes seconds, not the suite again).
+# Then the CLI under a load of a hundred busy processes, alone: beside
+# the other packages its load starved their sandboxes' starts.
 if [ "$#" -eq 0 ]; then
   go test -count=1 -race -short ./service/... ./rpc/... ./desktop/... ./projectfs/... ./engine/... ./tools/...
+  PILOT_LOAD_TEST=1 go test -count=1 -timeout 10m -run '^TestTheCLIUnderLoad$' ./cmd/pilot-sandbox || go_failed=1
 fi
 
 # A test that paused a sandbox must unpause it (t.Cleanup): a paused

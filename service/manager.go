@@ -213,6 +213,7 @@ type Manager struct {
 	registry  *projectfs.Registry
 	locks     projectfs.Locks
 	approvals projectfs.Approvals // the user's approvals (project.go)
+	readyRuns *projectfs.ReadyRuns // runs known to answer, for every process of the user (observe.go)
 	events    broker
 	policy    *policy // the user's lifecycle policy (policy.go)
 
@@ -261,6 +262,7 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 	}
 	m.locks = projectfs.NewLocks(cfg.StateDir)
 	m.approvals = projectfs.NewApprovals(cfg.StateDir)
+	m.readyRuns = projectfs.NewReadyRuns(cfg.StateDir)
 	m.registry, err = projectfs.OpenRegistry(cfg.StateDir)
 	if err != nil {
 		// The registry only helps clean up; a broken one must not stop the sidecar.

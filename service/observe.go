@@ -292,6 +292,18 @@ func (b *box) markReady(c Container) {
 	b.mu.Unlock()
 }
 
+// markReady records that c's run answered, for this process and, in the
+// user's state, for the user's others (projectfs.ReadyRuns).
+func (m *Manager) markReady(b *box, c Container) {
+	if b.isReady(c) {
+		return
+	}
+	b.markReady(c)
+	if err := m.readyRuns.Mark(c.ID, c.StartedAt); err != nil {
+		m.log.Debug().Err(err).Msg("could not record the desktop's readiness for other processes")
+	}
+}
+
 // readiness returns how a running container's desktop is: ready (and now
 // known to be), or not yet, in which case Run is asked to watch it. A run
 // that never answered within ReadyTimeout has its reason in its run.
@@ -299,12 +311,16 @@ func (m *Manager) readiness(ctx context.Context, b *box, c Container) (ready boo
 	if b.isReady(c) {
 		return true
 	}
+	if m.readyRuns.Known(c.ID, c.StartedAt) {
+		b.markReady(c) // another process of the user's probed this run
+		return true
+	}
 	if ws := c.Ports[desktop.NoVNCPort]; ws != 0 {
 		probeCtx, cancel := context.WithTimeout(ctx, desktop.ProbeTimeout)
 		err := m.probe(probeCtx, b, c, ws, desktop.Secret{})
 		cancel()
 		if err == nil && m.networkFound(ctx, b, c) {
-			b.markReady(c)
+			m.markReady(b, c)
 			return true
 		}
 	}
@@ -371,7 +387,7 @@ func (m *Manager) awaitReady(ctx context.Context, b *box) {
 	}
 	switch {
 	case err == nil:
-		b.markReady(ready)
+		m.markReady(b, ready)
 	case ctx.Err() != nil:
 		return
 	case errors.Is(err, errNotAnswering), errors.Is(err, desktop.ErrViewerMismatch), errors.Is(err, desktop.ErrNotOurVNCServer):

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/rs/zerolog"
 )
 
 // A container started outside the sidecar (or found running) is starting
@@ -103,5 +104,54 @@ func TestACommandDoesNotWaitForTheDesktop(t *testing.T) {
 	h.docker.kill(c.ID, 0)
 	if _, err := h.m.Exec(context.Background(), dir, ExecRequest{Argv: []string{"true"}}); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("exec on a stopped sandbox: err = %v, want ErrNotRunning", err)
+	}
+}
+
+// A run one process of the user's saw answer is ready for the user's
+// others without a probe of their own (projectfs.ReadyRuns): the CLI's
+// status beside the app's sidecar said "starting" of a running sandbox
+// when the load made its probe slower than ProbeTimeout (issue 26). A
+// process of another state directory, or a later run of the container,
+// is probed as before.
+func TestAnotherProcessTakesARunAlreadySeenReady(t *testing.T) {
+	h := newHarness(t, nil)
+	dir := project(t)
+	started, err := h.m.Start(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func(stateDir string) Status {
+		t.Helper()
+		m, err := New(h.docker, Config{
+			Resources: testResources,
+			StateDir:  stateDir,
+			Logger:    zerolog.New(zerolog.NewTestWriter(t)),
+			Probe: func(context.Context, int, string, string) error {
+				return errors.New("the probe timed out (the load)")
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := m.Status(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Status
+	}
+	if got := status(h.m.StateDir()); got != StatusRunning {
+		t.Errorf("beside the sidecar that started it: %s, want running", got)
+	}
+	if got := status(t.TempDir()); got != StatusStarting {
+		t.Errorf("with another user's state: %s, want starting (probed)", got)
+	}
+	if err := h.docker.StopContainer(context.Background(), started.ContainerID, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.docker.StartContainer(context.Background(), started.ContainerID); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(h.m.StateDir()); got != StatusStarting {
+		t.Errorf("a later run of the container: %s, want starting (probed)", got)
 	}
 }

@@ -81,11 +81,16 @@ func (b *box) currentRun(containerID string) *run {
 	return nil
 }
 
-// endRun forgets the current run, for a container that is gone.
-func (b *box) endRun() {
+// endRun forgets the current run, for a container that is gone, and
+// returns the container's ID ("" if no run was known).
+func (b *box) endRun() (id string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.run != nil {
+		id = b.run.key.id
+	}
 	b.endRunLocked()
+	return id
 }
 
 func (b *box) endRunLocked() {

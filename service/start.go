@@ -201,12 +201,12 @@ func (m *Manager) awaitDesktop(ctx context.Context, b *box, c Container, install
 	trace.step("ready")
 	r := b.runOf(ready)
 	m.guardOnce(b, r, ready)
-	b.mu.Lock()
-	r.ready = true
 	if installed != (desktop.Secret{}) {
+		b.mu.Lock()
 		r.secret = installed
+		b.mu.Unlock()
 	}
-	b.mu.Unlock()
+	m.markReady(b, ready)
 	secret, err := m.secretFor(ctx, b, ready)
 	if err != nil {
 		m.log.Warn().Err(err).Str("project", b.project).Msg("VNC password unknown; the viewer will ask for it")

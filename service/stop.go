@@ -160,7 +160,9 @@ func (m *Manager) removeProjectImage(ctx context.Context, project, image string)
 func (m *Manager) forget(b *box) {
 	b.clearFailure()
 	m.policy.activity.Forget(b.project)
-	b.endRun()
+	if id := b.endRun(); id != "" {
+		m.readyRuns.Forget(id)
+	}
 	// commit removes the state file only when the state changes; the file
 	// may exist while the manager never loaded the project.
 	if m.mayWrite(b) {
