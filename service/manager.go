@@ -212,7 +212,7 @@ type Manager struct {
 	images    *images.Builder
 	registry  *projectfs.Registry
 	locks     projectfs.Locks
-	approvals projectfs.Approvals // the user's approvals (project.go)
+	approvals projectfs.Approvals  // the user's approvals (project.go)
 	readyRuns *projectfs.ReadyRuns // runs known to answer, for every process of the user (observe.go)
 	events    broker
 	policy    *policy // the user's lifecycle policy (policy.go)
