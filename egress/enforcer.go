@@ -21,7 +21,8 @@ type Containers interface {
 	RunAttached(ctx context.Context, spec service.HelperSpec) (service.ExecSession, error)
 	// ExecAttach runs the finder of a connection's process (who.go).
 	ExecAttach(ctx context.Context, id string, spec service.ExecSpec) (service.ExecSession, error)
-	ListContainers(ctx context.Context, labels map[string]string) ([]service.Container, error)
+	// RunningIDs finds the helpers that carry a sandbox (Carried).
+	RunningIDs(ctx context.Context, labels map[string]string) ([]string, error)
 	InspectContainer(ctx context.Context, idOrName string) (service.Container, error)
 }
 
@@ -138,6 +139,24 @@ func (e *Enforcer) Start(ctx context.Context, project, containerID string) error
 		go e.keep(runCtx, r, sess, ch)
 	}
 	return r.err
+}
+
+// Loaded returns the start time of the run of the container whose rules
+// a Start of this process put in place (false if none did, or it failed):
+// what the user's other processes may be told (service, commandNetwork).
+func (e *Enforcer) Loaded(containerID string) (time.Time, bool) {
+	e.mu.Lock()
+	r, ok := e.runs[containerID]
+	e.mu.Unlock()
+	if !ok {
+		return time.Time{}, false
+	}
+	select {
+	case <-r.started:
+		return r.startedAt, r.err == nil
+	default:
+		return time.Time{}, false
+	}
 }
 
 // startWho starts the run's finder of who opened a connection (who.go)
@@ -344,7 +363,7 @@ const (
 func (e *Enforcer) retake(ctx context.Context, r *run) (service.ExecSession, *channel) {
 	delay := retakeDelay
 	for {
-		if carried, err := e.carried(ctx, r.sb.id); err == nil && !carried {
+		if carried, err := e.Carried(ctx, r.sb.id); err == nil && !carried {
 			sess, ch, err := e.launch(ctx, r.sb.id)
 			switch {
 			case err == nil:
@@ -364,18 +383,12 @@ func (e *Enforcer) retake(ctx context.Context, r *run) (service.ExecSession, *ch
 	}
 }
 
-// carried says whether a helper of the sandbox runs.
-func (e *Enforcer) carried(ctx context.Context, id string) (bool, error) {
-	list, err := e.docker.ListContainers(ctx, map[string]string{LabelHelper: e.cfg.Scope, LabelHelperOf: id})
-	if err != nil {
-		return false, err
-	}
-	for _, c := range list {
-		if c.Running {
-			return true, nil
-		}
-	}
-	return false, nil
+// Carried says whether a helper of the sandbox runs: some process of the
+// user carries its proxy (one helper per carrier; a helper that found
+// the proxy in use has ended).
+func (e *Enforcer) Carried(ctx context.Context, id string) (bool, error) {
+	running, err := e.docker.RunningIDs(ctx, map[string]string{LabelHelper: e.cfg.Scope, LabelHelperOf: id})
+	return len(running) > 0, err
 }
 
 func tail(s string, n int) string {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -136,11 +137,10 @@ func (e *Client) connect(ctx context.Context) (*docker.Client, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.connectTimeout())
 	defer cancel()
-	env, err := probe.VersionWithContext(ctx)
+	version, err := pingVersion(ctx, probe)
 	if err != nil {
 		return nil, e.unavailable(err)
 	}
-	version := env.Get("ApiVersion")
 	api, err := e.newClient(version)
 	if err != nil {
 		return nil, e.unavailable(err)
@@ -152,6 +152,36 @@ func (e *Client) connect(ctx context.Context) (*docker.Client, error) {
 	short.SetTimeout(callTimeout)
 	e.api, e.short, e.apiVersion = api, short, version
 	return api, nil
+}
+
+// pingVersion is the engine's API version, from the header of its
+// GET /_ping, as the docker CLI reads it: GET /version asks containerd
+// for its version too, and took 8 to 78 ms against /_ping's 0.4 to 5 ms
+// at a load average of 14 (curl, 5 each), on every CLI command's first
+// call. An engine whose ping says none is asked /version.
+func pingVersion(ctx context.Context, probe *docker.Client) (string, error) {
+	base, err := endpointBase(probe.Endpoint(), probe.TLSConfig != nil)
+	if err != nil {
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/_ping", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := probe.HTTPClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	resp.Body.Close()
+	if v := resp.Header.Get("Api-Version"); resp.StatusCode == http.StatusOK && v != "" {
+		return v, nil
+	}
+	env, err := probe.VersionWithContext(ctx)
+	if err != nil {
+		return "", err
+	}
+	return env.Get("ApiVersion"), nil
 }
 
 // connectShort is connect for the library's calls that take no context:

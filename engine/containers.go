@@ -296,39 +296,6 @@ func (e *Client) InspectContainer(ctx context.Context, idOrName string) (service
 	return containerOf(c), nil
 }
 
-// ListContainers inspects every container, running or not, with the labels.
-// The list endpoint lacks exit codes and OOM flags, so each one is inspected;
-// a user has a handful of sandboxes at most.
-func (e *Client) ListContainers(ctx context.Context, labels map[string]string) ([]service.Container, error) {
-	api, err := e.connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	var filter []string
-	for k, v := range labels {
-		filter = append(filter, k+"="+v)
-	}
-	list, err := api.ListContainers(docker.ListContainersOptions{
-		All:     true,
-		Filters: map[string][]string{"label": filter},
-		Context: ctx,
-	})
-	if err != nil {
-		return nil, e.classify(err)
-	}
-	out := make([]service.Container, 0, len(list))
-	for _, item := range list {
-		c, err := e.InspectContainer(ctx, item.ID)
-		if err != nil {
-			continue // removed between the list and the inspect
-		}
-		out = append(out, c)
-	}
-	return out, nil
-}
-
 func containerOf(c *docker.Container) service.Container {
 	out := service.Container{
 		ID:         c.ID,

@@ -2,8 +2,12 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -84,30 +88,62 @@ func (e *Client) startExec(ctx context.Context, id string, spec service.ExecSpec
 }
 
 // createExec sets up an exec instance with stdout and stderr attached, and
-// stdin when asked.
+// stdin when asked. It is sent as it is, not through the library's
+// CreateExec, which the first time a client makes one asks the engine's
+// version again (GET /version: 40 ms of each CLI exec under load) to check
+// Env and WorkingDir against it, though connect read it already, and sets
+// the client's fields unguarded as it does.
 func (e *Client) createExec(ctx context.Context, id string, spec service.ExecSpec, stdin bool) (*docker.Client, *docker.Exec, error) {
 	api, err := e.connect(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
+	if spec.WorkDir != "" && e.apiBefore(workDirAPI) {
+		return nil, nil, fmt.Errorf("docker: a command's working directory needs Docker API %s or later (Docker 17.12)", workDirAPI)
+	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	ex, err := api.CreateExec(docker.CreateExecOptions{
-		Container:    id,
-		Cmd:          spec.Cmd,
-		User:         spec.User,
-		Env:          spec.Env,
-		WorkingDir:   spec.WorkDir,
-		AttachStdin:  stdin,
-		AttachStdout: true,
-		AttachStderr: true,
-		Tty:          spec.Terminal != nil,
-		Context:      ctx,
+	resp, err := e.send(ctx, api, http.MethodPost, "/containers/"+url.PathEscape(id)+"/exec", nil, execConfig{
+		Cmd: spec.Cmd, User: spec.User, Env: spec.Env, WorkingDir: spec.WorkDir,
+		AttachStdin: stdin, AttachStdout: true, AttachStderr: true, Tty: spec.Terminal != nil,
 	})
 	if err != nil {
-		return nil, nil, e.classify(err)
+		return nil, nil, err
 	}
-	return api, ex, nil
+	defer resp.Body.Close()
+	var ex docker.Exec
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&ex); err != nil || ex.ID == "" {
+		return nil, nil, fmt.Errorf("docker: an exec's creation answered no ID (%v)", err)
+	}
+	return api, &ex, nil
+}
+
+// execConfig is the body of POST /containers/{id}/exec.
+type execConfig struct {
+	Cmd          []string
+	User         string   `json:",omitempty"`
+	Env          []string `json:",omitempty"`
+	WorkingDir   string   `json:",omitempty"`
+	AttachStdin  bool
+	AttachStdout bool
+	AttachStderr bool
+	Tty          bool
+}
+
+// workDirAPI is the first API version whose exec takes a WorkingDir
+// (Docker 17.12); Env came earlier (1.25), before any engine this works
+// with.
+const workDirAPI = "1.35"
+
+// apiBefore says whether the engine's API version, pinned at connect, is
+// older than v.
+func (e *Client) apiBefore(v string) bool {
+	e.mu.Lock()
+	have := e.apiVersion
+	e.mu.Unlock()
+	got, err1 := docker.NewAPIVersion(have)
+	want, err2 := docker.NewAPIVersion(v)
+	return err1 == nil && err2 == nil && got.LessThan(want)
 }
 
 // resizes gives the exec's terminal each size from sizes until the

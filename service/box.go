@@ -343,3 +343,18 @@ func (m *Manager) warn(b *box, file string, err error) {
 		ProjectPath: b.project, File: fe.Path, Problem: fe.Problem, KeptAs: fe.KeptAs, Message: msg,
 	}})
 }
+
+// isReady says whether this run of the container is known to answer.
+func (b *box) isReady(c Container) bool {
+	r := b.runOf(c)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return r.ready
+}
+
+func (b *box) markReady(c Container) {
+	r := b.runOf(c)
+	b.mu.Lock()
+	r.ready = true
+	b.mu.Unlock()
+}

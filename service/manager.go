@@ -212,10 +212,13 @@ type Manager struct {
 	images    *images.Builder
 	registry  *projectfs.Registry
 	locks     projectfs.Locks
-	approvals projectfs.Approvals  // the user's approvals (project.go)
-	readyRuns *projectfs.ReadyRuns // runs known to answer, for every process of the user (observe.go)
-	events    broker
-	policy    *policy // the user's lifecycle policy (policy.go)
+	approvals projectfs.Approvals // the user's approvals (project.go)
+	// What a process of the user proved of a run, for the others: the
+	// desktop answered (observe.go), the network's rules were loaded
+	// (network.go).
+	readyMarks, egressMarks *projectfs.RunMarks
+	events                  broker
+	policy                  *policy // the user's lifecycle policy (policy.go)
 
 	reconciled     chan struct{} // closed once Run first looked at Docker
 	reconciledOnce sync.Once
@@ -262,7 +265,8 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 	}
 	m.locks = projectfs.NewLocks(cfg.StateDir)
 	m.approvals = projectfs.NewApprovals(cfg.StateDir)
-	m.readyRuns = projectfs.NewReadyRuns(cfg.StateDir)
+	m.readyMarks = projectfs.NewRunMarks(cfg.StateDir, projectfs.MarkReady)
+	m.egressMarks = projectfs.NewRunMarks(cfg.StateDir, projectfs.MarkEgress)
 	m.registry, err = projectfs.OpenRegistry(cfg.StateDir)
 	if err != nil {
 		// The registry only helps clean up; a broken one must not stop the sidecar.

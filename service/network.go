@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/images"
@@ -216,6 +217,12 @@ type Network interface {
 	Start(ctx context.Context, project, containerID string) error
 	// Stop lets go of the sandbox's network (its run ended).
 	Stop(containerID string)
+	// Loaded is the start time of the container's run whose rules this
+	// process's Start put in place, if one did.
+	Loaded(containerID string) (time.Time, bool)
+	// Carried says whether a process of the user carries the sandbox's
+	// proxy now.
+	Carried(ctx context.Context, containerID string) (bool, error)
 	// ExecEnv is the environment of an exec in a sandbox with a network:
 	// the proxy, and an id of what the exec was started for.
 	ExecEnv(cause ExecCause) []string
@@ -259,6 +266,15 @@ func (m *Manager) networkUp(ctx context.Context, project string, c Container) <-
 		if err := m.cfg.Network.Start(ctx, project, c.ID); err != nil {
 			done <- fmt.Errorf("the network policy's rules could not be put in place: %w", err)
 			return
+		}
+		// Start loaded the rules into the run's namespace, where they
+		// stay until it ends: the sandbox holds no NET_ADMIN to remove
+		// them, and without a proxy they refuse (docs/network.md). c may
+		// be the container before its start: the run is the Network's.
+		if run, ok := m.cfg.Network.Loaded(c.ID); ok {
+			if err := m.egressMarks.Mark(c.ID, run); err != nil {
+				m.log.Debug().Err(err).Msg("could not record the network's rules for other processes")
+			}
 		}
 		done <- nil
 	}()

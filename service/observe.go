@@ -277,29 +277,14 @@ func (m *Manager) stoppingOutside(b *box, c Container) bool {
 // "starting" until a probe answers, and Run keeps probing it in the
 // background so that the "running" event comes as soon as it is true.
 
-// isReady says whether this run of the container is known to answer.
-func (b *box) isReady(c Container) bool {
-	r := b.runOf(c)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return r.ready
-}
-
-func (b *box) markReady(c Container) {
-	r := b.runOf(c)
-	b.mu.Lock()
-	r.ready = true
-	b.mu.Unlock()
-}
-
 // markReady records that c's run answered, for this process and, in the
-// user's state, for the user's others (projectfs.ReadyRuns).
+// user's state, for the user's others (projectfs.RunMarks).
 func (m *Manager) markReady(b *box, c Container) {
 	if b.isReady(c) {
 		return
 	}
 	b.markReady(c)
-	if err := m.readyRuns.Mark(c.ID, c.StartedAt); err != nil {
+	if err := m.readyMarks.Mark(c.ID, c.StartedAt); err != nil {
 		m.log.Debug().Err(err).Msg("could not record the desktop's readiness for other processes")
 	}
 }
@@ -311,18 +296,18 @@ func (m *Manager) readiness(ctx context.Context, b *box, c Container) (ready boo
 	if b.isReady(c) {
 		return true
 	}
-	if m.readyRuns.Known(c.ID, c.StartedAt) {
-		b.markReady(c) // another process of the user's probed this run
-		return true
-	}
-	if ws := c.Ports[desktop.NoVNCPort]; ws != 0 {
+	// A run another process of the user's saw answer needs no probe of
+	// this one's (under load, slower than ProbeTimeout); its network goes
+	// under this process's enforcement all the same, as after a probe.
+	answered := m.readyMarks.Known(c.ID, c.StartedAt)
+	if ws := c.Ports[desktop.NoVNCPort]; !answered && ws != 0 {
 		probeCtx, cancel := context.WithTimeout(ctx, desktop.ProbeTimeout)
-		err := m.probe(probeCtx, b, c, ws, desktop.Secret{})
+		answered = m.probe(probeCtx, b, c, ws, desktop.Secret{}) == nil
 		cancel()
-		if err == nil && m.networkFound(ctx, b, c) {
-			m.markReady(b, c)
-			return true
-		}
+	}
+	if answered && m.networkFound(ctx, b, c) {
+		m.markReady(b, c)
+		return true
 	}
 	select {
 	case m.unready <- b.project:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -108,7 +109,7 @@ func TestACommandDoesNotWaitForTheDesktop(t *testing.T) {
 }
 
 // A run one process of the user's saw answer is ready for the user's
-// others without a probe of their own (projectfs.ReadyRuns): the CLI's
+// others without a probe of their own (projectfs.RunMarks): the CLI's
 // status beside the app's sidecar said "starting" of a running sandbox
 // when the load made its probe slower than ProbeTimeout (issue 26). A
 // process of another state directory, or a later run of the container,
@@ -153,5 +154,128 @@ func TestAnotherProcessTakesARunAlreadySeenReady(t *testing.T) {
 	}
 	if got := status(h.m.StateDir()); got != StatusStarting {
 		t.Errorf("a later run of the container: %s, want starting (probed)", got)
+	}
+}
+
+// countingNetwork is a Network that counts its starts (each a helper
+// launched, in egress) and says whether a carrier runs.
+type countingNetwork struct {
+	docker  *fakeDocker
+	starts  atomic.Int64
+	carried atomic.Bool
+	mu      sync.Mutex
+	loaded  map[string]time.Time
+}
+
+func (n *countingNetwork) Start(ctx context.Context, _, id string) error {
+	c, err := n.docker.InspectContainer(ctx, id)
+	if err != nil {
+		return err
+	}
+	n.starts.Add(1)
+	n.mu.Lock()
+	n.loaded[id] = c.StartedAt
+	n.mu.Unlock()
+	return nil
+}
+
+func (n *countingNetwork) Loaded(id string) (time.Time, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	at, ok := n.loaded[id]
+	return at, ok
+}
+
+func (n *countingNetwork) Stop(string)                {}
+func (n *countingNetwork) ExecEnv(ExecCause) []string { return nil }
+func (n *countingNetwork) Blocked(string) string      { return "" }
+func (n *countingNetwork) Carried(context.Context, string) (bool, error) {
+	return n.carried.Load(), nil
+}
+
+// A command of another process of the user (the CLI's exec beside the
+// app's sidecar) on a run whose rules a process loaded, and whose proxy
+// one carries, launches no helper to load them again (commandNetwork):
+// about 205 ms of each CLI exec. Without a carrier, with another state
+// directory, or on a later run, the rules go in as before.
+func TestACommandTrustsTheRulesAnotherProcessLoaded(t *testing.T) {
+	network := &countingNetwork{loaded: map[string]time.Time{}}
+	h := newHarness(t, func(c *Config) { c.Network = network })
+	network.docker = h.docker
+	dir := project(t)
+	started, err := h.m.Start(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := network.starts.Load(); n != 1 {
+		t.Fatalf("the start loaded the rules %d times", n)
+	}
+	exec := func(stateDir string) int64 {
+		t.Helper()
+		m, err := New(h.docker, Config{Resources: testResources, StateDir: stateDir, Network: network,
+			Logger: zerolog.New(zerolog.NewTestWriter(t))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := network.starts.Load()
+		if out, err := m.Exec(context.Background(), dir, ExecRequest{Argv: []string{"true"}}); err != nil || out.ExitCode != 0 {
+			t.Fatalf("exec = %+v, %v", out, err)
+		}
+		return network.starts.Load() - before
+	}
+	network.carried.Store(true)
+	if n := exec(h.m.StateDir()); n != 0 {
+		t.Errorf("rules loaded by the sidecar, proxy carried: the command loaded them %d times", n)
+	}
+	if n := exec(t.TempDir()); n != 1 {
+		t.Errorf("with another user's state: loaded %d times, want 1", n)
+	}
+	network.carried.Store(false)
+	if n := exec(h.m.StateDir()); n != 1 {
+		t.Errorf("no process carries the proxy: loaded %d times, want 1 (this one carries it)", n)
+	}
+	network.carried.Store(true)
+	if err := h.docker.StopContainer(context.Background(), started.ContainerID, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.docker.StartContainer(context.Background(), started.ContainerID); err != nil {
+		t.Fatal(err)
+	}
+	if n := exec(t.TempDir()); n != 1 {
+		t.Fatalf("a later run, another state: loaded %d times, want 1", n)
+	}
+	stateDir := t.TempDir()
+	if n := exec(stateDir); n != 1 {
+		t.Errorf("a later run's first command: loaded %d times, want 1 (the mark is of the earlier run)", n)
+	}
+	if n := exec(stateDir); n != 0 {
+		t.Errorf("the same run's second command: loaded %d times, want 0", n)
+	}
+}
+
+// A sidecar that finds a run another process saw answer (no probe of its
+// own) still puts the run's network under its enforcement, as after a
+// probe: it carries the proxy, or watches to take it over.
+func TestARunSeenReadyElsewhereIsStillEnforcedHere(t *testing.T) {
+	network := &countingNetwork{loaded: map[string]time.Time{}}
+	h := newHarness(t, func(c *Config) { c.Network = network })
+	network.docker = h.docker
+	dir := project(t)
+	if _, err := h.m.Start(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(h.docker, Config{Resources: testResources, StateDir: h.m.StateDir(), Network: network,
+		Logger: zerolog.New(zerolog.NewTestWriter(t)),
+		Probe:  func(context.Context, int, string, string) error { return errors.New("not probed") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := network.starts.Load()
+	st, err := m.Status(context.Background(), dir)
+	if err != nil || st.Status != StatusRunning {
+		t.Fatalf("status = %+v, %v", st, err)
+	}
+	if n := network.starts.Load() - before; n != 1 {
+		t.Errorf("the network was put under this process's enforcement %d times, want 1", n)
 	}
 }

@@ -319,7 +319,7 @@ func (m *Manager) running(ctx context.Context, path string) (*box, State, error)
 // read of its password, which took 0.3 to 0.5 s of each CLI exec and,
 // under load, failed a command on a running sandbox with "not running
 // (it is starting)" (issue 26; docs/performance.md, The CLI's exec).
-// The network's hook runs as before any exec (egress.Enforcer.Start).
+// The network's rules must be in place (commandNetwork).
 func (m *Manager) commandTarget(ctx context.Context, path string) (*box, State, error) {
 	project, err := projectfs.Canonical(path)
 	if err != nil {
@@ -339,13 +339,29 @@ func (m *Manager) commandTarget(ctx context.Context, path string) (*box, State, 
 		st, err := m.refreshWith(ctx, b, c, err) // forgets it, or says what it is
 		return b, State{}, notRunning(st, err)
 	}
-	if err := <-m.networkUp(ctx, project, c); err != nil {
+	if err := m.commandNetwork(ctx, project, c); err != nil {
 		return b, State{}, fmt.Errorf("%w: %v", ErrNotRunning, err)
 	}
 	st := m.stateOf(project, c, desktop.Secret{}, displayOf(c, m.cfg.Display), false)
 	b.runOf(c)
 	m.touch(b)
 	return b, st, nil
+}
+
+// commandNetwork is networkUp for a command (commandTarget): a run whose
+// rules a process of the user loaded (a mark in the user's state) and
+// whose proxy a process carries needs no helper launched to prove it
+// again, which was half of each CLI exec's time (about 205 ms; docs/
+// performance.md, The CLI's exec). Otherwise the helper runs as for a
+// start: the rules go in, and this process carries the proxy if none
+// does.
+func (m *Manager) commandNetwork(ctx context.Context, project string, c Container) error {
+	if m.cfg.Network != nil && !c.NoNetwork && m.egressMarks.Known(c.ID, c.StartedAt) {
+		if carried, err := m.cfg.Network.Carried(ctx, c.ID); err == nil && carried {
+			return nil
+		}
+	}
+	return <-m.networkUp(ctx, project, c)
 }
 
 // notRunning is the error of a command on a sandbox in state st.

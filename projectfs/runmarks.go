@@ -9,21 +9,29 @@ import (
 	"time"
 )
 
-// ReadyRuns remembers, in the user's state, the runs of containers whose
-// desktops answered a sidecar of this user as their own (the probe with
-// the control password, docs/protocol.md, Containers: readiness), so that
-// another process of the same user (the CLI's `status` beside the app's
-// sidecar) takes such a run for ready without probing it again, which
-// under load can take longer than a probe may (issue 26: `status` said
-// "starting" of a running sandbox with the load average at 90).
+// RunMarks remember, in the user's state, a fact one process of the user
+// proved of a run of a container, so that the user's other processes (the
+// CLI's `status` and `exec` beside the app's sidecar) take it as proved
+// without proving it again, which under load can take longer than they
+// may wait (issue 26: `status` said "starting" of a running sandbox with
+// the load average at 90). Two kinds: MarkReady, the desktop answered as
+// the sandbox's own (the probe with the control password, docs/protocol.md,
+// Containers: readiness); MarkEgress, the network's rules were loaded into
+// the container's network namespace (docs/network.md).
 //
 // One file per container, named by its ID, holding the start time of the
-// run that answered: a run that started later is not taken for ready.
-// Nothing here grants anything: the record only spares a probe that the
-// same user's sidecar already made of the same run.
-type ReadyRuns struct {
+// run the fact is of: a run that started later is not marked. Nothing
+// here grants anything: a mark only spares a proof that a process of the
+// same user already made of the same run.
+type RunMarks struct {
 	dir string
 }
+
+// The kinds of RunMarks, each a folder of the state directory.
+const (
+	MarkReady  = "ready"
+	MarkEgress = "egress"
+)
 
 // readyKeep bounds how long a record is kept: Mark removes older ones
 // (their containers are long gone, or will be probed again).
@@ -31,18 +39,18 @@ const readyKeep = 30 * 24 * time.Hour
 
 var containerID = regexp.MustCompile(`^[0-9a-f]{12,64}$`)
 
-// NewReadyRuns keeps its records under stateDir ("" for none: nothing is
-// kept, and no run is known).
-func NewReadyRuns(stateDir string) *ReadyRuns {
+// NewRunMarks keeps marks of one kind under stateDir ("" for none:
+// nothing is kept, and no run is known).
+func NewRunMarks(stateDir, kind string) *RunMarks {
 	if stateDir == "" {
-		return &ReadyRuns{}
+		return &RunMarks{}
 	}
-	return &ReadyRuns{dir: filepath.Join(stateDir, "ready")}
+	return &RunMarks{dir: filepath.Join(stateDir, kind)}
 }
 
-// Mark records that the run of container id that started at started
-// answered.
-func (r *ReadyRuns) Mark(id string, started time.Time) error {
+// Mark records the fact of the run of container id that started at
+// started.
+func (r *RunMarks) Mark(id string, started time.Time) error {
 	if r.dir == "" || !containerID.MatchString(id) {
 		return nil
 	}
@@ -71,7 +79,7 @@ func (r *ReadyRuns) Mark(id string, started time.Time) error {
 
 // Known says whether the run of container id that started at started was
 // marked. A missing, unreadable or foreign record is not.
-func (r *ReadyRuns) Known(id string, started time.Time) bool {
+func (r *RunMarks) Known(id string, started time.Time) bool {
 	if r.dir == "" || !containerID.MatchString(id) {
 		return false
 	}
@@ -89,7 +97,7 @@ func (r *ReadyRuns) Known(id string, started time.Time) bool {
 }
 
 // Forget removes container id's record, for a container that is gone.
-func (r *ReadyRuns) Forget(id string) {
+func (r *RunMarks) Forget(id string) {
 	if r.dir == "" || !containerID.MatchString(id) {
 		return
 	}
@@ -97,7 +105,7 @@ func (r *ReadyRuns) Forget(id string) {
 }
 
 // prune removes the records not written for readyKeep.
-func (r *ReadyRuns) prune(dir *os.Root, now time.Time) {
+func (r *RunMarks) prune(dir *os.Root, now time.Time) {
 	entries, err := fs.ReadDir(dir.FS(), ".")
 	if err != nil {
 		return

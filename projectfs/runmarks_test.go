@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-func TestReadyRuns(t *testing.T) {
+func TestRunMarks(t *testing.T) {
 	state := t.TempDir()
-	r := NewReadyRuns(state)
+	r := NewRunMarks(state, MarkReady)
 	id := "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	started := time.Date(2026, 11, 28, 12, 0, 0, 123456789, time.FixedZone("x", 3600))
 	if r.Known(id, started) {
@@ -24,11 +24,14 @@ func TestReadyRuns(t *testing.T) {
 	if r.Known(id, started.Add(time.Nanosecond)) {
 		t.Error("a later run of the same container is known")
 	}
-	if !NewReadyRuns(state).Known(id, started) {
+	if !NewRunMarks(state, MarkReady).Known(id, started) {
 		t.Error("another process of the same state does not know it")
 	}
-	if NewReadyRuns(t.TempDir()).Known(id, started) {
+	if NewRunMarks(t.TempDir(), MarkReady).Known(id, started) {
 		t.Error("a process of another state knows it")
+	}
+	if NewRunMarks(state, MarkEgress).Known(id, started) {
+		t.Error("a mark of one kind is one of another")
 	}
 	r.Forget(id)
 	if r.Known(id, started) {
@@ -38,9 +41,9 @@ func TestReadyRuns(t *testing.T) {
 
 // What is not a container's ID names no file, and what is in a record
 // other than a start time is no record.
-func TestReadyRunsRefuseWhatIsNotTheirs(t *testing.T) {
+func TestRunMarksRefuseWhatIsNotTheirs(t *testing.T) {
 	state := t.TempDir()
-	r := NewReadyRuns(state)
+	r := NewRunMarks(state, MarkReady)
 	now := time.Now()
 	for _, id := range []string{"../../registry.json", "", "ABCDEF0123456789", "abc"} {
 		if err := r.Mark(id, now); err != nil || r.Known(id, now) {
@@ -62,15 +65,15 @@ func TestReadyRunsRefuseWhatIsNotTheirs(t *testing.T) {
 			t.Errorf("a record of %q is known", junk)
 		}
 	}
-	if NewReadyRuns("").Mark(id, now) != nil || NewReadyRuns("").Known(id, now) {
+	if NewRunMarks("", MarkReady).Mark(id, now) != nil || NewRunMarks("", MarkReady).Known(id, now) {
 		t.Error("no state directory keeps a record")
 	}
 }
 
 // Marking removes the records not written for a month.
-func TestReadyRunsForgetOldRecords(t *testing.T) {
+func TestRunMarksForgetOldRecords(t *testing.T) {
 	state := t.TempDir()
-	r := NewReadyRuns(state)
+	r := NewRunMarks(state, MarkReady)
 	old, fresh := "0123456789ab", "ba9876543210"
 	now := time.Now()
 	if err := r.Mark(old, now); err != nil {

@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"context"
+
+	docker "github.com/fsouza/go-dockerclient"
+	"github.com/pilot-sandbox/pilot-sandbox/service"
+)
+
+// ListContainers inspects every container, running or not, with the labels.
+// The list endpoint lacks exit codes and OOM flags, so each one is inspected;
+// a user has a handful of sandboxes at most.
+func (e *Client) ListContainers(ctx context.Context, labels map[string]string) ([]service.Container, error) {
+	api, err := e.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	list, err := api.ListContainers(docker.ListContainersOptions{
+		All:     true,
+		Filters: map[string][]string{"label": labelFilter(labels)},
+		Context: ctx,
+	})
+	if err != nil {
+		return nil, e.classify(err)
+	}
+	out := make([]service.Container, 0, len(list))
+	for _, item := range list {
+		c, err := e.InspectContainer(ctx, item.ID)
+		if err != nil {
+			continue // removed between the list and the inspect
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// RunningIDs lists the IDs of the running containers with all of labels,
+// from the engine's list alone: what a look at whether any runs needs,
+// without ListContainers' inspect of each (a round trip apiece).
+func (e *Client) RunningIDs(ctx context.Context, labels map[string]string) ([]string, error) {
+	api, err := e.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	list, err := api.ListContainers(docker.ListContainersOptions{
+		Filters: map[string][]string{"label": labelFilter(labels), "status": {"running"}},
+		Context: ctx,
+	})
+	if err != nil {
+		return nil, e.classify(err)
+	}
+	ids := make([]string, 0, len(list))
+	for _, item := range list {
+		ids = append(ids, item.ID)
+	}
+	return ids, nil
+}
+
+// labelFilter is the engine's filter for containers with all of labels.
+func labelFilter(labels map[string]string) []string {
+	var filter []string
+	for k, v := range labels {
+		filter = append(filter, k+"="+v)
+	}
+	return filter
+}
