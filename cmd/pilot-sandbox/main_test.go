@@ -62,7 +62,7 @@ func writeConfig(dir, name, config string) string {
 
 // sidecar is a running `pilot-sandbox serve` with the test as its client.
 type sidecar struct {
-	t       *testing.T
+	t       testing.TB
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
 	framing string
@@ -73,7 +73,7 @@ type sidecar struct {
 	pending []map[string]any // notifications read while waiting for a response
 }
 
-func startSidecar(t *testing.T, framing string, env ...string) *sidecar {
+func startSidecar(t testing.TB, framing string, env ...string) *sidecar {
 	t.Helper()
 	s := &sidecar{t: t, framing: framing, msgs: make(chan map[string]any, 1000), raw: make(chan error, 1)}
 	s.cmd = exec.Command(binary, "serve", "--framing", framing)
