@@ -358,3 +358,23 @@ func (b *box) markReady(c Container) {
 	r.ready = true
 	b.mu.Unlock()
 }
+
+// sigterm is the signal attribute of Docker's kill event for SIGTERM.
+const sigterm = "15"
+
+// termWindow is how long after a SIGTERM from outside a container that
+// still runs counts as stopping: the desktop ends within 3 s of one, and
+// Docker's SIGKILL follows a stop's grace period (10 s by default).
+const termWindow = 30 * time.Second
+
+// stoppingOutside says whether a running container was sent SIGTERM from
+// outside during its current run, and lately. Seeing it stopped forgets
+// the SIGTERM.
+func (m *Manager) stoppingOutside(b *box, c Container) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.term.id == c.ID && !c.Running {
+		b.term.id = "" // it stopped: its next run is a new one
+	}
+	return c.Running && b.term.id == c.ID && b.term.at.After(c.StartedAt) && m.cfg.Now().Sub(b.term.at) < termWindow
+}

@@ -250,32 +250,10 @@ func (m *Manager) onEvent(ctx context.Context, ev ContainerEvent) {
 	}
 }
 
-// sigterm is the signal attribute of Docker's kill event for SIGTERM.
-const sigterm = "15"
-
-// termWindow is how long after a SIGTERM from outside a container that
-// still runs counts as stopping: the desktop ends within 3 s of one, and
-// Docker's SIGKILL follows a stop's grace period (10 s by default).
-const termWindow = 30 * time.Second
-
-// stoppingOutside says whether a running container was sent SIGTERM from
-// outside during its current run, and lately. Seeing it stopped forgets
-// the SIGTERM.
-func (m *Manager) stoppingOutside(b *box, c Container) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.term.id == c.ID && !c.Running {
-		b.term.id = "" // it stopped: its next run is a new one
-	}
-	return c.Running && b.term.id == c.ID && b.term.at.After(c.StartedAt) && m.cfg.Now().Sub(b.term.at) < termWindow
-}
-
 // A running container is a running sandbox only once its desktop answers
-// (docs/protocol.md, Containers: readiness). A start by the sidecar waits for that itself;
-// a container started or restarted outside it (docker start, docker
-// restart, another process), or found running when the sidecar starts, is
-// "starting" until a probe answers, and Run keeps probing it in the
-// background so that the "running" event comes as soon as it is true.
+// (docs/protocol.md, Containers: readiness): a start waits for it; a run
+// started outside this process, or found, is "starting" until a probe
+// answers, Run probing it in the background meanwhile.
 
 // markReady records that c's run answered, for this process and, in the
 // user's state, for the user's others (projectfs.RunMarks).
@@ -289,16 +267,22 @@ func (m *Manager) markReady(b *box, c Container) {
 	}
 }
 
-// readiness returns how a running container's desktop is: ready (and now
-// known to be), or not yet, in which case Run is asked to watch it. A run
-// that never answered within ReadyTimeout has its reason in its run.
+// readiness says whether a running container's desktop is ready, asking
+// Run to watch it if not (one never ready has its reason in its run).
 func (m *Manager) readiness(ctx context.Context, b *box, c Container) (ready bool) {
 	if b.isReady(c) {
 		return true
 	}
-	// A run another process of the user's saw answer needs no probe of
-	// this one's (under load, slower than ProbeTimeout); its network goes
-	// under this process's enforcement all the same, as after a probe.
+	if m.provedElsewhere(ctx, c) {
+		// This process's own hold on the network (to take the proxy over
+		// should its carrier end) is Run's, in the background; a
+		// command's process (the CLI's status) has no Run and needs none.
+		b.markReady(c)
+		m.askRun(b)
+		return true
+	}
+	// A run another process saw answer needs no probe of this one's (under
+	// load, slower than ProbeTimeout); its network still needs a hold.
 	answered := m.readyMarks.Known(c.ID, c.StartedAt)
 	if ws := c.Ports[desktop.NoVNCPort]; !answered && ws != 0 {
 		probeCtx, cancel := context.WithTimeout(ctx, desktop.ProbeTimeout)
@@ -309,11 +293,33 @@ func (m *Manager) readiness(ctx context.Context, b *box, c Container) (ready boo
 		m.markReady(b, c)
 		return true
 	}
+	m.askRun(b)
+	return false
+}
+
+// askRun asks Run to wait for the project's desktop and hold its network.
+func (m *Manager) askRun(b *box) {
 	select {
 	case m.unready <- b.project:
 	default: // Run is busy or not running: the next resync asks again
 	}
-	return false
+}
+
+// provedElsewhere says whether the user's other processes proved all a
+// run needs to be running (marks in the user's state): its desktop
+// answered, and its rules are loaded with a process carrying its proxy.
+func (m *Manager) provedElsewhere(ctx context.Context, c Container) bool {
+	if !m.readyMarks.Known(c.ID, c.StartedAt) {
+		return false
+	}
+	if m.cfg.Network == nil || c.NoNetwork {
+		return true
+	}
+	if !m.egressMarks.Known(c.ID, c.StartedAt) {
+		return false
+	}
+	carried, err := m.cfg.Network.Carried(ctx, c.ID)
+	return err == nil && carried
 }
 
 // probe checks the container's desktop on its noVNC port ws, proving with
@@ -364,6 +370,10 @@ func (m *Manager) watchReadiness(ctx context.Context) {
 func (m *Manager) awaitReady(ctx context.Context, b *box) {
 	c, err := m.find(ctx, b)
 	if err != nil || !c.Running {
+		return
+	}
+	if b.isReady(c) { // proved elsewhere: only this process's hold is left
+		m.networkFound(ctx, b, c)
 		return
 	}
 	ready, err := m.waitReady(ctx, b.project, c.ID, desktop.Secret{}, nil)

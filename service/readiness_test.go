@@ -253,10 +253,14 @@ func TestACommandTrustsTheRulesAnotherProcessLoaded(t *testing.T) {
 	}
 }
 
-// A sidecar that finds a run another process saw answer (no probe of its
-// own) still puts the run's network under its enforcement, as after a
-// probe: it carries the proxy, or watches to take it over.
-func TestARunSeenReadyElsewhereIsStillEnforcedHere(t *testing.T) {
+// A process that finds a run another process proved (its desktop
+// answered, its rules loaded) takes it for running without a probe. If no
+// process carries the proxy, it puts the network under its own
+// enforcement first, as after a probe; if one does, a command's process
+// (no Run: the CLI's status) starts no helper at all, and a sidecar's Run
+// takes its own hold in the background (to take the proxy over should the
+// carrier end).
+func TestARunProvedElsewhereIsRunning(t *testing.T) {
 	network := &countingNetwork{loaded: map[string]time.Time{}}
 	h := newHarness(t, func(c *Config) { c.Network = network })
 	network.docker = h.docker
@@ -264,18 +268,42 @@ func TestARunSeenReadyElsewhereIsStillEnforcedHere(t *testing.T) {
 	if _, err := h.m.Start(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(h.docker, Config{Resources: testResources, StateDir: h.m.StateDir(), Network: network,
-		Logger: zerolog.New(zerolog.NewTestWriter(t)),
-		Probe:  func(context.Context, int, string, string) error { return errors.New("not probed") }})
-	if err != nil {
-		t.Fatal(err)
+	other := func() *Manager {
+		m, err := New(h.docker, Config{Resources: testResources, StateDir: h.m.StateDir(), Network: network,
+			Logger: zerolog.New(zerolog.NewTestWriter(t)),
+			Probe:  func(context.Context, int, string, string) error { return errors.New("not probed") }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
 	}
+	status := func(m *Manager) int64 {
+		t.Helper()
+		before := network.starts.Load()
+		st, err := m.Status(context.Background(), dir)
+		if err != nil || st == nil || st.Status != StatusRunning {
+			t.Fatalf("status = %+v, %v", st, err)
+		}
+		return network.starts.Load() - before
+	}
+	if n := status(other()); n != 1 {
+		t.Errorf("no carrier: the network was put under this process's enforcement %d times, want 1", n)
+	}
+	network.carried.Store(true)
+	if n := status(other()); n != 0 {
+		t.Errorf("carried, no Run: %d helpers started, want 0", n)
+	}
+	sidecar := other()
 	before := network.starts.Load()
-	st, err := m.Status(context.Background(), dir)
-	if err != nil || st.Status != StatusRunning {
-		t.Fatalf("status = %+v, %v", st, err)
-	}
-	if n := network.starts.Load() - before; n != 1 {
-		t.Errorf("the network was put under this process's enforcement %d times, want 1", n)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { sidecar.Run(ctx); close(ran) }()
+	t.Cleanup(func() { cancel(); <-ran })
+	<-sidecar.Reconciled()
+	status(sidecar)
+	for deadline := time.Now().Add(10 * time.Second); network.starts.Load() == before; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a sidecar's Run took no hold of the network of a run proved elsewhere")
+		}
 	}
 }

@@ -356,7 +356,10 @@ func (m *Manager) commandTarget(ctx context.Context, path string) (*box, State, 
 // start: the rules go in, and this process carries the proxy if none
 // does.
 func (m *Manager) commandNetwork(ctx context.Context, project string, c Container) error {
-	if m.cfg.Network != nil && !c.NoNetwork && m.egressMarks.Known(c.ID, c.StartedAt) {
+	if m.cfg.Network == nil || c.NoNetwork {
+		return nil
+	}
+	if m.egressMarks.Known(c.ID, c.StartedAt) {
 		if carried, err := m.cfg.Network.Carried(ctx, c.ID); err == nil && carried {
 			return nil
 		}

@@ -20,11 +20,24 @@ import (
 // does while it is open (the usual case); alone has none, and each exec's
 // process loads the rules and carries the proxy itself.
 func BenchmarkExecBeside(b *testing.B) {
-	b.Run("app_serving", func(b *testing.B) { benchmarkExec(b, true) })
-	b.Run("alone", func(b *testing.B) { benchmarkExec(b, false) })
+	dockerExec := func(id string) []string { return []string{"exec", id, "true"} }
+	b.Run("app_serving", func(b *testing.B) { benchmarkCLI(b, true, []string{"exec", "--", "true"}, dockerExec) })
+	b.Run("alone", func(b *testing.B) { benchmarkCLI(b, false, []string{"exec", "--", "true"}, dockerExec) })
 }
 
-func benchmarkExec(b *testing.B, serving bool) {
+// BenchmarkStatusBeside times `pilot-sandbox status` of a running
+// sandbox beside `docker inspect C` (issue 26 measured 2.0 s under load),
+// the app serving the project and alone.
+func BenchmarkStatusBeside(b *testing.B) {
+	inspect := func(id string) []string { return []string{"inspect", id} }
+	b.Run("app_serving", func(b *testing.B) { benchmarkCLI(b, true, []string{"status"}, inspect) })
+	b.Run("alone", func(b *testing.B) { benchmarkCLI(b, false, []string{"status"}, inspect) })
+}
+
+// benchmarkCLI times the CLI with args on a running sandbox, each beside
+// docker with baseline(the container's ID) in the same iteration;
+// serving has the app's sidecar beside, carrying the sandbox's network.
+func benchmarkCLI(b *testing.B, serving bool, args []string, baseline func(id string) []string) {
 	docker := dockertest.Engine(b)
 	project := dockertest.Project(b, docker)
 	state := b.TempDir()
@@ -50,11 +63,11 @@ func benchmarkExec(b *testing.B, serving bool) {
 	var cli, base time.Duration
 	for b.Loop() {
 		began := time.Now()
-		run(binary, "exec", "--", "true")
+		run(binary, args...)
 		cli += time.Since(began)
 		b.StopTimer()
 		began = time.Now()
-		run("docker", "exec", id, "true")
+		run("docker", baseline(id)...)
 		base += time.Since(began)
 		b.StartTimer()
 	}
