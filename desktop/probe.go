@@ -81,26 +81,31 @@ func ProbeAuth(ctx context.Context, host string, wsPort int, viewerPath, passwor
 		defer cancel()
 	}
 	base := net.JoinHostPort(host, strconv.Itoa(wsPort))
-	// The page and the banner are asked for together: the VNC server
-	// accepts a new client only between its naps (up to 200 ms while no
-	// viewer is connected), and the page's requests fit in that wait.
-	// Both must pass; the page's error comes first, as it is the one a
-	// foreign server gives.
+	// The page and the banner are asked for together, and both must
+	// pass; the page's error comes first, as it is the one a foreign
+	// server gives. The page's other files (its script, 330 KB with
+	// noVNC bundled) are fetched only once the banner came: while x11vnc
+	// starts, websockify already serves and every probe fails on the
+	// banner, and fetching them each time took the CPU the desktop's
+	// start needs (docs/performance.md, The panel's Start).
 	bannerCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	banner := make(chan error, 1)
 	go func() { banner <- checkVNCServer(bannerCtx, "ws://"+base+"/websockify", password) }()
 	var pageErr error
-	if viewerPathPattern.MatchString(viewerPath) {
-		pageErr = checkViewer(ctx, base, viewerPath)
+	viewer := viewerPathPattern.MatchString(viewerPath)
+	if viewer {
+		pageErr = checkViewer(ctx, base, viewerPath, true)
 	} else if _, err := getPage(ctx, "http://"+base+"/vnc.html"); err != nil {
 		pageErr = fmt.Errorf("noVNC page: %w", err)
 	}
 	if pageErr != nil {
 		cancel() // the banner no longer matters: do not wait for it
 	}
-	bannerErr := <-banner
-	return cmp.Or(pageErr, bannerErr)
+	if err := cmp.Or(pageErr, <-banner); err != nil || !viewer {
+		return err
+	}
+	return checkViewer(ctx, base, viewerPath, false)
 }
 
 // getPage asks for a page and reads at most maxPageRead of it.

@@ -38,11 +38,15 @@ func mustViewerSums(fsys fs.FS, dir string) map[string][sha256.Size]byte {
 	return sums
 }
 
-// checkViewer fetches each file of the viewer beside the page at
-// viewerPath (a LabelViewer value) and compares it with the sidecar's copy.
-func checkViewer(ctx context.Context, base, viewerPath string) error {
+// checkViewer fetches the page at viewerPath (a LabelViewer value), or,
+// with page false, the viewer's other files beside it, and compares each
+// with the sidecar's copy.
+func checkViewer(ctx context.Context, base, viewerPath string, page bool) error {
 	dir := path.Dir(viewerPath)
 	for name, want := range viewerFiles {
+		if (name == path.Base(viewerPath)) != page {
+			continue
+		}
 		body, err := getPage(ctx, "http://"+base+"/"+path.Join(dir, name))
 		if err != nil {
 			return fmt.Errorf("viewer page %s: %w", name, err)

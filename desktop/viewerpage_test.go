@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,5 +121,43 @@ func TestProbeRefusesAForeignPageWithoutWaitingForTheBanner(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the probe waited for the banner after the page had failed")
+	}
+}
+
+// While x11vnc starts, websockify serves the page but the banner does not
+// come, and the start probes every 10 ms: those probes must not fetch the
+// viewer's script (330 KB with noVNC bundled) from websockify each time,
+// on the CPUs the desktop's start needs.
+func TestAProbeWithoutBannerFetchesOnlyThePage(t *testing.T) {
+	fetched := map[string]int{}
+	var mu sync.Mutex // guards fetched
+	mux := http.NewServeMux()
+	mux.HandleFunc("/pilot/{name}", func(w http.ResponseWriter, r *http.Request) {
+		data, err := fs.ReadFile(resources.SandboxImage(), "viewer/"+r.PathValue("name"))
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		fetched[r.PathValue("name")]++
+		mu.Unlock()
+		w.Write(data)
+	})
+	// websockify when the VNC server does not answer yet: it closes.
+	mux.HandleFunc("/websockify", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no VNC server", http.StatusBadGateway)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	host, port := splitHostPort(t, srv.Listener.Addr().String())
+	for range 3 {
+		if err := Probe(context.Background(), host, port, "pilot/viewer.html"); err == nil {
+			t.Fatal("a probe without a banner passed")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fetched["viewer.html"] != 3 || fetched["viewer.js"] != 0 {
+		t.Errorf("fetched %v; want the page each time and the script never", fetched)
 	}
 }

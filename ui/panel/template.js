@@ -54,17 +54,6 @@ export function panelMarkup(stylesheet) {
       <span class="clipboard-written">On your clipboard.</span>
     </span>
   </div>
-  <details class="recordings" hidden>
-    <summary>Recordings</summary>
-    <div class="recordings-body">
-      <p class="recordings-error" role="alert"></p>
-      <button type="button" class="record">Record</button>
-      <p class="recordings-empty hint">No recordings of this project yet.</p>
-      <ul class="recording-list"></ul>
-      <video class="player" controls preload="metadata" hidden></video>
-      <div class="marks" aria-label="Marks"></div>
-    </div>
-  </details>
   <main class="body">
     <div class="stage">
     <section data-phase="connecting" class="message">
@@ -230,5 +219,16 @@ export function panelMarkup(stylesheet) {
       </details>
     </aside>
   </main>
+  <details class="recordings" hidden>
+    <summary>Recordings</summary>
+    <div class="recordings-body">
+      <p class="recordings-error" role="alert"></p>
+      <button type="button" class="record">Record</button>
+      <p class="recordings-empty hint">No recordings of this project yet.</p>
+      <ul class="recording-list"></ul>
+      <video class="player" controls preload="metadata" hidden></video>
+      <div class="marks" aria-label="Marks"></div>
+    </div>
+  </details>
 </div>`;
 }

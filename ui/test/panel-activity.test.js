@@ -9,10 +9,9 @@ import { test } from 'node:test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
-import { connectWebSocket } from '../client/websocket.js';
-import { startUI, tempProject, skipWithoutDocker } from './helpers.js';
+import { tempProject, skipWithoutDocker } from './helpers.js';
 import { launchBrowser, newPage, skipWithoutBrowser } from './browser.js';
-import { openPanel } from './panel-helpers.js';
+import { openPanel, panelSetup } from './panel-helpers.js';
 
 const skipBrowser = skipWithoutBrowser();
 const skip = skipBrowser || (await skipWithoutDocker());
@@ -25,16 +24,10 @@ test("the panel's timeline and control: thumbnails, Take over, Give back, a hand
   const dir = tempProject('pilot-ui-activity-');
   const project = dir.path;
   const { page, assertNoErrors, logFile } = await newPage(/** @type {any} */ (browser), 'panel-activity');
-  const { address, rpcUrl } = await startUI(project, {}, logFile);
-  const client = await connectWebSocket(rpcUrl);
-  dir.removeSandbox = async () => {
-    await client.remove(project);
-    client.close();
-  };
+  const { address, client, start, open } = await panelSetup(page, dir, logFile);
   await client.setToolsEnabled(project, true);
-  await client.start(project);
-  const panel = await openPanel(page, address);
-  await panel.expectBadge('Running', 60_000);
+  await start();
+  const panel = await open();
 
   // An agent's click, live on the timeline, its thumbnails opened large.
   await page.getByText('Activity', { exact: true }).click();

@@ -7,10 +7,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connectWebSocket } from '../client/websocket.js';
-import { startUI, tempDir, tempProject, skipWithoutDocker } from './helpers.js';
+import { tempDir, tempProject, skipWithoutDocker } from './helpers.js';
 import { launchBrowser, newPage, skipWithoutBrowser } from './browser.js';
-import { openPanel } from './panel-helpers.js';
+import { panelSetup } from './panel-helpers.js';
 
 const skipBrowser = skipWithoutBrowser();
 const skip = skipBrowser || (await skipWithoutDocker());
@@ -43,14 +42,8 @@ test('the panel asks for approval of what the project asks, with Approve and Can
   writeFileSync(join(project, '.pilot', 'settings.json'), '{"sandbox": {"memory": "5g", "processes": 5000}}\n');
   const state = tempDir('pilot-ui-approval-state-');
   const { page, screenshot, assertNoErrors, logFile } = await newPage(/** @type {any} */ (browser), 'panel-approval');
-  const { address, rpcUrl } = await startUI(project, { XDG_STATE_HOME: state }, logFile);
-  const client = await connectWebSocket(rpcUrl);
-  dir.removeSandbox = async () => {
-    await client.remove(project);
-    client.close();
-  };
-  const panel = await openPanel(page, address);
-  await panel.expectBadge('Stopped');
+  const { client, open } = await panelSetup(page, dir, logFile, { XDG_STATE_HOME: state });
+  const panel = await open('Stopped');
 
   // Start: the request shows, in plain words, with its two answers.
   await page.getByRole('button', { name: 'Start Sandbox' }).click();
@@ -100,14 +93,8 @@ test('the panel shows the Dockerfile it asks to approve, its files and warnings'
   writeFileSync(join(project, '.pilot', 'tool.sh'), 'echo "<b>not bold</b>"\n');
   const state = tempDir('pilot-ui-approval-df-state-');
   const { page, screenshot, assertNoErrors, logFile } = await newPage(/** @type {any} */ (browser), 'panel-approval-dockerfile');
-  const { address, rpcUrl } = await startUI(project, { XDG_STATE_HOME: state }, logFile);
-  const client = await connectWebSocket(rpcUrl);
-  dir.removeSandbox = async () => {
-    await client.remove(project);
-    client.close();
-  };
-  const panel = await openPanel(page, address);
-  await panel.expectBadge('Stopped');
+  const { open } = await panelSetup(page, dir, logFile, { XDG_STATE_HOME: state });
+  const panel = await open('Stopped');
   await page.getByRole('button', { name: 'Start Sandbox' }).click();
   await panel.expectBadge('Needs approval');
   await panel.expectVisible(page.getByText('What it asks'));

@@ -5,10 +5,9 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connectWebSocket } from '../client/websocket.js';
-import { startUI, tempProject, skipWithoutDocker } from './helpers.js';
+import { tempProject, skipWithoutDocker } from './helpers.js';
 import { launchBrowser, newPage, skipWithoutBrowser } from './browser.js';
-import { openPanel, paintedViewer } from './panel-helpers.js';
+import { panelSetup, paintedViewer } from './panel-helpers.js';
 
 const skipBrowser = skipWithoutBrowser();
 const skip = skipBrowser || (await skipWithoutDocker());
@@ -18,15 +17,9 @@ test('the panel shows what the desktop copied, and copies it here only on the us
   const dir = tempProject('pilot-ui-clipboard-');
   const project = dir.path;
   const { page, context, screenshot, assertNoErrors, logFile } = await newPage(/** @type {any} */ (browser), 'panel-clipboard');
-  const { address, rpcUrl } = await startUI(project, {}, logFile);
-  const client = await connectWebSocket(rpcUrl);
-  dir.removeSandbox = async () => {
-    await client.remove(project);
-    client.close();
-  };
+  const { address, client, open } = await panelSetup(page, dir, logFile);
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(address).origin });
-  const panel = await openPanel(page, address);
-  await panel.expectBadge('Stopped');
+  const panel = await open('Stopped');
   await page.getByRole('button', { name: 'Start Sandbox' }).click();
   await panel.expectBadge('Running', 120_000);
   const st = await client.status(project);

@@ -1,13 +1,55 @@
-// What the panel's browser tests do again and again: wait for what a
-// person would see (by role and visible text, with Playwright's
-// auto-waiting), find the viewer's frame, and read the desktop's pointer.
+// What the panel's browser tests do again and again: set up the panel of
+// a project with a sidecar behind it, wait for what a person would see (by
+// role and visible text, with Playwright's auto-waiting), find the
+// viewer's frame, and read the desktop's pointer.
 
+import { connectWebSocket } from '../client/websocket.js';
+import { startUI } from './helpers.js';
 import { desktopPainted } from './browser.js';
 
 /** @typedef {import('playwright-core').Page} Page */
 /** @typedef {import('playwright-core').Frame} Frame */
 /** @typedef {import('playwright-core').Locator} Locator */
 /** @typedef {import('../client/pilot-sandbox.js').Client} Client */
+
+/**
+ * The setup every panel test of a sandbox shares: `pilot-sandbox ui` for
+ * the project (env added to the tests' environment), a client on its
+ * WebSocket, and the sandbox removed and the client closed when the test
+ * ends (before the project's directory: tempProject). What a test does
+ * before the panel opens (settings, a start through the client, routes)
+ * goes between this and open.
+ *
+ * @param {Page} page
+ * @param {{path: string, removeSandbox: () => Promise<void>}} dir from tempProject
+ * @param {string} logFile the sidecar's log (newPage's)
+ * @param {Record<string, string>} [env]
+ */
+export async function panelSetup(page, dir, logFile, env = {}) {
+  const { address, rpcUrl } = await startUI(dir.path, env, logFile);
+  const client = await connectWebSocket(rpcUrl);
+  dir.removeSandbox = async () => {
+    await client.remove(dir.path);
+    client.close();
+  };
+  return {
+    address,
+    client,
+    /** Starts the project's sandbox through the client. */
+    start: () => client.start(dir.path),
+    /**
+     * Opens the panel and waits until its badge reads badge.
+     *
+     * @param {string} [badge] Running by default: the sandbox was started
+     * @param {number} [timeout]
+     */
+    async open(badge = 'Running', timeout = 60_000) {
+      const panel = await openPanel(page, address);
+      await panel.expectBadge(badge, timeout);
+      return panel;
+    },
+  };
+}
 
 /** @param {string} s */
 const exactly = (s) => new RegExp(`^${s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);

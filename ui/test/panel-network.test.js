@@ -13,10 +13,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connectWebSocket } from '../client/websocket.js';
-import { startUI, tempDir, tempProject, skipWithoutDocker } from './helpers.js';
+import { tempDir, tempProject, skipWithoutDocker } from './helpers.js';
 import { launchBrowser, newPage, skipWithoutBrowser } from './browser.js';
-import { openPanel } from './panel-helpers.js';
+import { panelSetup } from './panel-helpers.js';
 import { causeText } from '../panel/asks.js';
 
 const skipBrowser = skipWithoutBrowser();
@@ -83,13 +82,8 @@ test("the panel's permission questions: a queue with causes, answered here or el
     idleStop: '0', maxRunning: 0, disk: '0', network: { preset: 'dev', ask: [net.subnet], askTimeout: '120s' },
   }));
   const { page, screenshot, assertNoErrors, logFile } = await newPage(/** @type {any} */ (browser), 'panel-network');
-  const { address, rpcUrl } = await startUI(project, { XDG_CONFIG_HOME: config }, logFile);
-  const client = await connectWebSocket(rpcUrl);
-  dir.removeSandbox = async () => {
-    await client.remove(project);
-    client.close();
-  };
-  const state = await client.start(project);
+  const { client, start, open } = await panelSetup(page, dir, logFile, { XDG_CONFIG_HOME: config });
+  const state = await start();
 
   // The test's server on its network, which the sandbox joins too.
   const server = docker('run', '-d', '--rm', '--network', net.name, '--label', 'pilot.test=panel', '--user', '1000',
@@ -109,8 +103,7 @@ test("the panel's permission questions: a queue with causes, answered here or el
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 
-  const panel = await openPanel(page, address);
-  await panel.expectBadge('Running', 60_000);
+  const panel = await open();
   await panel.expectVisible(page.getByText('Preset dev (from your config.json): everything else asks you'));
 
   // Two connections wait at once: two cards, oldest first, each with its

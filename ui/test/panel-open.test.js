@@ -7,10 +7,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connectWebSocket } from '../client/websocket.js';
-import { startUI, tempProject, skipWithoutDocker } from './helpers.js';
+import { tempProject, skipWithoutDocker } from './helpers.js';
 import { launchBrowser, newPage, skipWithoutBrowser } from './browser.js';
-import { openPanel } from './panel-helpers.js';
+import { panelSetup } from './panel-helpers.js';
 
 const skipBrowser = skipWithoutBrowser();
 const skip = skipBrowser || (await skipWithoutDocker());
@@ -37,15 +36,9 @@ test('the panel opens a terminal and the browser on the sandbox desktop', { skip
   mkdirSync(join(project, '.pilot'));
   writeFileSync(join(project, '.pilot', 'settings.json'), JSON.stringify({ sandbox: { image: 'browser' } }));
   const { page, screenshot, assertNoErrors, logFile } = await newPage(/** @type {any} */ (browser), 'panel-open');
-  const { address, rpcUrl } = await startUI(project, {}, logFile);
-  const client = await connectWebSocket(rpcUrl);
-  dir.removeSandbox = async () => {
-    await client.remove(project);
-    client.close();
-  };
-  await client.start(project);
-  const panel = await openPanel(page, address);
-  await panel.expectBadge('Running', 60_000);
+  const { client, start, open } = await panelSetup(page, dir, logFile);
+  await start();
+  const panel = await open();
   for (const windowClass of ['xterm', 'chromium']) {
     const none = await client.exec(project, `xdotool search --onlyvisible --class ${windowClass}`);
     assert.notEqual(none.exitCode, 0, `a ${windowClass} window before the menu: ${none.stdout}`);

@@ -7,10 +7,9 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { once } from 'node:events';
-import { connectWebSocket } from '../client/websocket.js';
-import { startUI, tempProject, skipWithoutDocker } from './helpers.js';
+import { tempProject, skipWithoutDocker } from './helpers.js';
 import { launchBrowser, newPage, skipWithoutBrowser } from './browser.js';
-import { openPanel } from './panel-helpers.js';
+import { panelSetup } from './panel-helpers.js';
 
 const skipBrowser = skipWithoutBrowser();
 const skip = skipBrowser || (await skipWithoutDocker());
@@ -23,25 +22,19 @@ test("the panel's ports: forward a host port, expose a sandbox port and open its
   const dir = tempProject('pilot-ui-ports-');
   const project = dir.path;
   const { page, screenshot, assertNoErrors, logFile } = await newPage(/** @type {any} */ (browser), 'panel-ports');
-  const { address, rpcUrl } = await startUI(project, {}, logFile);
-  const client = await connectWebSocket(rpcUrl);
-  dir.removeSandbox = async () => {
-    await client.remove(project);
-    client.close();
-  };
+  const { client, start, open } = await panelSetup(page, dir, logFile);
   // A dev server on this computer's loopback only.
   const server = createServer((_req, res) => res.end('hello from the host')).listen(0, '127.0.0.1');
   await once(server, 'listening');
   after(() => server.close());
   const hostPort = /** @type {import('node:net').AddressInfo} */ (server.address()).port;
 
-  await client.start(project);
+  await start();
   await client.request('sandbox/exec', {
     projectPath: project, background: true,
     command: 'mkdir -p /tmp/site && echo "hello from the sandbox" >/tmp/site/index.html && : >/tmp/site/favicon.ico && cd /tmp/site && exec python3 -m http.server 8700 --bind 127.0.0.1',
   });
-  const panel = await openPanel(page, address);
-  await panel.expectBadge('Running', 60_000);
+  const panel = await open();
   // The section opens beside the desktop, which keeps its size (it took
   // up to 45% of the height above the desktop before).
   const stage = page.locator('pilot-sandbox-panel .stage');
@@ -130,13 +123,8 @@ test('the Ports lists show what the sidecar knows at once while what listens is 
   const dir = tempProject('pilot-ui-ports-known-');
   const project = dir.path;
   const { page, screenshot, assertNoErrors, logFile } = await newPage(/** @type {any} */ (browser), 'panel-ports-known');
-  const { address, rpcUrl } = await startUI(project, {}, logFile);
-  const client = await connectWebSocket(rpcUrl);
-  dir.removeSandbox = async () => {
-    await client.remove(project);
-    client.close();
-  };
-  await client.start(project);
+  const { client, start, open } = await panelSetup(page, dir, logFile);
+  await start();
   await client.forwardPort(project, 8601, 1);
   await client.request('sandbox/exec', { projectPath: project, background: true, command: 'exec python3 -m http.server 8701 --bind 127.0.0.1' });
 
@@ -166,8 +154,7 @@ test('the Ports lists show what the sidecar knows at once while what listens is 
       else ws.send(m);
     });
   });
-  const panel = await openPanel(page, address);
-  await panel.expectBadge('Running', 60_000);
+  const panel = await open();
   await page.getByText('Ports', { exact: true }).click();
   await panel.expectVisible(page.getByText('localhost:8601 in the sandbox → 127.0.0.1:1 here'));
   await panel.expectVisible(page.getByText('Reading what listens in the sandbox…'));

@@ -7,10 +7,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { connectWebSocket } from '../client/websocket.js';
-import { startUI, tempProject, skipWithoutDocker } from './helpers.js';
+import { tempProject, skipWithoutDocker } from './helpers.js';
 import { launchBrowser, newPage, skipWithoutBrowser } from './browser.js';
-import { openPanel } from './panel-helpers.js';
+import { panelSetup } from './panel-helpers.js';
 
 const skipBrowser = skipWithoutBrowser();
 const skip = skipBrowser || (await skipWithoutDocker());
@@ -20,16 +19,10 @@ test("the panel's recordings: record, stop, play the video with its length, mark
   const dir = tempProject('pilot-ui-recording-');
   const project = dir.path;
   const { page, screenshot, assertNoErrors, logFile } = await newPage(/** @type {any} */ (browser), 'panel-recording');
-  const { address, rpcUrl } = await startUI(project, {}, logFile);
-  const client = await connectWebSocket(rpcUrl);
-  dir.removeSandbox = async () => {
-    await client.remove(project);
-    client.close();
-  };
+  const { client, start, open } = await panelSetup(page, dir, logFile);
   await client.setToolsEnabled(project, true);
-  await client.start(project);
-  const panel = await openPanel(page, address);
-  await panel.expectBadge('Running', 60_000);
+  await start();
+  const panel = await open();
   await page.getByText('Recordings', { exact: true }).click();
   await panel.expectVisible(page.getByText('No recordings of this project yet.'));
 

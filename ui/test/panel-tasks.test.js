@@ -10,10 +10,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connectWebSocket } from '../client/websocket.js';
-import { startUI, tempProject, skipWithoutDocker } from './helpers.js';
+import { tempProject, skipWithoutDocker } from './helpers.js';
 import { launchBrowser, newPage, skipWithoutBrowser } from './browser.js';
-import { openPanel } from './panel-helpers.js';
+import { panelSetup } from './panel-helpers.js';
 
 const skipBrowser = skipWithoutBrowser();
 const skip = skipBrowser || (await skipWithoutDocker());
@@ -39,15 +38,9 @@ test("the panel's tasks: start a command, its transcript, diff, apply over a con
     execFileSync('git', args, { cwd: project });
   }
   const { page, screenshot, assertNoErrors, logFile } = await newPage(/** @type {any} */ (browser), 'panel-tasks');
-  const { address, rpcUrl } = await startUI(project, {}, logFile);
-  const client = await connectWebSocket(rpcUrl);
-  dir.removeSandbox = async () => {
-    await client.remove(project);
-    client.close();
-  };
-  await client.start(project);
-  const panel = await openPanel(page, address);
-  await panel.expectBadge('Running', 60_000);
+  const { client, start, open } = await panelSetup(page, dir, logFile);
+  await start();
+  const panel = await open();
   await page.getByText('Tasks', { exact: true }).click();
 
   // A command that prints, edits a file and adds one; its output is text

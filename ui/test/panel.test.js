@@ -8,10 +8,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connectWebSocket } from '../client/websocket.js';
-import { startUI, tempProject, skipWithoutDocker } from './helpers.js';
+import { tempProject, skipWithoutDocker } from './helpers.js';
 import { launchBrowser, newPage, skipWithoutBrowser, desktopChanges } from './browser.js';
-import { openPanel, pointer, moveOnDesktop, recordPanel, paintedViewer } from './panel-helpers.js';
+import { panelSetup, pointer, moveOnDesktop, recordPanel, paintedViewer } from './panel-helpers.js';
 
 const skipBrowser = skipWithoutBrowser();
 const skip = skipBrowser || (await skipWithoutDocker());
@@ -35,16 +34,10 @@ test('the panel runs a sandbox: start, watch, take control, agent tools, stop, a
   const project = dir.path;
   const { page, screenshot, assertNoErrors, logFile, networkChanged } = await newPage(/** @type {any} */ (browser), 'panel');
   try {
-    const { address, rpcUrl } = await startUI(project, { PILOT_IMAGE: testImage() }, logFile);
-    const client = await connectWebSocket(rpcUrl);
-    dir.removeSandbox = async () => {
-      await client.remove(project);
-      client.close();
-    };
-    const panel = await openPanel(page, address);
+    const { client, open } = await panelSetup(page, dir, logFile, { PILOT_IMAGE: testImage() });
 
     // Stopped, in light and dark.
-    await panel.expectBadge('Stopped');
+    const panel = await open('Stopped');
     await panel.expectVisible(page.getByRole('heading', { name: 'No sandbox running' }));
     await panel.expectVisible(page.getByText('Docker required. The sandbox is a virtual desktop'));
     await screenshot('1-stopped');
