@@ -3,7 +3,7 @@
 # the sandbox's base image, bin/pilot-sandbox, and the sandbox image itself.
 #
 # - bin/pilot-sandbox is built first, in the background: a first build
-#   compiles every package and the standard library (2.5 to 3 minutes on a
+#   compiles every package and the standard library (165 to 225 s on a
 #   busy 2-CPU machine, docs/performance.md, "A fresh machine"), and needs
 #   nothing of the engine, so it runs while the engine is installed and the
 #   base is made. The images are built by it, not by `go run`, which would
