@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Makes this machine ready to run sandboxes: a Docker engine that answers,
-# the sandbox's base image, and the sandbox image itself.
+# the sandbox's base image, bin/pilot-sandbox, and the sandbox image itself.
 #
+# - bin/pilot-sandbox is built first, in the background: a first build
+#   compiles every package and the standard library (165 to 225 s on a
+#   busy 2-CPU machine, docs/performance.md, "A fresh machine"), and needs
+#   nothing of the engine, so it runs while the engine is installed and the
+#   base is made. The images are built by it, not by `go run`, which would
+#   link the same program once more into a temporary file.
 # - No engine answers: as root with apt-get, install docker.io if dockerd is
 #   missing, then start dockerd in the background (machines without systemd,
 #   such as CI containers, have nothing else to start it).
@@ -9,11 +15,12 @@
 #   Dockerfile, or $PILOT_BASE_IMAGE) cannot be pulled, e.g. Docker Hub is
 #   out of reach: build the same Debian release with debootstrap (checked
 #   against Debian's archive key) and import it under the tag.
-# - sshd for the remote-engine tests: install openssh-server if missing.
+# - With --tests (scripts/test.sh): sshd for the remote-engine tests, i.e.
+#   openssh-server if missing. Running a sandbox needs none.
 # - Build pilot-sandbox's image once, so that tests running in parallel do
 #   not each start the same build.
 #
-# Exits non-zero if the engine cannot be had.
+# Exits non-zero if the engine cannot be had or the binary not built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -95,13 +102,26 @@ ensure_base_image() {
   [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || apt_install debian-archive-keyring || return 1
   local root
   root="$(mktemp -d /tmp/pilot-rootfs.XXXXXX)"
-  debootstrap --variant=minbase --keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
-    bookworm "$root" http://deb.debian.org/debian >/tmp/pilot-debootstrap.log 2>&1 || {
+  bootstrap "$root" >/tmp/pilot-debootstrap.log 2>&1 || {
     log "debootstrap failed; its log ends:"; tail -n 20 /tmp/pilot-debootstrap.log >&2; rm -rf "$root"; return 1; }
   rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
   tar -C "$root" -c . | docker import - "$base" >/dev/null
   rm -rf "$root"
   log "imported $base"
+}
+
+# bootstrap DIR makes Debian bookworm's minbase in DIR in debootstrap's two
+# stages, so that dpkg installs the second without an fsync per file
+# (force-unsafe-io, as the sandbox's Dockerfile installs its packages: a
+# failure throws DIR away; what it saves: docs/performance.md, "A fresh
+# machine"). The setting is removed before the image is made.
+bootstrap() {
+  local root=$1 unsafe=$1/etc/dpkg/dpkg.cfg.d/pilot-unsafe-io
+  debootstrap --foreign --variant=minbase --keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
+    bookworm "$root" http://deb.debian.org/debian &&
+    echo force-unsafe-io >"$unsafe" &&
+    chroot "$root" /debootstrap/debootstrap --second-stage &&
+    rm "$unsafe"
 }
 
 # The remote-engine tests (internal/sshtest) run an sshd of their own on
@@ -114,14 +134,36 @@ ensure_sshd() {
   apt_install openssh-server openssh-client || log "no sshd: the remote-engine tests will be skipped"
 }
 
+# The binary's build runs in the background, beside the engine's install
+# and the base's debootstrap, its output going to the terminal as it comes;
+# exec makes the background job the go command itself, which the exit trap
+# below can end.
+build_binary() {
+  mkdir -p bin
+  exec go build -o bin/pilot-sandbox ./cmd/pilot-sandbox
+}
+
 # pilot-sandbox build says itself whether it builds (its progress) or the
 # image is up to date: saying "building" here, every run, was wrong on
 # every run but the first (issue 26).
 build_image() {
-  go run ./cmd/pilot-sandbox build
+  bin/pilot-sandbox build
 }
 
+tests=
+case "${1:-}" in
+  --tests) tests=1 ;;
+  "") ;;
+  *) log "usage: scripts/dev-env.sh [--tests]"; exit 2 ;;
+esac
+
+# A failure below exits at once: the build in the background goes with it.
+build_binary &
+binary=$!
+trap '[ -z "$binary" ] || kill "$binary" 2>/dev/null || true' EXIT
 ensure_engine
-ensure_sshd
+[ -z "$tests" ] || ensure_sshd
 ensure_base_image
+wait "$binary" || { binary=; log "go build of bin/pilot-sandbox failed"; exit 1; }
+binary=
 build_image

@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! scripts/dev-env.sh; then
+if ! scripts/dev-env.sh --tests; then
   if [ "${PILOT_REQUIRE_DOCKER:-}" = 1 ]; then
     echo "test: no Docker engine, and PILOT_REQUIRE_DOCKER=1" >&2
     exit 1
