@@ -105,6 +105,10 @@ ensure_base_image() {
   bootstrap "$root" >/tmp/pilot-debootstrap.log 2>&1 || {
     log "debootstrap failed; its log ends:"; tail -n 20 /tmp/pilot-debootstrap.log >&2; rm -rf "$root"; return 1; }
   rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+  # The sources of Docker's own debian image: debootstrap names only the
+  # release, so the images' upgrade would find no security update.
+  cp resources/docker/sandbox/debian.sources "$root"/etc/apt/sources.list.d/debian.sources
+  rm -f "$root"/etc/apt/sources.list
   tar -C "$root" -c . | docker import - "$base" >/dev/null
   rm -rf "$root"
   log "imported $base"
