@@ -11,19 +11,11 @@ import (
 // The list endpoint lacks exit codes and OOM flags, so each one is inspected;
 // a user has a handful of sandboxes at most.
 func (e *Client) ListContainers(ctx context.Context, labels map[string]string) ([]service.Container, error) {
-	api, err := e.connect(ctx)
-	if err != nil {
-		return nil, err
-	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	list, err := api.ListContainers(docker.ListContainersOptions{
-		All:     true,
-		Filters: map[string][]string{"label": labelFilter(labels)},
-		Context: ctx,
-	})
+	list, err := e.list(ctx, map[string][]string{"label": labelFilter(labels)}, true)
 	if err != nil {
-		return nil, e.classify(err)
+		return nil, err
 	}
 	out := make([]service.Container, 0, len(list))
 	for _, item := range list {
@@ -40,24 +32,28 @@ func (e *Client) ListContainers(ctx context.Context, labels map[string]string) (
 // from the engine's list alone: what a look at whether any runs needs,
 // without ListContainers' inspect of each (a round trip apiece).
 func (e *Client) RunningIDs(ctx context.Context, labels map[string]string) ([]string, error) {
-	api, err := e.connect(ctx)
-	if err != nil {
-		return nil, err
-	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	list, err := api.ListContainers(docker.ListContainersOptions{
-		Filters: map[string][]string{"label": labelFilter(labels), "status": {"running"}},
-		Context: ctx,
-	})
+	list, err := e.list(ctx, map[string][]string{"label": labelFilter(labels), "status": {"running"}}, false)
 	if err != nil {
-		return nil, e.classify(err)
+		return nil, err
 	}
 	ids := make([]string, 0, len(list))
 	for _, item := range list {
 		ids = append(ids, item.ID)
 	}
 	return ids, nil
+}
+
+// list is the engine's list of the containers the filters match (all, or
+// only those running).
+func (e *Client) list(ctx context.Context, filters map[string][]string, all bool) ([]docker.APIContainers, error) {
+	api, err := e.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list, err := api.ListContainers(docker.ListContainersOptions{All: all, Filters: filters, Context: ctx})
+	return list, e.classify(err)
 }
 
 // labelFilter is the engine's filter for containers with all of labels.

@@ -123,17 +123,7 @@ func TestAnotherProcessTakesARunAlreadySeenReady(t *testing.T) {
 	}
 	status := func(stateDir string) Status {
 		t.Helper()
-		m, err := New(h.docker, Config{
-			Resources: testResources,
-			StateDir:  stateDir,
-			Logger:    zerolog.New(zerolog.NewTestWriter(t)),
-			Probe: func(context.Context, int, string, string) error {
-				return errors.New("the probe timed out (the load)")
-			},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := otherProcess(t, h.docker, stateDir, nil)
 		st, err := m.Status(context.Background(), dir)
 		if err != nil {
 			t.Fatal(err)
@@ -155,6 +145,20 @@ func TestAnotherProcessTakesARunAlreadySeenReady(t *testing.T) {
 	if got := status(h.m.StateDir()); got != StatusStarting {
 		t.Errorf("a later run of the container: %s, want starting (probed)", got)
 	}
+}
+
+// otherProcess is another process's manager of the same engine, with the
+// state of stateDir: its probe always fails, as one slower than
+// ProbeTimeout under load would.
+func otherProcess(t *testing.T, docker *fakeDocker, stateDir string, network Network) *Manager {
+	t.Helper()
+	m, err := New(docker, Config{Resources: testResources, StateDir: stateDir, Network: network,
+		Logger: zerolog.New(zerolog.NewTestWriter(t)),
+		Probe:  func(context.Context, int, string, string) error { return errors.New("the probe timed out (the load)") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // countingNetwork is a Network that counts its starts (each a helper
@@ -212,11 +216,7 @@ func TestACommandTrustsTheRulesAnotherProcessLoaded(t *testing.T) {
 	}
 	exec := func(stateDir string) int64 {
 		t.Helper()
-		m, err := New(h.docker, Config{Resources: testResources, StateDir: stateDir, Network: network,
-			Logger: zerolog.New(zerolog.NewTestWriter(t))})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := otherProcess(t, h.docker, stateDir, network)
 		before := network.starts.Load()
 		if out, err := m.Exec(context.Background(), dir, ExecRequest{Argv: []string{"true"}}); err != nil || out.ExitCode != 0 {
 			t.Fatalf("exec = %+v, %v", out, err)
@@ -268,15 +268,7 @@ func TestARunProvedElsewhereIsRunning(t *testing.T) {
 	if _, err := h.m.Start(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
-	other := func() *Manager {
-		m, err := New(h.docker, Config{Resources: testResources, StateDir: h.m.StateDir(), Network: network,
-			Logger: zerolog.New(zerolog.NewTestWriter(t)),
-			Probe:  func(context.Context, int, string, string) error { return errors.New("not probed") }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
+	other := func() *Manager { return otherProcess(t, h.docker, h.m.StateDir(), network) }
 	status := func(m *Manager) int64 {
 		t.Helper()
 		before := network.starts.Load()
