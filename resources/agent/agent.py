@@ -781,14 +781,16 @@ class BandDeflater:
         self.bands = []  # (raw pixels, deflated rows, adler32 of the rows, their length)
 
     def png(self, raw, w, h, stride):
-        view = memoryview(raw)
+        raw = bytes(raw)
         bands, check = [], 1
         for i, y in enumerate(range(0, h, BAND_ROWS)):
             rows = min(BAND_ROWS, h - y)
-            pixels = view[y * stride:(y + rows) * stride]
+            # Bytes, not a memoryview's slice: bytes compare with memcmp,
+            # a memoryview element by element (5.7 of a 6.5 ms shot of an
+            # unchanged 1280x800 screen; a copy of the bands is 0.3 ms).
+            pixels = raw[y * stride:(y + rows) * stride]
             band = self.bands[i] if i < len(self.bands) else None
             if band is None or band[0] != pixels:
-                pixels = bytes(pixels)
                 scan = rgb_rows(pixels, w, rows, stride)
                 c = zlib.compressobj(1, zlib.DEFLATED, -15)
                 band = (pixels, c.compress(scan) + c.flush(zlib.Z_SYNC_FLUSH), zlib.adler32(scan), len(scan))
