@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"testing/fstest"
 
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 )
@@ -92,20 +91,9 @@ func (b *Builder) WithAgents(p Plan, a Agents) (Plan, error) {
 	if b.agentPins == nil {
 		return Plan{}, fmt.Errorf("this sidecar has no agent CLIs' layer to build (%s)", strings.Join(names, ", "))
 	}
-	files := fstest.MapFS{}
-	err := fs.WalkDir(b.cfg.AgentsResources, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := fs.ReadFile(b.cfg.AgentsResources, path)
-		files[path] = &fstest.MapFile{Data: data}
-		return err
-	})
-	if err != nil {
-		return Plan{}, fmt.Errorf("read the agent CLIs' layer: %w", err)
-	}
+	cas := map[string][]byte{}
 	for i, ca := range a.CA {
-		files[fmt.Sprintf("ca/%02d.crt", i)] = &fstest.MapFile{Data: ca}
+		cas[fmt.Sprintf("ca/%02d.crt", i)] = ca
 	}
 	l := agentsLayer{base: p.Tag, args: map[string]string{"PILOT_BASE": p.Tag}}
 	baseHash := b.Hash(p.Variant)
@@ -115,7 +103,7 @@ func (b *Builder) WithAgents(p Plan, a Agents) (Plan, error) {
 	for _, name := range names {
 		l.args[agentCLIs[name].install] = "1"
 	}
-	bc, err := newBuildContext(files, l.args)
+	bc, err := newBuildContextWith(b.cfg.AgentsResources, cas, l.args)
 	if err != nil {
 		return Plan{}, fmt.Errorf("read the agent CLIs' layer: %w", err)
 	}

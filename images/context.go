@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -31,25 +32,36 @@ type buildContext struct {
 // newBuildContext packs files (the Dockerfile at the root) as a build context,
 // and hashes them with the build arguments.
 func newBuildContext(files fs.FS, buildArgs map[string]string) (buildContext, error) {
-	var paths []string
+	return newBuildContextWith(files, nil, buildArgs)
+}
+
+// newBuildContextWith is newBuildContext with extra files beside those of
+// files (the CA certificates the agent CLIs' layer adds: agents.go), by
+// their paths in the context; an extra file may not replace one of files.
+func newBuildContextWith(files fs.FS, extra map[string][]byte, buildArgs map[string]string) (buildContext, error) {
+	contents := map[string][]byte{}
 	err := fs.WalkDir(files, ".", func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			paths = append(paths, path)
+		if err != nil || d.IsDir() {
+			return err
 		}
+		contents[path], err = fs.ReadFile(files, path)
 		return err
 	})
 	if err != nil {
 		return buildContext{}, err
 	}
-	slices.Sort(paths)
+	for path, data := range extra {
+		if _, ok := contents[path]; ok || !fs.ValidPath(path) {
+			return buildContext{}, fmt.Errorf("the build context cannot take %q beside its files", path)
+		}
+		contents[path] = data
+	}
+	paths := slices.Sorted(maps.Keys(contents))
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	sum := sha256.New()
 	for _, path := range paths {
-		data, err := fs.ReadFile(files, path)
-		if err != nil {
-			return buildContext{}, err
-		}
+		data := contents[path]
 		mode := int64(0o644)
 		if strings.HasSuffix(path, ".sh") {
 			mode = 0o755

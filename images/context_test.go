@@ -1,6 +1,7 @@
 package images
 
 import (
+	"bytes"
 	"testing"
 	"testing/fstest"
 )
@@ -39,5 +40,23 @@ func TestOnCoversTheParentsHash(t *testing.T) {
 	}
 	if c.on("a").Hash != c.on("a").Hash || c.on("a").Hash == c.Hash {
 		t.Fatal("On is not a stable hash of both")
+	}
+}
+
+func TestExtraFilesJoinTheContext(t *testing.T) {
+	base := fstest.MapFS{"Dockerfile": {Data: []byte("FROM x")}}
+	plain, _ := newBuildContext(base, nil)
+	with, err := newBuildContextWith(base, map[string][]byte{"ca/00.crt": []byte("cert")}, nil)
+	if err != nil || with.Hash == plain.Hash {
+		t.Fatalf("an extra file: hash %s (without it %s), %v", with.Hash, plain.Hash, err)
+	}
+	same, _ := newBuildContext(fstest.MapFS{"Dockerfile": {Data: []byte("FROM x")}, "ca/00.crt": {Data: []byte("cert")}}, nil)
+	if same.Hash != with.Hash || !bytes.Equal(same.Tar, with.Tar) {
+		t.Error("an extra file packs differently from the same file in the files")
+	}
+	for _, path := range []string{"Dockerfile", "../escape", "/abs", "a//b"} {
+		if _, err := newBuildContextWith(base, map[string][]byte{path: []byte("x")}, nil); err == nil {
+			t.Errorf("extra file %q: no error", path)
+		}
 	}
 }
