@@ -18,7 +18,8 @@ import (
 
 // The desktop agent (resources/agent/agent.py) runs in the sandbox as its
 // user, in one long-lived exec per run of the container, and answers one
-// JSON line per request. Talking to it costs a write and a read on an open
+// JSON line per request; a screenshot's PNG comes before its line as a
+// frame of raw bytes (lines.go, readAnswer). Talking to it costs a write and a read on an open
 // stream, where every docker exec costs tens of milliseconds before the
 // command even runs.
 
@@ -121,7 +122,7 @@ type response struct {
 	Y      int    `json:"y"`
 	Width  int    `json:"width"`
 	Height int    `json:"height"`
-	PNG    []byte `json:"png"` // base64 in JSON
+	PNG    []byte `json:"-"` // the frame before the line
 	Text   string `json:"text"`
 	Empty  bool   `json:"empty"`
 	Typed  int    `json:"typed"`
@@ -141,7 +142,7 @@ type response struct {
 type Agent struct {
 	session      Session
 	closeSession func()        // closes session once, from Close or from read
-	lines        chan []byte   // answers, in order
+	answers      chan answer   // in order
 	done         chan struct{} // closed when the agent's output ends
 	stop         chan struct{} // closed by Close: read gives up a line no one waits for
 	limit        atomic.Int64  // the longest line read takes now
@@ -155,7 +156,7 @@ type Agent struct {
 // Dial checks that the agent on the session answers, and returns it. The
 // session is closed when the agent does not answer.
 func Dial(ctx context.Context, session Session) (*Agent, error) {
-	a := &Agent{session: session, lines: make(chan []byte), done: make(chan struct{}), stop: make(chan struct{})}
+	a := &Agent{session: session, answers: make(chan answer), done: make(chan struct{}), stop: make(chan struct{})}
 	a.closeSession = sync.OnceFunc(func() { session.Close() })
 	a.limit.Store(maxAnswer)
 	go a.read()
@@ -166,14 +167,15 @@ func Dial(ctx context.Context, session Session) (*Agent, error) {
 	return a, nil
 }
 
-// read passes each line of the agent's output on until it ends, which
-// Close brings about by closing the session. A line longer than the answer
-// awaited ends it too, and closes the session rather than read on.
+// read passes each answer of the agent's output on until it ends, which
+// Close brings about by closing the session. A line or frame longer than
+// the answer awaited ends it too, and closes the session rather than read
+// on.
 func (a *Agent) read() {
 	defer close(a.done)
 	r := bufio.NewReaderSize(a.session, 64<<10)
 	for {
-		line, err := readLine(r, &a.limit)
+		ans, err := readAnswer(r, &a.limit)
 		if err != nil {
 			if errors.Is(err, ErrTooLong) {
 				a.readErr = err
@@ -182,7 +184,7 @@ func (a *Agent) read() {
 			return
 		}
 		select {
-		case a.lines <- line:
+		case a.answers <- ans:
 		case <-a.stop: // closed: the session's end ends the reading next
 		}
 	}
@@ -213,12 +215,13 @@ func (a *Agent) call(ctx context.Context, req request, timeout time.Duration) (r
 	defer timer.Stop()
 	for {
 		select {
-		case line := <-a.lines:
+		case ans := <-a.answers:
 			var resp response
-			if err := json.Unmarshal(line, &resp); err != nil {
+			if err := json.Unmarshal(ans.line, &resp); err != nil {
 				a.closeLocked()
-				return resp, fmt.Errorf("desktop agent answered %q: %v", truncateString(string(line), 200), err)
+				return resp, fmt.Errorf("desktop agent answered %q: %v", truncateString(string(ans.line), 200), err)
 			}
+			resp.PNG = ans.frame
 			if resp.ID != req.ID {
 				continue // an earlier request's late answer, or a line the sandbox wrote
 			}

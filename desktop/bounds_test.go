@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/zlib"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"image"
@@ -101,9 +100,12 @@ func answerWith(t *testing.T, s *pipeSession, line func(id int64) []byte) {
 	}()
 }
 
+// screenshotLine answers as the agent does: the PNG as a frame, then the
+// line (answerWith ends it).
 func screenshotLine(pngData []byte) func(int64) []byte {
 	return func(id int64) []byte {
-		return []byte(`{"id":` + itoa(id) + `,"png":"` + base64.StdEncoding.EncodeToString(pngData) + `"}`)
+		frame := []byte("=" + strconv.Itoa(len(pngData)) + "\n")
+		return append(append(frame, pngData...), `{"id":`+itoa(id)+`}`...)
 	}
 }
 
@@ -139,6 +141,10 @@ func TestAnswerBoundsFollowTheRequest(t *testing.T) {
 			func(id int64) []byte {
 				return []byte(`{"id":` + itoa(id) + `,"text":"` + strings.Repeat("a", 2<<20) + `"}`)
 			}, true},
+		{"a click answered with a frame of megabytes", func(d *Desktop) error { return d.Click(context.Background(), 1, 1, 1, 1) },
+			screenshotLine(bytes.Repeat([]byte("a"), 2<<20)), true},
+		{"a frame claiming more than it sends", func(d *Desktop) error { return d.Click(context.Background(), 1, 1, 1, 1) },
+			func(id int64) []byte { return []byte("=9999999999\n") }, true},
 		{"a clipboard of a few megabytes", func(d *Desktop) error { _, _, err := d.Clipboard(context.Background()); return err },
 			func(id int64) []byte {
 				return []byte(`{"id":` + itoa(id) + `,"text":"` + strings.Repeat("a", 4<<20) + `"}`)
@@ -200,5 +206,18 @@ func TestAScreenshotNotOfTheDisplayIsRefused(t *testing.T) {
 	answerWith(t, s, screenshotLine(forgedPNG(t, 1280, 800)))
 	if got, err := New(fixedConn{a}, DefaultDisplay).Screenshot(context.Background()); err != nil || got.Width != 1280 || got.Height != 800 {
 		t.Errorf("a screenshot of the display: %dx%d, %v", got.Width, got.Height, err)
+	}
+}
+
+func TestFrameSize(t *testing.T) {
+	for line, want := range map[string]int64{"=0": 0, "=5": 5, "=1234567890": 1234567890} {
+		if n, ok := frameSize([]byte(line)); !ok || n != want {
+			t.Errorf("frameSize(%q) = %d, %v; want %d", line, n, ok, want)
+		}
+	}
+	for _, line := range []string{"", "=", "=-1", "=+1", "=12a", "= 1", "=12345678901", `{"id":1}`, "5"} {
+		if n, ok := frameSize([]byte(line)); ok {
+			t.Errorf("frameSize(%q) = %d: a frame", line, n)
+		}
 	}
 }

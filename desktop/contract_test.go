@@ -14,6 +14,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image"
 	"io"
 	"os"
@@ -292,16 +293,37 @@ func (s *contractSession) Write(p []byte) (int, error) {
 	if !sameJSON(s.t, p, ex.Request) {
 		s.t.Errorf("%s: the sidecar sent\n\t%s\nthe contract has\n\t%s", ex.Name, bytes.TrimSpace(p), ex.Request)
 	}
-	var line bytes.Buffer
-	if err := json.Compact(&line, ex.Response); err != nil {
+	answer, err := contractAnswer(ex.Response)
+	if err != nil {
 		s.t.Errorf("%s: response: %v", ex.Name, err)
 		return 0, err
 	}
-	line.WriteByte('\n')
-	if _, err := s.in.Write(line.Bytes()); err != nil {
+	if _, err := s.in.Write(answer); err != nil {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// contractAnswer is a recorded response as the agent writes it
+// (agent.py, encode): its PNG, which the file holds in base64, as a frame
+// before the line.
+func contractAnswer(response json.RawMessage) ([]byte, error) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(response, &members); err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if b64, ok := members["png"]; ok {
+		var png []byte // encoding/json decodes base64 into []byte
+		if err := json.Unmarshal(b64, &png); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&out, "=%d\n%s", len(png), png)
+		delete(members, "png")
+	}
+	line, err := json.Marshal(members)
+	out.Write(append(line, '\n'))
+	return out.Bytes(), err
 }
 
 func (s *contractSession) Read(p []byte) (int, error) { return s.out.Read(p) }

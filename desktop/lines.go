@@ -2,11 +2,60 @@ package desktop
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
 )
+
+// answer is one answer of the agent: its JSON line, and the bytes of the
+// frame that came before it, if one did.
+type answer struct {
+	line  []byte
+	frame []byte
+}
+
+// readAnswer reads one answer: a JSON line, or a frame (a line "=N", then
+// N bytes: a screenshot's PNG, which as JSON would be base64 to encode,
+// scan and decode) and the JSON line after it. The frame and the line are
+// each at most limit bytes, as limit is while they are read.
+func readAnswer(r *bufio.Reader, limit *atomic.Int64) (answer, error) {
+	line, err := readLine(r, limit)
+	if err != nil {
+		return answer{}, err
+	}
+	n, ok := frameSize(line)
+	if !ok {
+		return answer{line: line}, nil
+	}
+	if max := limit.Load(); n > max {
+		return answer{}, fmt.Errorf("%w: a frame of %s, more than %s", ErrTooLong, sizeOf(n), sizeOf(max))
+	}
+	frame := make([]byte, n)
+	if _, err := io.ReadFull(r, frame); err != nil {
+		return answer{}, err
+	}
+	line, err = readLine(r, limit)
+	return answer{line: line, frame: frame}, err
+}
+
+// frameSize is the size a frame's line "=N" gives; a JSON line never
+// starts with "=".
+func frameSize(line []byte) (int64, bool) {
+	digits, ok := bytes.CutPrefix(line, []byte("="))
+	if !ok || len(digits) == 0 || len(digits) > 10 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
 
 // readLine reads one line (without its newline) of at most limit bytes, as
 // limit is while it reads. A longer line is ErrTooLong, and is read no

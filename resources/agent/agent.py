@@ -27,7 +27,6 @@ Only Python's standard library and libX11/libXtst/libXext/libXdamage
 (installed with xdotool and x11vnc).
 """
 
-import base64
 import contextlib
 import ctypes
 import json
@@ -611,7 +610,7 @@ class Desktop:
         shm = self._shm_screen() if (x, y, w, h) == (0, 0, self.width, self.height) else None
         if shm:
             data = self._bands.png(shm.grab(), w, h, shm.stride)
-            return {"width": w, "height": h, "png": base64.b64encode(data).decode()}
+            return {"width": w, "height": h, "png": data}
         img_p = x11.XGetImage(self.d, self.root, x, y, w, h, 0xFFFFFFFF, 2)  # ZPixmap
         if not img_p:
             raise Fail("XGetImage failed")
@@ -623,7 +622,7 @@ class Desktop:
             w, h, stride = img.width, img.height, img.bytes_per_line
         finally:
             img_p.contents.destroy_image(img_p)
-        return {"width": w, "height": h, "png": base64.b64encode(png_rgb(raw, w, h, stride)).decode()}
+        return {"width": w, "height": h, "png": png_rgb(raw, w, h, stride)}
 
     # --- clipboard ---
 
@@ -841,17 +840,28 @@ def handle(desktop, line):
 
 
 def serve(desktop, inp, out):
-    """Answers each line of inp with one line on out until inp ends."""
+    """Answers each line of inp on out (binary) until inp ends."""
     for line in inp:
         resp = handle(desktop, line)
         if resp is None:
             continue
-        out.write(json.dumps(resp, separators=(",", ":")) + "\n")
+        out.write(encode(resp))
         out.flush()
 
 
+def encode(resp):
+    """An answer as the sidecar reads it (desktop/lines.go): one JSON line,
+    after a frame of the PNG's bytes when it has one ("=N", a newline, N
+    bytes), which in the JSON would be base64 to encode, scan and decode."""
+    frame = b""
+    png = resp.pop("png", None)
+    if png is not None:
+        frame = b"=%d\n" % len(png) + png
+    return frame + json.dumps(resp, separators=(",", ":")).encode() + b"\n"
+
+
 def main():
-    serve(Desktop(), sys.stdin, sys.stdout)
+    serve(Desktop(), sys.stdin, sys.stdout.buffer)
 
 
 if __name__ == "__main__":

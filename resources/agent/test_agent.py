@@ -32,6 +32,9 @@ class FakeDesktop:
     def op_crash(self, r):
         raise ValueError("boom")
 
+    def op_shot(self, r):
+        return {"width": 2, "png": b"\x89PNG\n=3\n\x00"}
+
     def op_missing(self, r):
         return {"x": r["x"]}
 
@@ -73,7 +76,7 @@ class HandleTest(unittest.TestCase):
         self.assertEqual(d.calls, [])
 
 
-class FlushCounter(io.StringIO):
+class FlushCounter(io.BytesIO):
     def __init__(self):
         super().__init__()
         self.flushes = []
@@ -87,7 +90,7 @@ class ServeTest(unittest.TestCase):
         inp = io.StringIO('{"id": 1, "op": "ok", "n": "é"}\n\n{"id": 2, "op": "warp"}\n[]\n{"id": 3, "op": "ok"}\n')
         out = FlushCounter()
         agent.serve(FakeDesktop(), inp, out)
-        lines = out.getvalue().split("\n")
+        lines = out.getvalue().decode("ascii").split("\n")
         self.assertEqual(lines[-1], "", "the output ends with a newline")
         self.assertEqual([json.loads(line) for line in lines[:-1]], [
             {"id": 1, "done": "é"},
@@ -99,7 +102,15 @@ class ServeTest(unittest.TestCase):
         self.assertEqual(lines[0], '{"done":"\\u00e9","id":1}')
         # Each answer is flushed as soon as it is written: the sidecar waits
         # for it with the pipe open.
-        self.assertEqual(out.flushes, ["\n".join(lines[:i]) + "\n" for i in range(1, 5)])
+        self.assertEqual(out.flushes, [("\n".join(lines[:i]) + "\n").encode() for i in range(1, 5)])
+
+    def test_a_png_comes_as_a_frame_before_its_line(self):
+        inp = io.StringIO('{"id": 1, "op": "shot"}\n{"id": 2, "op": "ok"}\n')
+        out = FlushCounter()
+        agent.serve(FakeDesktop(), inp, out)
+        # Its bytes as they are (newlines and "=" in them too), then the
+        # answer's line without them: what desktop/lines.go reads.
+        self.assertEqual(out.getvalue(), b'=9\n\x89PNG\n=3\n\x00{"width":2,"id":1}\n{"done":null,"id":2}\n')
 
 
 class PureTest(unittest.TestCase):

@@ -8,7 +8,6 @@ Xvfb, xclip and libXtst are in the sandbox image, where
 `go test ./resources -run TestAgentPython` runs these; elsewhere they skip.
 """
 
-import base64
 import os
 import shutil
 import subprocess
@@ -359,7 +358,7 @@ class ScreenshotTest(XTestCase):
         self.obs.fill(10, 20, 30, 40, 0x123456)
         self.obs.fill(300, 180, 20, 20, 0xFF8000)
         resp = self.ok({"op": "screenshot"})
-        w, h, rows = decode_png(base64.b64decode(resp["png"]))
+        w, h, rows = decode_png(resp["png"])
         self.assertEqual((resp["width"], resp["height"], w, h), (320, 200, 320, 200))
         cases = [((10, 20), (0x12, 0x34, 0x56)), ((39, 59), (0x12, 0x34, 0x56)), ((40, 59), (0, 0, 0)),
                  ((39, 60), (0, 0, 0)), ((0, 0), (0, 0, 0)), ((300, 180), (0xFF, 0x80, 0)),
@@ -381,8 +380,8 @@ class SharedMemoryScreenshotTest(XTestCase):
         self.assertIsInstance(d._shm, agent.ShmScreen)  # the screenshot went through MIT-SHM
         d._shm = False
         plain = d.op_screenshot({})
-        self.assertEqual(decode_png(base64.b64decode(shared["png"])), decode_png(base64.b64decode(plain["png"])))
-        self.assertEqual(pixel(decode_png(base64.b64decode(shared["png"]))[2], 10, 20), (0x12, 0x34, 0x56))
+        self.assertEqual(decode_png(shared["png"]), decode_png(plain["png"]))
+        self.assertEqual(pixel(decode_png(shared["png"])[2], 10, 20), (0x12, 0x34, 0x56))
         # The next shot keeps the bands that did not change, and shows the
         # one that did.
         self.obs.fill(150, 100, 5, 5, 0x00FF00)
@@ -390,8 +389,8 @@ class SharedMemoryScreenshotTest(XTestCase):
         again = d.op_screenshot({})
         self.assertIsInstance(d._shm, agent.ShmScreen)
         d._shm = False
-        self.assertEqual(decode_png(base64.b64decode(again["png"])), decode_png(base64.b64decode(d.op_screenshot({})["png"])))
-        self.assertEqual(pixel(decode_png(base64.b64decode(again["png"]))[2], 152, 102), (0, 0xFF, 0))
+        self.assertEqual(decode_png(again["png"]), decode_png(d.op_screenshot({})["png"]))
+        self.assertEqual(pixel(decode_png(again["png"])[2], 152, 102), (0, 0xFF, 0))
 
 
 class ScreenshotRegionTest(XTestCase):
@@ -399,7 +398,7 @@ class ScreenshotRegionTest(XTestCase):
         self.obs.fill(100, 50, 1, 1, 0xFF0000)  # one pixel, and its neighbours black
         self.obs.fill(119, 69, 1, 1, 0x00FF00)
         resp = self.ok({"op": "screenshot", "x": 100, "y": 50, "width": 20, "height": 20})
-        w, h, rows = decode_png(base64.b64decode(resp["png"]))
+        w, h, rows = decode_png(resp["png"])
         self.assertEqual((resp["width"], resp["height"], w, h), (20, 20, 20, 20))
         cases = [((0, 0), (0xFF, 0, 0)), ((1, 0), (0, 0, 0)), ((0, 1), (0, 0, 0)), ((19, 19), (0, 0xFF, 0)),
                  ((18, 19), (0, 0, 0))]

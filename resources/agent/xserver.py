@@ -151,12 +151,36 @@ class Agent:
             self.next_id += 1
             req["id"] = self.next_id
         self.send_line(json.dumps(req))
-        return json.loads(self.read_line(observer, timeout))
+        return self.read_answer(observer, timeout)
+
+    def read_answer(self, observer=None, timeout=60.0):
+        """The next answer as the sidecar reads it (desktop/lines.go): a
+        JSON line, with the PNG of the frame before it, if one came, as its
+        "png" (bytes)."""
+        line = self.read_line(observer, timeout)
+        png = None
+        if line.startswith("="):
+            png = self._read_bytes(int(line[1:]), observer, timeout)
+            line = self.read_line(observer, timeout)
+        resp = json.loads(line)
+        if png is not None:
+            resp["png"] = png
+        return resp
 
     def read_line(self, observer=None, timeout=60.0):
+        self._fill(lambda: b"\n" in self.buf, observer, timeout)
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line.decode()
+
+    def _read_bytes(self, n, observer, timeout):
+        self._fill(lambda: len(self.buf) >= n, observer, timeout)
+        data, self.buf = self.buf[:n], self.buf[n:]
+        return data
+
+    def _fill(self, enough, observer, timeout):
         deadline = time.monotonic() + timeout
         out = self.proc.stdout.fileno()
-        while b"\n" not in self.buf:
+        while not enough():
             fds = [out] + ([observer.fd] if observer else [])
             left = deadline - time.monotonic()
             if left <= 0:
@@ -169,10 +193,8 @@ class Agent:
                 if not chunk:
                     raise AssertionError("the agent exited: %s" % self.stderr())
                 self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
         if observer:
             observer.catch_up()
-        return line.decode()
 
     def stderr(self):
         self.proc.stdin.close()
