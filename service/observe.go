@@ -10,6 +10,7 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/readiness"
 )
 
 // Status returns the project's sandbox as Docker has it now, or nil when the
@@ -376,7 +377,7 @@ func (m *Manager) awaitReady(ctx context.Context, b *box) {
 		m.networkFound(ctx, b, c)
 		return
 	}
-	ready, err := m.waitReady(ctx, b.project, c.ID, desktop.Secret{}, nil)
+	ready, err := m.waitReady(ctx, b, c.ID, desktop.Secret{}, nil)
 	if err == nil && !m.networkFound(ctx, b, c) {
 		return
 	}
@@ -385,7 +386,7 @@ func (m *Manager) awaitReady(ctx context.Context, b *box) {
 		m.markReady(b, ready)
 	case ctx.Err() != nil:
 		return
-	case errors.Is(err, errNotAnswering), errors.Is(err, desktop.ErrViewerMismatch), errors.Is(err, desktop.ErrNotOurVNCServer):
+	case errors.Is(err, readiness.ErrNotAnswering), errors.Is(err, desktop.ErrViewerMismatch), errors.Is(err, desktop.ErrNotOurVNCServer):
 		r := b.runOf(c)
 		b.mu.Lock()
 		r.unreadyWhy = err.Error()
