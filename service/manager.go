@@ -42,6 +42,7 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/readiness"
 	"github.com/rs/zerolog"
 )
 
@@ -216,9 +217,9 @@ type Manager struct {
 	// What a process of the user proved of a run, for the others: the
 	// desktop answered (observe.go), the network's rules were loaded
 	// (network.go).
-	readyMarks, egressMarks *projectfs.RunMarks
-	events                  broker
-	policy                  *policy // the user's lifecycle policy (policy.go)
+	marks  readiness.Marks
+	events broker
+	policy *policy // the user's lifecycle policy (policy.go)
 
 	reconciled     chan struct{} // closed once Run first looked at Docker
 	reconciledOnce sync.Once
@@ -265,8 +266,7 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 	}
 	m.locks = projectfs.NewLocks(cfg.StateDir)
 	m.approvals = projectfs.NewApprovals(cfg.StateDir)
-	m.readyMarks = projectfs.NewRunMarks(cfg.StateDir, projectfs.MarkReady)
-	m.egressMarks = projectfs.NewRunMarks(cfg.StateDir, projectfs.MarkEgress)
+	m.marks = readiness.NewMarks(cfg.StateDir)
 	m.registry, err = projectfs.OpenRegistry(cfg.StateDir)
 	if err != nil {
 		// The registry only helps clean up; a broken one must not stop the sidecar.

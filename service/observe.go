@@ -257,13 +257,13 @@ func (m *Manager) onEvent(ctx context.Context, ev ContainerEvent) {
 // answers, Run probing it in the background meanwhile.
 
 // markReady records that c's run answered, for this process and, in the
-// user's state, for the user's others (projectfs.RunMarks).
+// user's state, for the user's others (readiness.Marks).
 func (m *Manager) markReady(b *box, c Container) {
 	if b.isReady(c) {
 		return
 	}
 	b.markReady(c)
-	if err := m.readyMarks.Mark(c.ID, c.StartedAt); err != nil {
+	if err := m.marks.MarkAnswered(c.ID, c.StartedAt); err != nil {
 		m.log.Debug().Err(err).Msg("could not record the desktop's readiness for other processes")
 	}
 }
@@ -274,7 +274,7 @@ func (m *Manager) readiness(ctx context.Context, b *box, c Container) (ready boo
 	if b.isReady(c) {
 		return true
 	}
-	if m.provedElsewhere(ctx, c) {
+	if m.marks.Proved(ctx, m.carrier(c), c.ID, c.StartedAt) {
 		// This process's own hold on the network (to take the proxy over
 		// should its carrier end) is Run's, in the background; a
 		// command's process (the CLI's status) has no Run and needs none.
@@ -284,7 +284,7 @@ func (m *Manager) readiness(ctx context.Context, b *box, c Container) (ready boo
 	}
 	// A run another process saw answer needs no probe of this one's (under
 	// load, slower than ProbeTimeout); its network still needs a hold.
-	answered := m.readyMarks.Known(c.ID, c.StartedAt)
+	answered := m.marks.Answered(c.ID, c.StartedAt)
 	if ws := c.Ports[desktop.NoVNCPort]; !answered && ws != 0 {
 		probeCtx, cancel := context.WithTimeout(ctx, desktop.ProbeTimeout)
 		answered = m.probe(probeCtx, b, c, ws, desktop.Secret{}) == nil
@@ -306,21 +306,13 @@ func (m *Manager) askRun(b *box) {
 	}
 }
 
-// provedElsewhere says whether the user's other processes proved all a
-// run needs to be running (marks in the user's state): its desktop
-// answered, and its rules are loaded with a process carrying its proxy.
-func (m *Manager) provedElsewhere(ctx context.Context, c Container) bool {
-	if !m.readyMarks.Known(c.ID, c.StartedAt) {
-		return false
-	}
+// carrier is what says whether c's proxy is carried, nil for a run whose
+// network is not enforced (none, or no Network).
+func (m *Manager) carrier(c Container) readiness.Carrier {
 	if m.cfg.Network == nil || c.NoNetwork {
-		return true
+		return nil
 	}
-	if !m.egressMarks.Known(c.ID, c.StartedAt) {
-		return false
-	}
-	carried, err := m.cfg.Network.Carried(ctx, c.ID)
-	return err == nil && carried
+	return m.cfg.Network
 }
 
 // probe checks the container's desktop on its noVNC port ws, proving with

@@ -161,8 +161,7 @@ func (m *Manager) forget(b *box) {
 	b.clearFailure()
 	m.policy.activity.Forget(b.project)
 	if id := b.endRun(); id != "" {
-		m.readyMarks.Forget(id)
-		m.egressMarks.Forget(id)
+		m.marks.Forget(id)
 	}
 	// commit removes the state file only when the state changes; the file
 	// may exist while the manager never loaded the project.

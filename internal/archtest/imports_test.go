@@ -48,7 +48,7 @@ var allowed = map[string][]string{
 	"permission":          {"projectfs"},
 	"ports":               {"cdprelay", "desktop", "gateway", "projectfs", "relay", "service"},
 	"projectfs":           {"netpolicy"},
-	"readiness":           {"desktop"},
+	"readiness":           {"desktop", "projectfs"},
 	"recording":           {"desktop", "projectfs", "service"},
 	"relay":               {"resources"},
 	"resources":           nil,
