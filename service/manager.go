@@ -204,8 +204,8 @@ func (c Config) withDefaults() Config {
 //     (endRunLocked closes it in a goroutine of its own).
 //
 // Nothing waits on a channel under a lock: publish drops an event for a
-// subscriber that is behind, and readiness does not wait to send on
-// unready.
+// subscriber that is behind, and readiness's asks of unready are dropped
+// rather than wait (readiness.Watcher).
 type Manager struct {
 	docker    Docker
 	cfg       Config
@@ -224,9 +224,9 @@ type Manager struct {
 	reconciled     chan struct{} // closed once Run first looked at Docker
 	reconciledOnce sync.Once
 
-	// unready passes Run the projects whose running container's desktop
-	// does not answer yet (observe.go).
-	unready chan string
+	// unready waits, in Run, for the projects whose running container's
+	// desktop does not answer yet (observe.go).
+	unready *readiness.Watcher
 
 	mu    sync.Mutex      // guards boxes
 	boxes map[string]*box // by canonical project path
@@ -246,7 +246,7 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 		cfg:        cfg,
 		log:        cfg.Logger,
 		boxes:      map[string]*box{},
-		unready:    make(chan string, 64),
+		unready:    readiness.NewWatcher(64),
 		policy:     newPolicy(cfg.Policy, cfg.StateDir),
 		reconciled: make(chan struct{}),
 	}
@@ -350,7 +350,7 @@ func (m *Manager) Run(ctx context.Context) {
 	m.markReconciled()
 	var wg sync.WaitGroup
 	wg.Go(func() { m.followEvents(ctx) })
-	wg.Go(func() { m.watchReadiness(ctx) })
+	wg.Go(func() { m.unready.Run(ctx, m.awaitReady) })
 	wg.Go(func() { m.enforcePolicy(ctx) })
 	ticker := time.NewTicker(m.cfg.ResyncInterval)
 	defer ticker.Stop()

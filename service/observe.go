@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
@@ -254,7 +253,9 @@ func (m *Manager) onEvent(ctx context.Context, ev ContainerEvent) {
 // A running container is a running sandbox only once its desktop answers
 // (docs/protocol.md, Containers: readiness): a start waits for it; a run
 // started outside this process, or found, is "starting" until a probe
-// answers, Run probing it in the background meanwhile.
+// answers, Run waiting for it in the background meanwhile (unready).
+// What proves a run ready, and the waits, are package readiness's; what a
+// ready run or one never ready is, is decided here.
 
 // markReady records that c's run answered, for this process and, in the
 // user's state, for the user's others (readiness.Marks).
@@ -269,7 +270,7 @@ func (m *Manager) markReady(b *box, c Container) {
 }
 
 // readiness says whether a running container's desktop is ready, asking
-// Run to watch it if not (one never ready has its reason in its run).
+// Run to wait for it if not (one never ready has its reason in its run).
 func (m *Manager) readiness(ctx context.Context, b *box, c Container) (ready bool) {
 	if b.isReady(c) {
 		return true
@@ -279,7 +280,7 @@ func (m *Manager) readiness(ctx context.Context, b *box, c Container) (ready boo
 		// should its carrier end) is Run's, in the background; a
 		// command's process (the CLI's status) has no Run and needs none.
 		b.markReady(c)
-		m.askRun(b)
+		m.unready.Ask(b.project)
 		return true
 	}
 	// A run another process saw answer needs no probe of this one's (under
@@ -294,16 +295,8 @@ func (m *Manager) readiness(ctx context.Context, b *box, c Container) (ready boo
 		m.markReady(b, c)
 		return true
 	}
-	m.askRun(b)
+	m.unready.Ask(b.project)
 	return false
-}
-
-// askRun asks Run to wait for the project's desktop and hold its network.
-func (m *Manager) askRun(b *box) {
-	select {
-	case m.unready <- b.project:
-	default: // Run is busy or not running: the next resync asks again
-	}
 }
 
 // carrier is what says whether c's proxy is carried, nil for a run whose
@@ -328,39 +321,11 @@ func (m *Manager) probe(ctx context.Context, b *box, c Container, ws int, s desk
 	return m.cfg.Probe(ctx, ws, c.Labels[images.LabelViewer], s.Control)
 }
 
-// watchReadiness runs, for each project it is told of, at most one wait
-// for its desktop at a time, until ctx ends.
-func (m *Manager) watchReadiness(ctx context.Context) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	watching := map[string]bool{}
-	done := make(chan string)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case project := <-done:
-			delete(watching, project)
-		case project := <-m.unready:
-			if watching[project] {
-				continue
-			}
-			watching[project] = true
-			wg.Go(func() {
-				m.awaitReady(ctx, m.box(project))
-				select {
-				case done <- project:
-				case <-ctx.Done():
-				}
-			})
-		}
-	}
-}
-
-// awaitReady waits for the project's running container to answer, then
-// refreshes the project so that its state says so. If an operation holds
-// the project meanwhile, it settles the state itself.
-func (m *Manager) awaitReady(ctx context.Context, b *box) {
+// awaitReady waits, in Run (unready), for the project's running container
+// to answer, then refreshes the project so that its state says so. If an
+// operation holds the project meanwhile, it settles the state itself.
+func (m *Manager) awaitReady(ctx context.Context, project string) {
+	b := m.box(project)
 	c, err := m.find(ctx, b)
 	if err != nil || !c.Running {
 		return
