@@ -11,8 +11,11 @@
 //
 // It must not know the details it hands on: the images and their builds
 // are images', the project's files and the user's state projectfs's, the
-// channel into a desktop desktop's, a sandbox's files sandboxfs's, the
-// wrappers of a command and the records of background processes shell's.
+// channel into a desktop desktop's, how a run proves ready (the wait for
+// a desktop, the marks of the user's other processes, the background
+// waits) readiness's, keeping pilot-pidguard running pidguard's, a
+// sandbox's files sandboxfs's, the wrappers of a command and the records
+// of background processes shell's.
 // It knows nothing of JSON-RPC, MCP, the agent tools or go-dockerclient.
 // The commands (exec.go) stay here because each is a use of a running
 // sandbox (the running gate, Touch, a recheck when it went away) and
@@ -21,8 +24,9 @@
 // Where things are: manager.go (the Manager, its Config, the lock order),
 // box.go (a project's box: its locks, and commit), state.go (State, from
 // the engine's facts, and the events), start.go, stop.go, observe.go
-// (refresh, resync, Run, readiness), project.go (what a project's files
-// ask: approvals, the plan of its image, the tools' switch), policy.go
+// (refresh, resync, Run, readiness: when a run counts as running),
+// project.go (what a project's files ask: approvals, the plan of its
+// image, the tools' switch), policy.go
 // and usage.go (the lifecycle policy: use, limits, the decision to stop
 // for disk; the disk limit's arithmetic is disklimit's), owner.go (whose
 // sandbox it is on a shared engine), run.go (one run of a container: passwords,
