@@ -160,22 +160,75 @@ func TestProjectDockerfileNeedsApproval(t *testing.T) {
 	writeSettings(t, dir, `{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`)
 	writeDockerfile(t, dir, "ARG PILOT_BASE\nFROM ${PILOT_BASE}\nUSER root\nRUN touch /made-as-root\n")
 	os.WriteFile(filepath.Join(dir, projectfs.Dir, "extra.txt"), []byte("copied"), 0o644)
-	_, err := h.m.Start(ctx, dir)
-	var ae *ApprovalError
-	if !errors.As(err, &ae) || ae.Approval.Kind != ApprovalDockerfile {
-		t.Fatalf("start: %v, want a dockerfile approval error", err)
-	}
-	if !strings.Contains(ae.Approval.Summary, "build .pilot/Dockerfile (") || !strings.Contains(ae.Approval.Summary, "2 files") {
-		t.Errorf("summary %q", ae.Approval.Summary)
+	asked := h.approvalAsked(dir, ApprovalDockerfile)
+	if !strings.Contains(asked.Summary, "build .pilot/Dockerfile (") || !strings.Contains(asked.Summary, "2 files") {
+		t.Errorf("summary %q", asked.Summary)
 	}
 	if len(h.docker.builds) != 0 {
 		t.Fatalf("built %d images before the approval", len(h.docker.builds))
 	}
-	if err := h.m.Approve(ctx, dir, ae.Approval.Digest); err != nil {
+	if err := h.m.Approve(ctx, dir, asked.Digest); err != nil {
 		t.Fatal(err)
 	}
 	assertStateOnly(t, h.m, dir)
-	st, err := h.m.Start(ctx, dir)
+	first := h.assertRunsItsOwnImage(dir)
+	// A changed Dockerfile applies to a new sandbox: a restart says so.
+	h.m.Stop(ctx, dir)
+	writeDockerfile(t, dir, "ARG PILOT_BASE\nFROM ${PILOT_BASE}\nRUN true\n")
+	h.drain()
+	if _, err := h.m.Start(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	if !said(h.drain(), ".pilot/Dockerfile changed since this sandbox was made") {
+		t.Errorf("a restart with a changed Dockerfile did not say it applies to a new sandbox")
+	}
+	// Removing the sandbox removes its image; a changed Dockerfile asks again.
+	if _, err := h.m.Remove(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.docker.ImageLabels(ctx, first.Tag); !errors.Is(err, ErrImageNotFound) {
+		t.Errorf("the project's image outlived its sandbox: %v", err)
+	}
+	writeDockerfile(t, dir, "ARG PILOT_BASE\nFROM ${PILOT_BASE}\nUSER root\nRUN touch /made-again\n")
+	// Approved, the changed Dockerfile builds under a new hash.
+	if err := h.m.Approve(ctx, dir, h.approvalAsked(dir, ApprovalDockerfile).Digest); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.m.Start(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	rebuilt := h.docker.builds[len(h.docker.builds)-1]
+	if rebuilt.Tag != first.Tag || rebuilt.Labels[images.LabelHash] == first.Labels[images.LabelHash] || rebuilt.Labels[LabelProject] != dir {
+		t.Errorf("rebuilt %s with %v, first hash %s", rebuilt.Tag, rebuilt.Labels, first.Labels[images.LabelHash])
+	}
+	// The earlier approval no longer stands: content changed back asks again.
+	writeDockerfile(t, dir, "ARG PILOT_BASE\nFROM ${PILOT_BASE}\nUSER root\nRUN touch /made-as-root\n")
+	if pending, err := h.m.Pending(ctx, dir); err != nil || len(pending) != 1 {
+		t.Errorf("pending after changing back: %+v %v", pending, err)
+	}
+}
+
+// approvalAsked starts the project's sandbox, which must wait for an
+// approval of kind, and returns it.
+func (h *harness) approvalAsked(dir, kind string) Approval {
+	h.t.Helper()
+	_, err := h.m.Start(context.Background(), dir)
+	var ae *ApprovalError
+	if !errors.As(err, &ae) || ae.Approval.Kind != kind {
+		h.t.Fatalf("start: %v, want a %s approval asked", err, kind)
+	}
+	return ae.Approval
+}
+
+// assertRunsItsOwnImage starts the project's sandbox and checks that it
+// runs the project's own image: built from .pilot/ (the Dockerfile and
+// extra.txt, not the state files) on the browser image, with the browser
+// image's entrypoint and seccomp profile and a user other than root. It
+// returns the build.
+func (h *harness) assertRunsItsOwnImage(dir string) images.BuildSpec {
+	t := h.t
+	t.Helper()
+	st, err := h.m.Start(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,48 +247,14 @@ func TestProjectDockerfileNeedsApproval(t *testing.T) {
 	if spec.Seccomp != h.m.cfg.Seccomp {
 		t.Errorf("seccomp not the browser's")
 	}
-	// A changed Dockerfile applies to a new sandbox: a restart says so.
-	h.m.Stop(ctx, dir)
-	writeDockerfile(t, dir, "ARG PILOT_BASE\nFROM ${PILOT_BASE}\nRUN true\n")
-	h.drain()
-	if _, err := h.m.Start(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
-	said := false
-	for _, ev := range h.drain() {
-		said = said || ev.Kind == EventProgress && strings.Contains(ev.Progress.Message, ".pilot/Dockerfile changed since this sandbox was made")
-	}
-	if !said {
-		t.Errorf("a restart with a changed Dockerfile did not say it applies to a new sandbox")
-	}
-	// Removing the sandbox removes its image; a changed Dockerfile asks again.
-	if _, err := h.m.Remove(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.docker.ImageLabels(ctx, tag); !errors.Is(err, ErrImageNotFound) {
-		t.Errorf("the project's image outlived its sandbox: %v", err)
-	}
-	firstHash := last.Labels[images.LabelHash]
-	writeDockerfile(t, dir, "ARG PILOT_BASE\nFROM ${PILOT_BASE}\nUSER root\nRUN touch /made-again\n")
-	if _, err := h.m.Start(ctx, dir); !errors.As(err, &ae) || ae.Approval.Kind != ApprovalDockerfile {
-		t.Fatalf("a changed Dockerfile: %v, want it asked again", err)
-	}
-	// Approved, the changed Dockerfile builds under a new hash.
-	if err := h.m.Approve(ctx, dir, ae.Approval.Digest); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.m.Start(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
-	rebuilt := h.docker.builds[len(h.docker.builds)-1]
-	if rebuilt.Tag != tag || rebuilt.Labels[images.LabelHash] == firstHash || rebuilt.Labels[LabelProject] != dir {
-		t.Errorf("rebuilt %s with %v, first hash %s", rebuilt.Tag, rebuilt.Labels, firstHash)
-	}
-	// The earlier approval no longer stands: content changed back asks again.
-	writeDockerfile(t, dir, "ARG PILOT_BASE\nFROM ${PILOT_BASE}\nUSER root\nRUN touch /made-as-root\n")
-	if pending, err := h.m.Pending(ctx, dir); err != nil || len(pending) != 1 {
-		t.Errorf("pending after changing back: %+v %v", pending, err)
-	}
+	return last
+}
+
+// said says whether a progress event among events says text.
+func said(events []Event, text string) bool {
+	return slices.ContainsFunc(events, func(ev Event) bool {
+		return ev.Kind == EventProgress && strings.Contains(ev.Progress.Message, text)
+	})
 }
 
 func tarNames(t *testing.T, data []byte) []string {

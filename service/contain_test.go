@@ -70,7 +70,6 @@ func TestProjectLimitsReachTheKernel(t *testing.T) {
 // every process of the flood, and the sandbox works as before.
 func TestForkFloodIsContained(t *testing.T) {
 	m, docker := dockertest.Manager(t, nil)
-	api := dockertest.NewAPI(t)
 	dir := dockertest.Project(t, docker)
 	ctx := context.Background()
 	st, err := m.Start(ctx, dir)
@@ -80,14 +79,8 @@ func TestForkFloodIsContained(t *testing.T) {
 	if _, err := m.Screenshot(ctx, dir); err != nil { // the agent is running
 		t.Fatal(err)
 	}
-	baseline := api.Stats(st.ContainerID).Pids
-	limit := service.DefaultLimits.PidsLimit
-	// pilot-pidguard acts once the count has stayed within limit/16 of
-	// the limit for 3 s; a flood of short-lived processes may hover in
-	// that band without touching the limit, so that band is what counts
-	// as full here, and the kernel's count of refused forks proves the
-	// limit itself was reached.
-	fullAt := limit - limit/16
+	s := &flooded{t: t, m: m, api: dockertest.NewAPI(t), dir: dir, st: st}
+	s.baseline = s.api.Stats(st.ContainerID).Pids
 	for _, tc := range []struct {
 		bomb string
 		// agentLives: the flood is one process group, which is all that
@@ -104,41 +97,69 @@ while True:
     except OSError:
         pass' &`, false},
 	} {
-		refused := forksRefused(t, m, dir)
-		exec(t, m, dir, tc.bomb+" >/dev/null 2>&1")
-		started := time.Now()
-		if !pollUntil(t, "the flood fills the process slots", func() bool {
-			return api.Stats(st.ContainerID).Pids >= fullAt
-		}) {
+		if !s.survives(tc.bomb, tc.agentLives) {
 			return
 		}
-		full := time.Now()
-		// The limit stops forks; a process joining the cgroup from outside
-		// (a docker exec, the probes of this test) is let in beyond it, so
-		// the count may pass it by a few.
-		if pids := api.Stats(st.ContainerID).Pids; pids > limit+16 {
-			t.Errorf("%d processes, well over the limit of %d", pids, limit)
-		}
-		if _, err := m.Screenshot(ctx, dir); err != nil && tc.agentLives {
-			t.Errorf("screenshot during the flood: %v", err)
-		}
-		if s, err := m.Status(ctx, dir); err != nil || s.Status != service.StatusRunning {
-			t.Errorf("status during the flood: %+v, %v", s, err)
-		}
-		pollUntil(t, "the flood's processes are gone", func() bool {
-			return api.Stats(st.ContainerID).Pids <= baseline+2
-		})
-		t.Logf("the flood filled the sandbox in %s and ended %s later", full.Sub(started).Round(time.Millisecond), time.Since(full).Round(time.Millisecond))
-		if now := forksRefused(t, m, dir); now <= refused {
-			t.Errorf("the kernel refused no fork (%d before, %d after): the flood never reached the limit", refused, now)
-		}
-		assertDesktopWorks(t, m, dir, st)
 	}
 	// pilot-pidguard runs as the sandbox user, whose output cannot reach
 	// the container's log: it writes its own.
 	if got := exec(t, m, dir, "cat /tmp/pilot-pidguard.log").Stdout; !strings.Contains(got, "killed process group") || !strings.Contains(got, "killed every process outside the desktop") {
 		t.Errorf("the container's log does not say what pilot-pidguard did:\n%s", got)
 	}
+}
+
+// flooded is a running sandbox a test floods with processes.
+type flooded struct {
+	t        *testing.T
+	m        *service.Manager
+	api      *dockertest.API
+	dir      string
+	st       service.State
+	baseline int64 // its processes before any flood
+}
+
+// survives runs a fork bomb in the sandbox and checks that it fills the
+// process slots and no more, that what runs keeps working meanwhile (the
+// desktop agent too if agentLives), and that within seconds the flood is
+// gone and the sandbox works as before. It returns false if the flood
+// never filled the slots.
+func (s *flooded) survives(bomb string, agentLives bool) bool {
+	t, m, dir, id := s.t, s.m, s.dir, s.st.ContainerID
+	t.Helper()
+	limit := service.DefaultLimits.PidsLimit
+	// pilot-pidguard acts once the count has stayed within limit/16 of
+	// the limit for 3 s; a flood of short-lived processes may hover in
+	// that band without touching the limit, so that band is what counts
+	// as full here, and the kernel's count of refused forks proves the
+	// limit itself was reached.
+	fullAt := limit - limit/16
+	refused := forksRefused(t, m, dir)
+	exec(t, m, dir, bomb+" >/dev/null 2>&1")
+	started := time.Now()
+	if !pollUntil(t, "the flood fills the process slots", func() bool { return s.api.Stats(id).Pids >= fullAt }) {
+		return false
+	}
+	full := time.Now()
+	// The limit stops forks; a process joining the cgroup from outside
+	// (a docker exec, the probes of this test) is let in beyond it, so
+	// the count may pass it by a few.
+	if pids := s.api.Stats(id).Pids; pids > limit+16 {
+		t.Errorf("%d processes, well over the limit of %d", pids, limit)
+	}
+	ctx := context.Background()
+	if _, err := m.Screenshot(ctx, dir); err != nil && agentLives {
+		t.Errorf("screenshot during the flood: %v", err)
+	}
+	if st, err := m.Status(ctx, dir); err != nil || st.Status != service.StatusRunning {
+		t.Errorf("status during the flood: %+v, %v", st, err)
+	}
+	pollUntil(t, "the flood's processes are gone", func() bool { return s.api.Stats(id).Pids <= s.baseline+2 })
+	t.Logf("the flood filled the sandbox in %s and ended %s later", full.Sub(started).Round(time.Millisecond), time.Since(full).Round(time.Millisecond))
+	if now := forksRefused(t, m, dir); now <= refused {
+		t.Errorf("the kernel refused no fork (%d before, %d after): the flood never reached the limit", refused, now)
+	}
+	assertDesktopWorks(t, m, dir, s.st)
+	return true
 }
 
 // TestMemoryHogIsContained allocates more than the sandbox's 2 GiB: the

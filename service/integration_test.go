@@ -68,40 +68,8 @@ func TestSandboxLifecycle(t *testing.T) {
 	if st.Status != service.StatusRunning || st.WSPort == 0 || st.VNCPort == 0 {
 		t.Fatalf("state = %+v", st)
 	}
-	// What the panel loads answers (the sandbox's own viewer, with its
-	// script), and a WebSocket yields the VNC banner.
-	page, _, _ := strings.Cut(st.ViewerURL, "#")
-	if !strings.HasSuffix(page, "/pilot/viewer.html") {
-		t.Errorf("viewerUrl = %s, want the sandbox's viewer page", st.ViewerURL)
-	}
-	for _, u := range []string{page, strings.TrimSuffix(page, ".html") + ".js"} {
-		resp, err := http.Get(u)
-		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("%s: %v %v", u, resp, err)
-		}
-		resp.Body.Close()
-	}
-	if err := desktop.Probe(ctx, "127.0.0.1", st.WSPort, viewerPage); err != nil {
-		t.Fatal(err)
-	}
-	// The VNC server asks for a password (type 2) and offers no way in without (type 1).
-	if types := rfbSecurityTypes(t, st.VNCPort); !bytes.Contains(types, []byte{2}) || bytes.Contains(types, []byte{1}) {
-		t.Errorf("VNC security types = %v, want VNC authentication only", types)
-	}
-	// The ports are published on loopback only.
-	c, err := docker.InspectContainer(ctx, st.ContainerID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(c.HostIPs) != 2 || c.HostIPs[5900] != "127.0.0.1" || c.HostIPs[6080] != "127.0.0.1" {
-		t.Errorf("published on %v, want 127.0.0.1 only", c.HostIPs)
-	}
-	// The password is in the viewer URL, not in the container's metadata.
-	password := st.ViewerURL[strings.LastIndex(st.ViewerURL, "password=")+len("password="):]
-	if meta := fmt.Sprint(c.Env, c.Labels, c.Name); len(password) != 8 || strings.Contains(meta, password) {
-		t.Errorf("password %q is missing or in the container's metadata: %s", password, meta)
-	}
-
+	assertViewerAnswers(t, st)
+	assertKeptToLoopback(t, docker, st)
 	if out := exec(t, m, dir, `echo "$(whoami) $DISPLAY $USER $LOGNAME"; xdpyinfo | grep dimensions`); !strings.Contains(out.Stdout, "sandbox :99 sandbox sandbox") ||
 		!strings.Contains(out.Stdout, "1280x800 pixels") {
 		t.Errorf("exec: %+v", out)
@@ -144,6 +112,49 @@ func TestSandboxLifecycle(t *testing.T) {
 	}
 	if st, err := m.Status(ctx, dir); st != nil || err != nil {
 		t.Errorf("status after remove: %+v %v", st, err)
+	}
+}
+
+// assertViewerAnswers checks that what the panel loads of a running
+// sandbox answers (the sandbox's own viewer, with its script), that a
+// WebSocket yields the VNC banner, and that the VNC server asks for a
+// password (type 2) and offers no way in without one (type 1).
+func assertViewerAnswers(t *testing.T, st service.State) {
+	t.Helper()
+	page, _, _ := strings.Cut(st.ViewerURL, "#")
+	if !strings.HasSuffix(page, "/pilot/viewer.html") {
+		t.Errorf("viewerUrl = %s, want the sandbox's viewer page", st.ViewerURL)
+	}
+	for _, u := range []string{page, strings.TrimSuffix(page, ".html") + ".js"} {
+		resp, err := http.Get(u)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %v %v", u, resp, err)
+		}
+		resp.Body.Close()
+	}
+	if err := desktop.Probe(context.Background(), "127.0.0.1", st.WSPort, viewerPage); err != nil {
+		t.Fatal(err)
+	}
+	if types := rfbSecurityTypes(t, st.VNCPort); !bytes.Contains(types, []byte{2}) || bytes.Contains(types, []byte{1}) {
+		t.Errorf("VNC security types = %v, want VNC authentication only", types)
+	}
+}
+
+// assertKeptToLoopback checks that a running sandbox's ports are published
+// on loopback only, and that its password is in the viewer URL, not in
+// the container's metadata.
+func assertKeptToLoopback(t *testing.T, docker service.Docker, st service.State) {
+	t.Helper()
+	c, err := docker.InspectContainer(context.Background(), st.ContainerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.HostIPs) != 2 || c.HostIPs[5900] != "127.0.0.1" || c.HostIPs[6080] != "127.0.0.1" {
+		t.Errorf("published on %v, want 127.0.0.1 only", c.HostIPs)
+	}
+	password := st.ViewerURL[strings.LastIndex(st.ViewerURL, "password=")+len("password="):]
+	if meta := fmt.Sprint(c.Env, c.Labels, c.Name); len(password) != 8 || strings.Contains(meta, password) {
+		t.Errorf("password %q is missing or in the container's metadata: %s", password, meta)
 	}
 }
 

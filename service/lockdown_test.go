@@ -63,6 +63,27 @@ func TestSandboxIsLockedDown(t *testing.T) {
 
 	var c inspected
 	api.GetJSON("/containers/"+st.ContainerID+"/json", &c)
+	assertConfigLockedDown(t, c)
+	for _, p := range processes(t, m, dir) {
+		assertProcessLockedDown(t, p)
+	}
+	for _, tc := range []struct {
+		what, command, want string
+	}{
+		{"the exec's user", "id -u; id -g", "1000\n1000\n"},
+		{"set-user-ID or set-group-ID files", "find / -xdev -type f -perm /6000 2>/dev/null", ""},
+		{"a way to root", "su -c id root </dev/null 2>/dev/null || echo refused", "refused\n"},
+		{"mounts of a host file system other than Docker's own files", hostMounts, ""},
+	} {
+		if out := exec(t, m, dir, tc.command); out.Stdout != tc.want {
+			t.Errorf("%s: %q, want %q (stderr %q)", tc.what, out.Stdout, tc.want, out.Stderr)
+		}
+	}
+}
+
+// assertConfigLockedDown checks a sandbox's container as Docker reports it.
+func assertConfigLockedDown(t *testing.T, c inspected) {
+	t.Helper()
 	h := c.HostConfig
 	checks := []struct {
 		what string
@@ -88,37 +109,28 @@ func TestSandboxIsLockedDown(t *testing.T) {
 			t.Errorf("container configuration: want %s; HostConfig = %+v", c.what, h)
 		}
 	}
+}
 
-	for _, p := range processes(t, m, dir) {
-		// The desktop runs as desktop (1001); the exec listing them as
-		// sandbox (1000).
-		want := "1000 1000 1000 1000"
-		if slices.Contains(desktopProcesses, p.comm) {
-			want = "1001 1001 1001 1001"
-		}
-		if p.uid != want || p.gid != want {
-			t.Errorf("%s (pid %s) runs as uid %q gid %q, want %s throughout", p.comm, p.pid, p.uid, p.gid, want[:4])
-		}
-		for name, v := range p.caps {
-			if v != "0000000000000000" {
-				t.Errorf("%s (pid %s) has %s %s, want none", p.comm, p.pid, name, v)
-			}
-		}
-		if p.noNewPrivs != "1" {
-			t.Errorf("%s (pid %s): NoNewPrivs %q, want 1", p.comm, p.pid, p.noNewPrivs)
+// assertProcessLockedDown checks one process of a sandbox: its user's,
+// no capabilities, no_new_privs.
+func assertProcessLockedDown(t *testing.T, p process) {
+	t.Helper()
+	// The desktop runs as desktop (1001); the exec listing them as
+	// sandbox (1000).
+	want := "1000 1000 1000 1000"
+	if slices.Contains(desktopProcesses, p.comm) {
+		want = "1001 1001 1001 1001"
+	}
+	if p.uid != want || p.gid != want {
+		t.Errorf("%s (pid %s) runs as uid %q gid %q, want %s throughout", p.comm, p.pid, p.uid, p.gid, want[:4])
+	}
+	for name, v := range p.caps {
+		if v != "0000000000000000" {
+			t.Errorf("%s (pid %s) has %s %s, want none", p.comm, p.pid, name, v)
 		}
 	}
-	for _, tc := range []struct {
-		what, command, want string
-	}{
-		{"the exec's user", "id -u; id -g", "1000\n1000\n"},
-		{"set-user-ID or set-group-ID files", "find / -xdev -type f -perm /6000 2>/dev/null", ""},
-		{"a way to root", "su -c id root </dev/null 2>/dev/null || echo refused", "refused\n"},
-		{"mounts of a host file system other than Docker's own files", hostMounts, ""},
-	} {
-		if out := exec(t, m, dir, tc.command); out.Stdout != tc.want {
-			t.Errorf("%s: %q, want %q (stderr %q)", tc.what, out.Stdout, tc.want, out.Stderr)
-		}
+	if p.noNewPrivs != "1" {
+		t.Errorf("%s (pid %s): NoNewPrivs %q, want 1", p.comm, p.pid, p.noNewPrivs)
 	}
 }
 
@@ -220,33 +232,8 @@ func TestVNCPasswordsStayOutOfReach(t *testing.T) {
 		"the project directory":         filesUnder(t, dir),
 		"the sidecar's state directory": filesUnder(t, stateDir),
 	}
-	for where, text := range places {
-		for _, s := range secrets {
-			if strings.Contains(text, s) {
-				t.Errorf("a VNC password is in %s", where)
-			}
-		}
-	}
-
-	asRoot := func(command string) string {
-		res, err := docker.Exec(ctx, st.ContainerID, service.ExecSpec{Cmd: []string{"sh", "-c", command}, User: "root", Timeout: 10 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(res.Stdout)
-	}
-	file := asRoot(`stat -c '%U:%G %a' /etc/pilot-sandbox/vnc /etc/pilot-sandbox/vnc/passwd; cat /etc/pilot-sandbox/vnc/passwd`)
-	if want := "root:desktop 750\nroot:desktop 440\n" + control + "\n__BEGIN_VIEWONLY__\n" + view + "\n"; file != want {
-		t.Errorf("password file:\n%s\nwant\n%s", file, want)
-	}
-	tamper := `cat /etc/pilot-sandbox/vnc/passwd; echo 'mine' > /etc/pilot-sandbox/vnc/passwd; mv /etc/pilot-sandbox/vnc/passwd /tmp/p;
-	           rm -f /etc/pilot-sandbox/vnc/passwd; touch /etc/pilot-sandbox/vnc/new; ls /etc/pilot-sandbox/vnc`
-	if out := exec(t, m, dir, tamper).Stdout; out != "" {
-		t.Errorf("the sandbox read its VNC passwords: %q", out)
-	}
-	if out := asRoot(`head -1 /etc/pilot-sandbox/vnc/passwd; ls /etc/pilot-sandbox/vnc`); out != control+"\npasswd\n" {
-		t.Errorf("the sandbox changed its own VNC passwords: %q", out)
-	}
+	assertNowhereIn(t, places, secrets)
+	assertPasswordFileSealed(t, m, docker, dir, st.ContainerID, control, view)
 
 	otherSt, err := m.Start(ctx, other)
 	if err != nil {
@@ -264,6 +251,45 @@ func TestVNCPasswordsStayOutOfReach(t *testing.T) {
 			t.Errorf("password %q used again (another sandbox, or a restart)", s)
 		}
 		secrets = append(secrets, s)
+	}
+}
+
+// assertNowhereIn checks that no secret is in the text of any place.
+func assertNowhereIn(t *testing.T, places map[string]string, secrets []string) {
+	t.Helper()
+	for where, text := range places {
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				t.Errorf("a VNC password is in %s", where)
+			}
+		}
+	}
+}
+
+// assertPasswordFileSealed checks the running sandbox's VNC password file
+// as root sees it: root's, readable by the desktop's group only, holding
+// the two passwords; and that the sandbox user can neither read, change,
+// move nor add to it.
+func assertPasswordFileSealed(t *testing.T, m *service.Manager, docker service.Docker, dir, id, control, view string) {
+	t.Helper()
+	asRoot := func(command string) string {
+		res, err := docker.Exec(context.Background(), id, service.ExecSpec{Cmd: []string{"sh", "-c", command}, User: "root", Timeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(res.Stdout)
+	}
+	file := asRoot(`stat -c '%U:%G %a' /etc/pilot-sandbox/vnc /etc/pilot-sandbox/vnc/passwd; cat /etc/pilot-sandbox/vnc/passwd`)
+	if want := "root:desktop 750\nroot:desktop 440\n" + control + "\n__BEGIN_VIEWONLY__\n" + view + "\n"; file != want {
+		t.Errorf("password file:\n%s\nwant\n%s", file, want)
+	}
+	tamper := `cat /etc/pilot-sandbox/vnc/passwd; echo 'mine' > /etc/pilot-sandbox/vnc/passwd; mv /etc/pilot-sandbox/vnc/passwd /tmp/p;
+	           rm -f /etc/pilot-sandbox/vnc/passwd; touch /etc/pilot-sandbox/vnc/new; ls /etc/pilot-sandbox/vnc`
+	if out := exec(t, m, dir, tamper).Stdout; out != "" {
+		t.Errorf("the sandbox read its VNC passwords: %q", out)
+	}
+	if out := asRoot(`head -1 /etc/pilot-sandbox/vnc/passwd; ls /etc/pilot-sandbox/vnc`); out != control+"\npasswd\n" {
+		t.Errorf("the sandbox changed its own VNC passwords: %q", out)
 	}
 }
 

@@ -11,8 +11,11 @@
 //
 // It must not know the details it hands on: the images and their builds
 // are images', the project's files and the user's state projectfs's, the
-// channel into a desktop desktop's, a sandbox's files sandboxfs's, the
-// wrappers of a command and the records of background processes shell's.
+// channel into a desktop desktop's, how a run proves ready (the wait for
+// a desktop, the marks of the user's other processes, the background
+// waits) readiness's, keeping pilot-pidguard running pidguard's, a
+// sandbox's files sandboxfs's, the wrappers of a command and the records
+// of background processes shell's.
 // It knows nothing of JSON-RPC, MCP, the agent tools or go-dockerclient.
 // The commands (exec.go) stay here because each is a use of a running
 // sandbox (the running gate, Touch, a recheck when it went away) and
@@ -21,8 +24,9 @@
 // Where things are: manager.go (the Manager, its Config, the lock order),
 // box.go (a project's box: its locks, and commit), state.go (State, from
 // the engine's facts, and the events), start.go, stop.go, observe.go
-// (refresh, resync, Run, readiness), project.go (what a project's files
-// ask: approvals, the plan of its image, the tools' switch), policy.go
+// (refresh, resync, Run, readiness: when a run counts as running),
+// project.go (what a project's files ask: approvals, the plan of its
+// image, the tools' switch), policy.go
 // and usage.go (the lifecycle policy: use, limits, the decision to stop
 // for disk; the disk limit's arithmetic is disklimit's), owner.go (whose
 // sandbox it is on a shared engine), run.go (one run of a container: passwords,
@@ -42,6 +46,7 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/readiness"
 	"github.com/rs/zerolog"
 )
 
@@ -203,8 +208,8 @@ func (c Config) withDefaults() Config {
 //     (endRunLocked closes it in a goroutine of its own).
 //
 // Nothing waits on a channel under a lock: publish drops an event for a
-// subscriber that is behind, and readiness does not wait to send on
-// unready.
+// subscriber that is behind, and readiness's asks of unready are dropped
+// rather than wait (readiness.Watcher).
 type Manager struct {
 	docker    Docker
 	cfg       Config
@@ -216,16 +221,16 @@ type Manager struct {
 	// What a process of the user proved of a run, for the others: the
 	// desktop answered (observe.go), the network's rules were loaded
 	// (network.go).
-	readyMarks, egressMarks *projectfs.RunMarks
-	events                  broker
-	policy                  *policy // the user's lifecycle policy (policy.go)
+	marks  readiness.Marks
+	events broker
+	policy *policy // the user's lifecycle policy (policy.go)
 
 	reconciled     chan struct{} // closed once Run first looked at Docker
 	reconciledOnce sync.Once
 
-	// unready passes Run the projects whose running container's desktop
-	// does not answer yet (observe.go).
-	unready chan string
+	// unready waits, in Run, for the projects whose running container's
+	// desktop does not answer yet (observe.go).
+	unready *readiness.Watcher
 
 	mu    sync.Mutex      // guards boxes
 	boxes map[string]*box // by canonical project path
@@ -245,7 +250,7 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 		cfg:        cfg,
 		log:        cfg.Logger,
 		boxes:      map[string]*box{},
-		unready:    make(chan string, 64),
+		unready:    readiness.NewWatcher(64),
 		policy:     newPolicy(cfg.Policy, cfg.StateDir),
 		reconciled: make(chan struct{}),
 	}
@@ -265,8 +270,7 @@ func New(docker Docker, cfg Config) (*Manager, error) {
 	}
 	m.locks = projectfs.NewLocks(cfg.StateDir)
 	m.approvals = projectfs.NewApprovals(cfg.StateDir)
-	m.readyMarks = projectfs.NewRunMarks(cfg.StateDir, projectfs.MarkReady)
-	m.egressMarks = projectfs.NewRunMarks(cfg.StateDir, projectfs.MarkEgress)
+	m.marks = readiness.NewMarks(cfg.StateDir)
 	m.registry, err = projectfs.OpenRegistry(cfg.StateDir)
 	if err != nil {
 		// The registry only helps clean up; a broken one must not stop the sidecar.
@@ -350,7 +354,7 @@ func (m *Manager) Run(ctx context.Context) {
 	m.markReconciled()
 	var wg sync.WaitGroup
 	wg.Go(func() { m.followEvents(ctx) })
-	wg.Go(func() { m.watchReadiness(ctx) })
+	wg.Go(func() { m.unready.Run(ctx, m.awaitReady) })
 	wg.Go(func() { m.enforcePolicy(ctx) })
 	ticker := time.NewTicker(m.cfg.ResyncInterval)
 	defer ticker.Stop()

@@ -543,17 +543,10 @@ func TestEventsFollowContainersChangedBehindTheManager(t *testing.T) {
 // running sandbox stopping at once, until it dies (then stopped); one that
 // ignores it for long is running again, and a SIGKILL is no stop.
 func TestAStopFromOutsideIsStopping(t *testing.T) {
-	var mu sync.Mutex
-	now := time.Unix(1_700_000_100, 0) // the fake's containers start at 1_700_000_000 and a second a start
-	clock := func(d time.Duration) time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		now = now.Add(d)
-		return now
-	}
+	clk := &clock{t: time.Unix(1_700_000_100, 0)} // the fake's containers start at 1_700_000_000 and a second a start
 	h := newHarness(t, func(c *Config) {
 		c.ResyncInterval = time.Hour
-		c.Now = func() time.Time { return clock(0) }
+		c.Now = clk.now
 	})
 	h.docker.events = make(chan ContainerEvent)
 	dir := project(t)
@@ -564,49 +557,32 @@ func TestAStopFromOutsideIsStopping(t *testing.T) {
 	h.run()
 	h.drain()
 	kill := func(signal string) {
-		labels := projectLabels(DefaultScope, "", dir)
-		labels["signal"] = signal
-		h.docker.events <- ContainerEvent{ContainerID: st.ContainerID, Action: "kill", Labels: labels, Time: clock(time.Second)}
-	}
-	// status is the sandbox's status once it is want, or after 5 s: an
-	// event's refresh may still hold the project, and Status then answers
-	// the state as it was.
-	status := func(want Status) Status {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			s, err := h.m.Status(context.Background(), dir)
-			if err != nil || s == nil {
-				t.Fatalf("status: %+v, %v", s, err)
-			}
-			if s.Status == want || time.Now().After(deadline) {
-				return s.Status
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		clk.advance(time.Second)
+		h.dockerEvent(dir, st.ContainerID, "kill", clk.now(), "signal", signal)
 	}
 
 	kill("9") // docker kill -s KILL: no stop to wait out; its die says what happened
 	// Events are handled one at a time: once the next is taken, the kill's is done.
-	h.docker.events <- ContainerEvent{ContainerID: st.ContainerID, Action: "update", Labels: projectLabels(DefaultScope, "", dir)}
-	if got := status(StatusRunning); got != StatusRunning {
+	h.dockerEvent(dir, st.ContainerID, "update", time.Time{})
+	if got := h.statusOnce(dir, StatusRunning); got != StatusRunning {
 		t.Errorf("after a SIGKILL event, before the die: %s", got)
 	}
 	kill("15")
 	if ev := h.next(EventState); ev.State == nil || ev.State.Status != StatusStopping {
 		t.Errorf("after docker stop's SIGTERM: %+v", ev.State)
 	}
-	if got := status(StatusStopping); got != StatusStopping {
+	if got := h.statusOnce(dir, StatusStopping); got != StatusStopping {
 		t.Errorf("status while it stops: %s", got)
 	}
-	clock(time.Minute)
-	if got := status(StatusRunning); got != StatusRunning {
+	clk.advance(time.Minute)
+	if got := h.statusOnce(dir, StatusRunning); got != StatusRunning {
 		t.Errorf("a minute after a SIGTERM it ignored: %s", got)
 	}
 
 	kill("15")
 	h.next(EventState)
 	h.docker.kill(st.ContainerID, 143)
-	h.docker.events <- ContainerEvent{ContainerID: st.ContainerID, Action: "die", Labels: projectLabels(DefaultScope, "", dir)}
+	h.dockerEvent(dir, st.ContainerID, "die", time.Time{})
 	// The SIGTERM's stopping may be said again (a refresh that ran
 	// beside it) before the die's state.
 	ev := h.next(EventState)
@@ -620,8 +596,37 @@ func TestAStopFromOutsideIsStopping(t *testing.T) {
 	if err != nil || again.Status != StatusRunning {
 		t.Errorf("a start after the stop from outside: %+v, %v", again, err)
 	}
-	if got := status(StatusRunning); got != StatusRunning {
+	if got := h.statusOnce(dir, StatusRunning); got != StatusRunning {
 		t.Errorf("the next run, after the stop from outside: %s", got)
+	}
+}
+
+// dockerEvent sends the manager Docker's event of action on container id
+// of the project dir, at at, with extra labels in pairs (Docker puts a
+// kill's signal among them).
+func (h *harness) dockerEvent(dir, id, action string, at time.Time, extra ...string) {
+	labels := projectLabels(DefaultScope, "", dir)
+	for i := 0; i+1 < len(extra); i += 2 {
+		labels[extra[i]] = extra[i+1]
+	}
+	h.docker.events <- ContainerEvent{ContainerID: id, Action: action, Labels: labels, Time: at}
+}
+
+// statusOnce is the project's status once it is want, or after 5 s: an
+// event's refresh may still hold the project, and Status then answers the
+// state as it was.
+func (h *harness) statusOnce(dir string, want Status) Status {
+	h.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s, err := h.m.Status(context.Background(), dir)
+		if err != nil || s == nil {
+			h.t.Fatalf("status: %+v, %v", s, err)
+		}
+		if s.Status == want || time.Now().After(deadline) {
+			return s.Status
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

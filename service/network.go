@@ -272,7 +272,7 @@ func (m *Manager) networkUp(ctx context.Context, project string, c Container) <-
 		// them, and without a proxy they refuse (docs/network.md). c may
 		// be the container before its start: the run is the Network's.
 		if run, ok := m.cfg.Network.Loaded(c.ID); ok {
-			if err := m.egressMarks.Mark(c.ID, run); err != nil {
+			if err := m.marks.MarkLoaded(c.ID, run); err != nil {
 				m.log.Debug().Err(err).Msg("could not record the network's rules for other processes")
 			}
 		}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
+	"github.com/pilot-sandbox/pilot-sandbox/readiness"
 )
 
 // Status returns the project's sandbox as Docker has it now, or nil when the
@@ -253,37 +253,39 @@ func (m *Manager) onEvent(ctx context.Context, ev ContainerEvent) {
 // A running container is a running sandbox only once its desktop answers
 // (docs/protocol.md, Containers: readiness): a start waits for it; a run
 // started outside this process, or found, is "starting" until a probe
-// answers, Run probing it in the background meanwhile.
+// answers, Run waiting for it in the background meanwhile (unready).
+// What proves a run ready, and the waits, are package readiness's; what a
+// ready run or one never ready is, is decided here.
 
 // markReady records that c's run answered, for this process and, in the
-// user's state, for the user's others (projectfs.RunMarks).
+// user's state, for the user's others (readiness.Marks).
 func (m *Manager) markReady(b *box, c Container) {
 	if b.isReady(c) {
 		return
 	}
 	b.markReady(c)
-	if err := m.readyMarks.Mark(c.ID, c.StartedAt); err != nil {
+	if err := m.marks.MarkAnswered(c.ID, c.StartedAt); err != nil {
 		m.log.Debug().Err(err).Msg("could not record the desktop's readiness for other processes")
 	}
 }
 
 // readiness says whether a running container's desktop is ready, asking
-// Run to watch it if not (one never ready has its reason in its run).
+// Run to wait for it if not (one never ready has its reason in its run).
 func (m *Manager) readiness(ctx context.Context, b *box, c Container) (ready bool) {
 	if b.isReady(c) {
 		return true
 	}
-	if m.provedElsewhere(ctx, c) {
+	if m.marks.Proved(ctx, m.carrier(c), c.ID, c.StartedAt) {
 		// This process's own hold on the network (to take the proxy over
 		// should its carrier end) is Run's, in the background; a
 		// command's process (the CLI's status) has no Run and needs none.
 		b.markReady(c)
-		m.askRun(b)
+		m.unready.Ask(b.project)
 		return true
 	}
 	// A run another process saw answer needs no probe of this one's (under
 	// load, slower than ProbeTimeout); its network still needs a hold.
-	answered := m.readyMarks.Known(c.ID, c.StartedAt)
+	answered := m.marks.Answered(c.ID, c.StartedAt)
 	if ws := c.Ports[desktop.NoVNCPort]; !answered && ws != 0 {
 		probeCtx, cancel := context.WithTimeout(ctx, desktop.ProbeTimeout)
 		answered = m.probe(probeCtx, b, c, ws, desktop.Secret{}) == nil
@@ -293,33 +295,17 @@ func (m *Manager) readiness(ctx context.Context, b *box, c Container) (ready boo
 		m.markReady(b, c)
 		return true
 	}
-	m.askRun(b)
+	m.unready.Ask(b.project)
 	return false
 }
 
-// askRun asks Run to wait for the project's desktop and hold its network.
-func (m *Manager) askRun(b *box) {
-	select {
-	case m.unready <- b.project:
-	default: // Run is busy or not running: the next resync asks again
-	}
-}
-
-// provedElsewhere says whether the user's other processes proved all a
-// run needs to be running (marks in the user's state): its desktop
-// answered, and its rules are loaded with a process carrying its proxy.
-func (m *Manager) provedElsewhere(ctx context.Context, c Container) bool {
-	if !m.readyMarks.Known(c.ID, c.StartedAt) {
-		return false
-	}
+// carrier is what says whether c's proxy is carried, nil for a run whose
+// network is not enforced (none, or no Network).
+func (m *Manager) carrier(c Container) readiness.Carrier {
 	if m.cfg.Network == nil || c.NoNetwork {
-		return true
+		return nil
 	}
-	if !m.egressMarks.Known(c.ID, c.StartedAt) {
-		return false
-	}
-	carried, err := m.cfg.Network.Carried(ctx, c.ID)
-	return err == nil && carried
+	return m.cfg.Network
 }
 
 // probe checks the container's desktop on its noVNC port ws, proving with
@@ -335,39 +321,11 @@ func (m *Manager) probe(ctx context.Context, b *box, c Container, ws int, s desk
 	return m.cfg.Probe(ctx, ws, c.Labels[images.LabelViewer], s.Control)
 }
 
-// watchReadiness runs, for each project it is told of, at most one wait
-// for its desktop at a time, until ctx ends.
-func (m *Manager) watchReadiness(ctx context.Context) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	watching := map[string]bool{}
-	done := make(chan string)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case project := <-done:
-			delete(watching, project)
-		case project := <-m.unready:
-			if watching[project] {
-				continue
-			}
-			watching[project] = true
-			wg.Go(func() {
-				m.awaitReady(ctx, m.box(project))
-				select {
-				case done <- project:
-				case <-ctx.Done():
-				}
-			})
-		}
-	}
-}
-
-// awaitReady waits for the project's running container to answer, then
-// refreshes the project so that its state says so. If an operation holds
-// the project meanwhile, it settles the state itself.
-func (m *Manager) awaitReady(ctx context.Context, b *box) {
+// awaitReady waits, in Run (unready), for the project's running container
+// to answer, then refreshes the project so that its state says so. If an
+// operation holds the project meanwhile, it settles the state itself.
+func (m *Manager) awaitReady(ctx context.Context, project string) {
+	b := m.box(project)
 	c, err := m.find(ctx, b)
 	if err != nil || !c.Running {
 		return
@@ -376,7 +334,7 @@ func (m *Manager) awaitReady(ctx context.Context, b *box) {
 		m.networkFound(ctx, b, c)
 		return
 	}
-	ready, err := m.waitReady(ctx, b.project, c.ID, desktop.Secret{}, nil)
+	ready, err := m.waitReady(ctx, b, c.ID, desktop.Secret{}, nil)
 	if err == nil && !m.networkFound(ctx, b, c) {
 		return
 	}
@@ -385,7 +343,7 @@ func (m *Manager) awaitReady(ctx context.Context, b *box) {
 		m.markReady(b, ready)
 	case ctx.Err() != nil:
 		return
-	case errors.Is(err, errNotAnswering), errors.Is(err, desktop.ErrViewerMismatch), errors.Is(err, desktop.ErrNotOurVNCServer):
+	case errors.Is(err, readiness.ErrNotAnswering), errors.Is(err, desktop.ErrViewerMismatch), errors.Is(err, desktop.ErrNotOurVNCServer):
 		r := b.runOf(c)
 		b.mu.Lock()
 		r.unreadyWhy = err.Error()

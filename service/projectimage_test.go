@@ -19,6 +19,24 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
+// ownDockerfile is a project's Dockerfile that asks for all a repository
+// might: root, a package, a file of its own readable by root only, the
+// labels of another desktop user and viewer, another entrypoint, and root
+// as its last user.
+const ownDockerfile = `ARG PILOT_BASE
+FROM ${PILOT_BASE}
+USER root
+RUN apt-get update -o Acquire::Languages=none \
+ && apt-get install -y --no-install-recommends jq \
+ && rm -rf /var/lib/apt/lists/*
+COPY marker.txt /etc/pilot-marker
+RUN chmod 0600 /etc/pilot-marker && cp /etc/pilot-marker /etc/pilot-marker-readable && chmod 0644 /etc/pilot-marker-readable
+LABEL pilot.sandbox.desktop-user=sandbox pilot.sandbox.viewer=elsewhere.html
+ENTRYPOINT ["sleep", "infinity"]
+CMD ["ignored"]
+USER root
+`
+
 // A project Dockerfile that ends as USER root, after installing a package
 // from Debian as root, and sets its own entrypoint and the labels that say
 // which user runs the desktop and where the viewer is: refused until
@@ -33,19 +51,7 @@ func TestProjectDockerfileOnTheEngine(t *testing.T) {
 	ctx := context.Background()
 	tag := images.ProjectTag(dockertest.Config(t).Image, service.ContainerName(dir))
 	writeProjectFile(t, dir, "settings.json", `{"sandbox": {"image": {"dockerfile": ".pilot/Dockerfile"}}}`)
-	writeProjectFile(t, dir, "Dockerfile", `ARG PILOT_BASE
-FROM ${PILOT_BASE}
-USER root
-RUN apt-get update -o Acquire::Languages=none \
- && apt-get install -y --no-install-recommends jq \
- && rm -rf /var/lib/apt/lists/*
-COPY marker.txt /etc/pilot-marker
-RUN chmod 0600 /etc/pilot-marker && cp /etc/pilot-marker /etc/pilot-marker-readable && chmod 0644 /etc/pilot-marker-readable
-LABEL pilot.sandbox.desktop-user=sandbox pilot.sandbox.viewer=elsewhere.html
-ENTRYPOINT ["sleep", "infinity"]
-CMD ["ignored"]
-USER root
-`)
+	writeProjectFile(t, dir, "Dockerfile", ownDockerfile)
 	writeProjectFile(t, dir, "marker.txt", "made as root\n")
 
 	ask := needsApproval(t, m, dir, service.ApprovalDockerfile)
@@ -67,22 +73,14 @@ USER root
 	if st.Image != tag {
 		t.Errorf("runs %s, want %s", st.Image, tag)
 	}
-	for command, want := range map[string]string{
+	assertOutputs(t, m, dir, map[string]string{
 		`echo '{"a": 7}' | jq .a`:        "7",
 		`cat /etc/pilot-marker-readable`: "made as root",
 		`id -un`:                         "sandbox",
 		`stat -c %U /proc/1`:             "desktop", // the container's own user, whatever the Dockerfile's last USER
 		`cat /etc/pilot-marker 2>/dev/null || echo refused`: "refused",
 		`ps -o user= -C Xvfb`:                               "desktop",
-	} {
-		out, err := m.Exec(ctx, dir, service.ExecRequest{Command: command})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := strings.TrimSpace(string(out.Stdout)); got != want {
-			t.Errorf("%s: %q (%s), want %q", command, got, out.Stderr, want)
-		}
-	}
+	})
 	if _, err := m.Stop(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +102,21 @@ USER root
 		t.Errorf("the project's image outlived its sandbox: %v", err)
 	}
 	needsApproval(t, m, dir, service.ApprovalDockerfile)
+}
+
+// assertOutputs runs each command in the project's sandbox and checks
+// what it prints.
+func assertOutputs(t *testing.T, m *service.Manager, dir string, outputs map[string]string) {
+	t.Helper()
+	for command, want := range outputs {
+		out, err := m.Exec(context.Background(), dir, service.ExecRequest{Command: command})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(string(out.Stdout)); got != want {
+			t.Errorf("%s: %q (%s), want %q", command, got, out.Stderr, want)
+		}
+	}
 }
 
 // A Dockerfile that does not build fails the start with the build's log.

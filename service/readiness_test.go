@@ -109,7 +109,7 @@ func TestACommandDoesNotWaitForTheDesktop(t *testing.T) {
 }
 
 // A run one process of the user's saw answer is ready for the user's
-// others without a probe of their own (projectfs.RunMarks): the CLI's
+// others without a probe of their own (readiness.Marks): the CLI's
 // status beside the app's sidecar said "starting" of a running sandbox
 // when the load made its probe slower than ProbeTimeout (issue 26). A
 // process of another state directory, or a later run of the container,

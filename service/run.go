@@ -12,6 +12,7 @@ import (
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/disklimit"
 	"github.com/pilot-sandbox/pilot-sandbox/images"
+	"github.com/pilot-sandbox/pilot-sandbox/pidguard"
 	"github.com/pilot-sandbox/pilot-sandbox/sandboxfs"
 )
 
@@ -204,36 +205,24 @@ func (m *Manager) secretFor(ctx context.Context, b *box, c Container) (desktop.S
 	return s, nil
 }
 
-// guardPause is how long the sidecar waits before it starts pilot-pidguard
-// again after it ended: a sandbox that kills it in a loop costs an exec a
-// second, no more.
-const guardPause = time.Second
-
-// startGuard keeps pilot-pidguard running as the sandbox user for this run
-// of a container whose desktop runs as a user of its own (which could not
-// signal a flood of the sandbox user's); older images start it from their
-// entrypoint. The sandbox user can kill it, being its user: an exec stays
-// attached to it, and when it ends while the run goes on, another is
-// started (tried each second). No exec starts while the sandbox is at its
-// process limit, so a guard killed together with the start of a flood is
-// replaced only once the flood ends (pidguard.sh). The guard outlives this
-// process (its exec does not end with the connection), unwatched. Each
-// sidecar that starts or finds the sandbox keeps a guard of its own; the
-// oldest acts and the others stand by to take over (pidguard.sh). A
-// sandbox without it still has its process limit, so a failure is only
-// logged.
+// startGuard keeps pilot-pidguard running (package pidguard) for this run
+// of a container whose desktop runs as a user of its own, which could not
+// signal a flood of the sandbox user's; older images start it from their
+// entrypoint. The guard outlives this process (its exec does not end with
+// the connection), unwatched.
 func (m *Manager) startGuard(b *box, c Container) {
 	if user, _ := desktopUserOf(c); user == desktop.User {
 		return
 	}
+	r := guardedRun{m: m, b: b, key: keyOf(c)}
 	// The first one starts before the start returns: a command-line start
 	// exits right after, and the guard must be running by then.
-	s, err := m.execGuard(c.ID)
+	s, err := r.Start()
 	if err != nil {
 		m.log.Warn().Err(err).Str("container", c.ID).Msg("could not start pilot-pidguard; fork floods will hold the sandbox's process slots")
 		return
 	}
-	go m.keepGuard(b, keyOf(c), s)
+	go pidguard.Keep(r, s, pidguard.Pause, m.log.With().Str("container", c.ID).Logger())
 }
 
 // guardOnce starts the guard of run r of c unless this process did.
@@ -247,38 +236,25 @@ func (m *Manager) guardOnce(b *box, r *run, c Container) {
 	}
 }
 
-func (m *Manager) execGuard(id string) (ExecSession, error) {
-	return m.docker.ExecAttach(context.Background(), id, ExecSpec{Cmd: desktop.GuardCommand, User: desktop.User})
+// guardedRun is a run of a project's container as pidguard keeps its
+// guard.
+type guardedRun struct {
+	m   *Manager
+	b   *box
+	key runKey
 }
 
-// keepGuard watches the guard of one run, s, and starts another each time
-// it ends, until the run ends. It logs at debug level (the log file's):
-// it may log after whoever started the run is gone (a test that ended,
-// its sandbox being removed).
-func (m *Manager) keepGuard(b *box, key runKey, s ExecSession) {
-	log := m.log.With().Str("container", key.id).Logger()
-	for {
-		io.Copy(io.Discard, s) // until it ends: it writes to its log file
-		s.Close()
-		if !m.runGoesOn(b, key) {
-			return
-		}
-		log.Debug().Msg("pilot-pidguard ended while the sandbox runs (killed from inside?): starting it again")
-		time.Sleep(guardPause)
-		var err error
-		if s, err = m.execGuard(key.id); err != nil {
-			log.Debug().Err(err).Msg("could not start pilot-pidguard again; fork floods will hold the sandbox's process slots")
-			return
-		}
-	}
+func (g guardedRun) Start() (io.ReadCloser, error) {
+	return g.m.docker.ExecAttach(context.Background(), g.key.id, ExecSpec{Cmd: desktop.GuardCommand, User: desktop.User})
 }
 
-// runGoesOn says whether the container still runs the run of key.
-func (m *Manager) runGoesOn(b *box, key runKey) bool {
+// GoesOn says whether the container still runs the run, and the box still
+// knows it.
+func (g guardedRun) GoesOn() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := m.docker.InspectContainer(ctx, key.id)
-	return err == nil && c.Running && keyOf(c) == key && b.currentRun(key.id) != nil
+	c, err := g.m.docker.InspectContainer(ctx, g.key.id)
+	return err == nil && c.Running && keyOf(c) == g.key && g.b.currentRun(g.key.id) != nil
 }
 
 // The ways into a sandbox that are not commands: its desktop, driven

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,20 +10,11 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/images"
+	"github.com/pilot-sandbox/pilot-sandbox/readiness"
 )
 
-// How a start waits for its desktop. A desktop answers within a few
-// hundred milliseconds of the engine's start, and a probe that finds it
-// not yet answering mostly costs a millisecond or two (nothing listens
-// behind the published port yet), so the first seconds are polled
-// tightly: each poll saved is time the user waits (docs/performance.md, A start).
-// A desktop that takes longer is polled less and less often.
-const (
-	startLogLines  = 30
-	maxReadyDelay  = 500 * time.Millisecond
-	firstReadDelay = 10 * time.Millisecond
-	tightPolling   = 3 * time.Second
-)
+// startLogLines is how much of its output a start that failed reports.
+const startLogLines = 30
 
 // Start brings the project's sandbox up and returns once its desktop really
 // answers: it restarts a stopped container, or creates one (building the
@@ -191,7 +181,7 @@ func (m *Manager) launch(ctx context.Context, b *box, c Container, trace *startT
 func (m *Manager) awaitDesktop(ctx context.Context, b *box, c Container, installed desktop.Secret, trace *startTrace) (State, error) {
 	display := displayOf(c, m.cfg.Display)
 	netUp := m.networkUp(ctx, b.project, c)
-	ready, err := m.waitReady(ctx, b.project, c.ID, installed, trace)
+	ready, err := m.waitReady(ctx, b, c.ID, installed, trace)
 	if nerr := <-netUp; err == nil {
 		err = nerr
 	}
@@ -252,9 +242,6 @@ func (m *Manager) startStopped(ctx context.Context, b *box, c Container, trace *
 	return secret, nil
 }
 
-// errNotAnswering: a running container's desktop did not answer in time.
-var errNotAnswering = errors.New("the desktop did not answer")
-
 // portAttempts bounds the starts of a container whose ports the engine
 // could not publish. Each one moves on: Docker picks the next free ports
 // (and tries ten itself before it gives up).
@@ -280,61 +267,45 @@ func (m *Manager) startContainer(ctx context.Context, b *box, id string) error {
 	}
 }
 
-// waitReady polls until the container's desktop answers (desktop.ProbeAuth,
-// with secret, the passwords the start installed, or else those read from
-// the container). Each poll first checks that the container is still
-// running, so a desktop that crashed fails at once instead of at the
-// timeout. Host ports are read from the container each time, as they
-// change on every start.
-func (m *Manager) waitReady(ctx context.Context, project, id string, secret desktop.Secret, trace *startTrace) (Container, error) {
-	waitCtx, cancel := context.WithTimeout(ctx, m.cfg.ReadyTimeout)
-	defer cancel()
-	delay, began := firstReadDelay, time.Now()
-	var lastErr error
-	for {
-		c, err := m.docker.InspectContainer(waitCtx, id)
-		switch {
-		case ctx.Err() != nil:
-			return c, ctx.Err()
-		case waitCtx.Err() != nil:
-			return c, fmt.Errorf("%w within %s: %v", errNotAnswering, m.cfg.ReadyTimeout, lastErr)
-		case err != nil:
-			return c, err
-		case !c.Running:
-			return c, fmt.Errorf("the container exited with code %d before its desktop was ready", c.ExitCode)
-		}
-		c, relayErr := m.withDesktopPorts(waitCtx, project, c)
-		if ws := c.Ports[desktop.NoVNCPort]; ws != 0 {
-			trace.probed()
-			probeCtx, cancelProbe := context.WithTimeout(waitCtx, desktop.ProbeTimeout)
-			lastErr = m.probe(probeCtx, m.box(project), c, ws, secret)
-			cancelProbe()
-			switch {
-			case lastErr == nil:
-				if c.Paused() {
-					// A desktop that answers is not frozen. Just after an
-					// unpause, Docker 20.10 may still say paused for a
-					// moment: the pause's own event from containerd,
-					// handled late, marks it paused again until the
-					// resume's event follows (seen here in 1 resume of 3
-					// with execs starting beside it).
-					c.State = "running"
-				}
-				return c, nil
-			case errors.Is(lastErr, desktop.ErrViewerMismatch), errors.Is(lastErr, desktop.ErrNotOurVNCServer):
-				return c, lastErr // not a desktop still starting
-			}
-		} else {
-			lastErr = cmp.Or(relayErr, errors.New("the container has no published noVNC port"))
-		}
-		select {
-		case <-waitCtx.Done():
-		case <-time.After(delay):
-		}
-		if time.Since(began) > tightPolling {
-			delay = min(2*delay, maxReadyDelay)
-		}
+// waitReady waits until the container's desktop answers (readiness.Wait),
+// probed with secret, the passwords the start installed, or else those
+// read from the container.
+func (m *Manager) waitReady(ctx context.Context, b *box, id string, secret desktop.Secret, trace *startTrace) (Container, error) {
+	c, err := readiness.Wait(ctx, startingDesktop{m: m, b: b, id: id, secret: secret, trace: trace}, m.cfg.ReadyTimeout)
+	if err == nil && c.Paused() {
+		// A desktop that answers is not frozen. Just after an unpause,
+		// Docker 20.10 may still say paused for a moment: the pause's own
+		// event from containerd, handled late, marks it paused again until
+		// the resume's event follows (seen here in 1 resume of 3 with
+		// execs starting beside it).
+		c.State = "running"
 	}
+	return c, err
+}
+
+// startingDesktop is a container's desktop as readiness.Wait looks at it.
+type startingDesktop struct {
+	m      *Manager
+	b      *box
+	id     string
+	secret desktop.Secret
+	trace  *startTrace
+}
+
+// Look inspects the container and, while it runs, finds its desktop's
+// host ports: read each time, as they change on every start.
+func (d startingDesktop) Look(ctx context.Context) (Container, readiness.Look, error) {
+	c, err := d.m.docker.InspectContainer(ctx, d.id)
+	if err != nil || !c.Running {
+		return c, readiness.Look{ExitCode: c.ExitCode}, err
+	}
+	c, noPort := d.m.withDesktopPorts(ctx, d.b.project, c)
+	return c, readiness.Look{Running: true, WSPort: c.Ports[desktop.NoVNCPort], NoPort: noPort}, nil
+}
+
+func (d startingDesktop) Probe(ctx context.Context, c Container, ws int) error {
+	d.trace.probed()
+	return d.m.probe(ctx, d.b, c, ws, d.secret)
 }
 
 // failStart records a start that did not work: the container's last output

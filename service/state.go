@@ -359,10 +359,8 @@ func (m *Manager) commandNetwork(ctx context.Context, project string, c Containe
 	if m.cfg.Network == nil || c.NoNetwork {
 		return nil
 	}
-	if m.egressMarks.Known(c.ID, c.StartedAt) {
-		if carried, err := m.cfg.Network.Carried(ctx, c.ID); err == nil && carried {
-			return nil
-		}
+	if m.marks.Carried(ctx, m.cfg.Network, c.ID, c.StartedAt) {
+		return nil
 	}
 	return <-m.networkUp(ctx, project, c)
 }

@@ -161,8 +161,7 @@ func (m *Manager) forget(b *box) {
 	b.clearFailure()
 	m.policy.activity.Forget(b.project)
 	if id := b.endRun(); id != "" {
-		m.readyMarks.Forget(id)
-		m.egressMarks.Forget(id)
+		m.marks.Forget(id)
 	}
 	// commit removes the state file only when the state changes; the file
 	// may exist while the manager never loaded the project.
@@ -267,8 +266,8 @@ func (m *Manager) RemoveContainer(ctx context.Context, id string) (bool, error) 
 
 // A paused sandbox is frozen whole (docker pause, the cgroup freezer):
 // its processes, windows and memory are kept, and a start thaws it
-// (resume, in start.go) in tens of milliseconds instead of a new desktop
-// in half a second. What a freeze cannot keep is in docs/sandbox.md,
+// (resume, below; Start calls it) in tens of milliseconds instead of a
+// new desktop in half a second. What a freeze cannot keep is in docs/sandbox.md,
 // Pause: connections to the outside may time out, clocks jump on resume.
 // Docker does not say when a container was paused, so the box keeps it:
 // the pause made here, or the first look at a container found paused
