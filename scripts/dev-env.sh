@@ -14,7 +14,11 @@
 # - The base image (debian:bookworm-slim pinned by digest in the sandbox's
 #   Dockerfile, or $PILOT_BASE_IMAGE) cannot be pulled, e.g. Docker Hub is
 #   out of reach: build the same Debian release with debootstrap (checked
-#   against Debian's archive key) and import it under the tag.
+#   against Debian's archive key) and import it under the tag. A machine
+#   that gets its engine installed here has no image yet: debootstrap's
+#   first stage (downloads and unpacking, no chroot) starts before the
+#   engine's install and runs beside it, and is thrown away if the pull
+#   then succeeds.
 # - With --tests (scripts/test.sh): sshd for the remote-engine tests, i.e.
 #   openssh-server if missing. Running a sandbox needs none.
 # - Build pilot-sandbox's image once, so that tests running in parallel do
@@ -47,6 +51,11 @@ ensure_engine() {
     return 0
   fi
   if ! command -v dockerd >/dev/null || ! command -v docker >/dev/null; then
+    # A new engine has no base image: unless a pull brings it, it is made
+    # with debootstrap, whose first stage need not wait for the engine.
+    if as_root; then
+      start_first_stage || return 1
+    fi
     log "installing Docker Engine (docker.io)"
     apt_install docker.io ca-certificates || return 1
   fi
@@ -88,22 +97,25 @@ ensure_base_image() {
   base="${PILOT_BASE_IMAGE:-${pinned%@*}}"
   if docker image inspect "$base" >/dev/null 2>&1 ||
     { [ -z "${PILOT_BASE_IMAGE:-}" ] && docker image inspect "$pinned" >/dev/null 2>&1; }; then
+    stop_first_stage
     return 0
   fi
   local ref="${PILOT_BASE_IMAGE:-$pinned}"
   log "pulling $ref"
   if timeout 300 docker pull "$ref" >/dev/null 2>&1; then
+    stop_first_stage
     return 0
   fi
   # A root file system made here cannot match a digest: its packages are
   # the archive's of the day, checked against Debian's archive key.
   log "cannot pull $ref: building Debian bookworm with debootstrap and importing it as $base"
-  command -v debootstrap >/dev/null || apt_install debootstrap || return 1
-  [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || apt_install debian-archive-keyring || return 1
-  local root
-  root="$(mktemp -d /tmp/pilot-rootfs.XXXXXX)"
-  bootstrap "$root" >/tmp/pilot-debootstrap.log 2>&1 || {
-    log "debootstrap failed; its log ends:"; tail -n 20 /tmp/pilot-debootstrap.log >&2; rm -rf "$root"; return 1; }
+  start_first_stage || return 1
+  if ! wait "$first" || ! second_stage "$root"; then
+    first=
+    log "debootstrap failed; its log ends:"; tail -n 20 /tmp/pilot-debootstrap.log >&2
+    return 1
+  fi
+  first=
   rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
   # The sources of Docker's own debian image: debootstrap names only the
   # release, so the images' upgrade would find no security update.
@@ -111,20 +123,45 @@ ensure_base_image() {
   rm -f "$root"/etc/apt/sources.list
   tar -C "$root" -c . | docker import - "$base" >/dev/null
   rm -rf "$root"
+  root=
   log "imported $base"
 }
 
-# bootstrap DIR makes Debian bookworm's minbase in DIR in debootstrap's two
-# stages, so that dpkg installs the second without an fsync per file
-# (force-unsafe-io, as the sandbox's Dockerfile installs its packages: a
-# failure throws DIR away; what it saves: docs/performance.md, "A fresh
-# machine"). The setting is removed before the image is made.
-bootstrap() {
-  local root=$1 unsafe=$1/etc/dpkg/dpkg.cfg.d/pilot-unsafe-io
-  debootstrap --foreign --variant=minbase --keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
-    bookworm "$root" http://deb.debian.org/debian &&
-    echo force-unsafe-io >"$unsafe" &&
-    chroot "$root" /debootstrap/debootstrap --second-stage &&
+# start_first_stage starts debootstrap's first stage of Debian bookworm's
+# minbase into a new directory ($root), in the background ($first), in a
+# session of its own so that stop_first_stage ends its downloads too. It
+# does nothing if the stage has been started already.
+start_first_stage() {
+  [ -z "$root" ] || return 0
+  command -v debootstrap >/dev/null || apt_install debootstrap || return 1
+  [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || apt_install debian-archive-keyring || return 1
+  root="$(mktemp -d /tmp/pilot-rootfs.XXXXXX)"
+  setsid debootstrap --foreign --variant=minbase --keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
+    bookworm "$root" http://deb.debian.org/debian >/tmp/pilot-debootstrap.log 2>&1 &
+  first=$!
+}
+
+# stop_first_stage ends the first stage, if it runs, and removes its
+# directory: the base came from elsewhere.
+stop_first_stage() {
+  if [ -n "$first" ]; then
+    kill -- "-$first" 2>/dev/null || true
+    wait "$first" 2>/dev/null || true
+    first=
+  fi
+  [ -z "$root" ] || rm -rf "$root"
+  root=
+}
+
+# second_stage DIR installs the first stage's packages in DIR, with dpkg
+# writing without an fsync per file (force-unsafe-io, as the sandbox's
+# Dockerfile installs its packages: a failure throws DIR away; what it
+# saves: docs/performance.md, "A fresh machine"). The setting is removed
+# before the image is made.
+second_stage() {
+  local unsafe=$1/etc/dpkg/dpkg.cfg.d/pilot-unsafe-io
+  echo force-unsafe-io >"$unsafe" &&
+    chroot "$1" /debootstrap/debootstrap --second-stage >>/tmp/pilot-debootstrap.log 2>&1 &&
     rm "$unsafe"
 }
 
@@ -161,10 +198,12 @@ case "${1:-}" in
   *) log "usage: scripts/dev-env.sh [--tests]"; exit 2 ;;
 esac
 
-# A failure below exits at once: the build in the background goes with it.
+# A failure below exits at once: the build and debootstrap's first stage in
+# the background go with it.
+root= first=
 build_binary &
 binary=$!
-trap '[ -z "$binary" ] || kill "$binary" 2>/dev/null || true' EXIT
+trap '[ -z "$binary" ] || kill "$binary" 2>/dev/null || true; stop_first_stage' EXIT
 ensure_engine
 [ -z "$tests" ] || ensure_sshd
 ensure_base_image
