@@ -12,7 +12,7 @@ import (
 // default of ARG BASE_IMAGE, docs/images.md), so a base the engine pulls
 // is that one image whatever the tag points to that day. A machine that
 // cannot pull (no Docker Hub) brings its own base under the tag
-// (scripts/dev-env.sh imports one it makes with debootstrap).
+// (scripts/dev-env.sh imports one it makes with mmdebstrap).
 
 // baseArg is the name of the Dockerfile's base image argument.
 const baseArg = "BASE_IMAGE"
