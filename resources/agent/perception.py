@@ -385,7 +385,7 @@ def focus_atspi(key, what):
         if not atspi.grab_focus(conn, key[1], key[2]):
             raise Gone("%s cannot take the keyboard focus: click it instead" % what)
         if not atspi.await_focus(conn, key[1], key[2], FOCUS_WAIT):
-            raise Gone("%s did not take the keyboard focus within %g s (its program says it is not focused)"
+            raise Gone("%s did not take the keyboard focus within %g s (its program does not say it is focused)"
                        % (what, FOCUS_WAIT))
     finally:
         conn.close()
