@@ -91,8 +91,11 @@ func TestTreeOfAPageAndActingByRef(t *testing.T) {
 	if !gone.IsError || !strings.Contains(text(gone), save+` (button "Save order") is gone`) {
 		t.Errorf("a click on a removed button: %+v", gone)
 	}
-	// The click landed on the button, after the text landed in the field.
-	d.treeUntil(`{"tree": true, "query": "saved"}`, `"Saved Bob"`)
+	// The click landed on the button, after the text landed in the field
+	// (the page lists the keys it got, and where the focus was for each).
+	if got := d.treeUntil(`{"tree": true}`, `"Saved`); !strings.Contains(got, `"Saved Bob"`) {
+		t.Errorf("the text typed did not reach the field before the click; the tree then:\n%s", got)
+	}
 }
 
 // TestWaitUntilStableOnAPage: after a click that starts a 4 s animation (the
@@ -176,4 +179,50 @@ func TestTreeOfWindowsThatExposeNone(t *testing.T) {
 	}
 	mustSay(t, "the tree", text(res), "There is no accessibility tree: nothing on the screen exposes one.",
 		`] window "plain" (`, "exposes no accessibility tree", "this sandbox has no accessibility bus")
+}
+
+// TestTypeByRefWaitsForTheFocus: typing by ref into a field that takes the
+// focus late (it gives it away, then takes it back 1.5 s later:
+// testdata/perception/late.html) types into that field, not into the one
+// that held the focus meanwhile; into a field that never keeps the focus,
+// it is an error saying so, and nothing is typed.
+func TestTypeByRefWaitsForTheFocus(t *testing.T) {
+	d := newDesk(t, browserSettings)
+	d.serve("late.html")
+	d.sh("pilot-open http://127.0.0.1:8000/late.html")
+	tree := d.treeUntil(`{"tree": true}`, `textbox "Never"`)
+	name, never := refOf(t, tree, "textbox", "Name"), refOf(t, tree, "textbox", "Never")
+
+	mustSay(t, "type by ref", d.must("sandbox_type", `{"text": "Bob", "ref": "`+name+`"}`),
+		"Typed 3 characters into "+name+` (textbox "Name").`)
+	// The status says what each field holds and where each key went.
+	const typed = `"Name [Bob], Search [], keys [Shift@who B@who o@who b@who]"`
+	mustSay(t, "where the keys went", d.treeUntil(`{"tree": true, "query": "search"}`, `Bob]`), typed)
+
+	refused := d.call("sandbox_type", `{"text": "Eve", "ref": "`+never+`"}`)
+	if !refused.IsError {
+		t.Errorf("typing into a field that never keeps the focus: %+v", refused)
+	}
+	mustSay(t, "type into a field that never keeps the focus", text(refused),
+		never+` (textbox "Never") did not take the keyboard focus within 5 s (it is on input#search)`)
+	if got := text(d.call("sandbox_screenshot", `{"tree": true, "query": "search"}`)); !strings.Contains(got, typed) {
+		t.Errorf("a refused type by ref typed something:\n%s", got)
+	}
+}
+
+// TestTypeByRefIntoAGTKField: typing by ref into a GTK program's field
+// that takes the focus late (it gives it away, then takes it back 1.5 s
+// later: testdata/perception/entry.py) gives it the focus through AT-SPI,
+// waits until it says it is focused, and types into it, not into the
+// field that held the focus meanwhile.
+func TestTypeByRefIntoAGTKField(t *testing.T) {
+	d := newDesk(t, browserSettings)
+	d.serve("entry.py")
+	d.sh("setsid python3 /tmp/page/entry.py > /tmp/entry.log 2>&1 < /dev/null &")
+	tree := d.treeUntil(`{"tree": true}`, `textbox "Name"`)
+	name := refOf(t, tree, "textbox", "Name")
+	mustSay(t, "type by ref", d.must("sandbox_type", `{"text": "Bob", "ref": "`+name+`"}`),
+		"Typed 3 characters into "+name+` (textbox "Name").`)
+	got := d.treeUntil(`{"tree": true}`, `value="Bob"`)
+	mustSay(t, "the fields", got, `textbox "Other" (`, `textbox "Name" focused value="Bob" (`)
 }

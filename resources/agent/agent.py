@@ -681,9 +681,10 @@ class Desktop:
 
     def op_focus(self, r):
         """Gives the element of a ref the keyboard focus, and returns once
-        the screen is still after it (at most FOCUS_SETTLE seconds): a
-        Chromium window that becomes active redraws itself whole, and keys
-        typed before it has are lost (TestTreeOfAPageAndActingByRef lost
+        the element holds it (perception.focus) and the screen is still
+        after it (at most FOCUS_SETTLE seconds): a Chromium window that
+        becomes active redraws itself whole, and keys typed before it has
+        are lost (TestTreeOfAPageAndActingByRef lost
         them one run in three)."""
         try:
             got = perception.focus(self.screen, self.refs, str(r["ref"]))

@@ -255,3 +255,18 @@ def grab_focus(conn, bus, path):
         return bool(conn.call(bus, path, COMPONENT, "GrabFocus", timeout=CALL_TIMEOUT)[0])
     except dbuswire.Error:
         return False
+
+
+def await_focus(conn, bus, path, timeout):
+    """Waits until the object says it has the keyboard focus (its FOCUSED
+    state: a program sets it once its window is active and the object is
+    its focus widget, in its own time after GrabFocus); whether it did
+    within timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        n = refresh(conn, bus, path)
+        if n is not None and has(n.bits, S_FOCUSED):
+            return True
+        if n is None or time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)

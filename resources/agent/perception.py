@@ -30,6 +30,7 @@ TREE_DEADLINE = 5.0  # seconds a whole tree may take to read
 # (tools/tree.go) and matches a query against these; a page's paragraph
 # can be a name of megabytes, and the answer is read only up to 8 MiB.
 MAX_TEXT = 500
+FOCUS_WAIT = web.FOCUS_WAIT  # seconds an element has to take the keyboard focus
 CHROMIUM_CLASSES = {"chromium", "chromium-browser", "google-chrome"}
 
 NO_TREE = "exposes no accessibility tree (only GTK and Qt programs and Chromium's pages do); use the screenshot"
@@ -351,18 +352,16 @@ def open_browser(what):
 
 def focus(screen, refs, ref):
     """Gives a ref's element the keyboard focus: its window to the front,
-    then the element itself. Gone (with why) when it cannot."""
+    then the element itself. Returns once the element holds the focus (a
+    page's active element, an AT-SPI object's focused state), so that keys
+    sent next reach it; Gone (with why) when it cannot, or did not within
+    the wait."""
     key, info = refs.lookup(ref)
     what = "%s (%s)" % (ref, describe(info))
     if info["win"] is not None and not screen.activate(info["win"]):
         raise Gone("%s: its window did not take the keyboard focus" % what)
     if key[0] == "a":
-        conn = atspi.connect()
-        try:
-            if not atspi.grab_focus(conn, key[1], key[2]):
-                raise Gone("%s cannot take the keyboard focus: click it instead" % what)
-        finally:
-            conn.close()
+        focus_atspi(key, what)
     elif key[0] == "w":
         browser = open_browser(what)
         try:
@@ -371,7 +370,22 @@ def focus(screen, refs, ref):
                 raise Gone("%s is on a page that is not shown now" % what)
             err = web.focus(browser, page, key[2])
             if err is not None:
-                raise Gone("%s cannot take the keyboard focus (%s): click it instead" % (what, err))
+                raise Gone("%s %s" % (what, err))
         finally:
             browser.close()
     return {"role": info["role"], "name": info["name"]}
+
+
+def focus_atspi(key, what):
+    try:
+        conn = atspi.connect()
+    except atspi.Unavailable as e:
+        raise Gone("%s cannot be found: %s" % (what, e)) from None
+    try:
+        if not atspi.grab_focus(conn, key[1], key[2]):
+            raise Gone("%s cannot take the keyboard focus: click it instead" % what)
+        if not atspi.await_focus(conn, key[1], key[2], FOCUS_WAIT):
+            raise Gone("%s did not take the keyboard focus within %g s (its program does not say it is focused)"
+                       % (what, FOCUS_WAIT))
+    finally:
+        conn.close()

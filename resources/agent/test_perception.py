@@ -8,8 +8,10 @@ screen. The engine tests (tools/perception_test.go) run them for real.
 
 import struct
 import unittest
+from unittest import mock
 
 import atspi
+import cdp
 import dbuswire
 import perception
 import web
@@ -174,6 +176,64 @@ class PlaceTest(unittest.TestCase):
         b = perception.Builder(Screen(), perception.Refs())
         b.add(("w", "T", 1), 0, "paragraph", "x" * 100000, value="y" * 100000)
         self.assertEqual((len(b.nodes[0]["name"]), len(b.nodes[0]["value"])), (perception.MAX_TEXT, perception.MAX_TEXT))
+
+
+class FakeBrowser:
+    """Answers DevTools commands as scripted: where a page's focus is, one
+    answer of HOLDS_FOCUS per poll (the last one repeated)."""
+
+    def __init__(self, where, refuse=None):
+        self.where, self.refuse, self.calls = list(where), refuse, []
+
+    def call(self, method, params=None, session=None, timeout=None):
+        self.calls.append((method, params))
+        if method == self.refuse:
+            raise cdp.CommandError("Element is not focusable")
+        if method == "DOM.resolveNode":
+            return {"object": {"objectId": "o1"}}
+        if method == "Runtime.callFunctionOn":
+            return {"result": {"value": self.where.pop(0) if len(self.where) > 1 else self.where[0]}}
+        return {}
+
+
+class FocusTest(unittest.TestCase):
+    page = web.Page("T1", "S1", ["visible", 0, 0, 1280, 780, 1280, 693, 1], {})
+
+    def test_a_page_element_is_waited_for_until_it_holds_the_focus(self):
+        b = FakeBrowser(["the page does not have the focus", "it is on input#search", ""])
+        self.assertIsNone(web.focus(b, self.page, 7))
+        self.assertEqual([m for m, _ in b.calls], ["Page.bringToFront", "DOM.focus", "DOM.resolveNode"]
+                         + ["Runtime.callFunctionOn"] * 3)
+        self.assertEqual(b.calls[1][1], {"backendNodeId": 7})
+        self.assertEqual(b.calls[-1][1]["objectId"], "o1")
+        self.assertEqual(b.calls[-1][1]["functionDeclaration"], web.HOLDS_FOCUS)
+
+    def test_a_page_element_that_never_holds_the_focus_is_an_error_saying_where_it_is(self):
+        with mock.patch.object(web, "FOCUS_WAIT", 0.05):
+            got = web.focus(FakeBrowser(["it is on input#search"]), self.page, 7)
+        self.assertEqual(got, "did not take the keyboard focus within 0.05 s (it is on input#search)")
+        with mock.patch.object(web, "FOCUS_WAIT", 0.05):
+            got = web.focus(FakeBrowser([None]), self.page, 7)
+        self.assertEqual(got, "did not take the keyboard focus within 0.05 s (the page does not say where the focus is)")
+
+    def test_an_element_that_cannot_take_the_focus_is_an_error(self):
+        got = web.focus(FakeBrowser([""], refuse="DOM.focus"), self.page, 7)
+        self.assertEqual(got, "cannot take the keyboard focus (Element is not focusable): click it instead")
+
+    def test_an_atspi_object_is_waited_for_until_it_says_it_is_focused(self):
+        def node(bits):
+            n = atspi.Node(":1.5", "/o/1")
+            n.bits = bits
+            return n
+
+        focused = node(1 << atspi.S_FOCUSED | 1 << atspi.S_SHOWING)
+        with mock.patch.object(atspi, "refresh", side_effect=[node(0), node(0), focused]) as refresh:
+            self.assertTrue(atspi.await_focus(None, ":1.5", "/o/1", 1.0))
+        self.assertEqual(refresh.call_count, 3)
+        with mock.patch.object(atspi, "refresh", return_value=node(0)):
+            self.assertFalse(atspi.await_focus(None, ":1.5", "/o/1", 0.05))
+        with mock.patch.object(atspi, "refresh", return_value=None):  # gone
+            self.assertFalse(atspi.await_focus(None, ":1.5", "/o/1", 1.0))
 
 
 if __name__ == "__main__":

@@ -17,11 +17,23 @@ import cdp
 
 MAX_PAGES = 50  # page targets looked at: tabs of every window
 MAX_NODES = 5000  # of a page's tree read into the merged tree
-FOCUS_WAIT = 2.0  # seconds a page has to take the keyboard focus
+FOCUS_WAIT = 5.0  # seconds an element of a page has to take the keyboard focus, on a loaded machine too
+MAX_WHY = 200  # characters of where a page's focus is instead
 
 # What a page says of its place and state, in one evaluation.
 GEOMETRY = ("JSON.stringify([document.visibilityState, screenX, screenY, outerWidth, outerHeight, innerWidth, "
             "innerHeight, devicePixelRatio])")
+
+# Where the keyboard focus of an element's page is, called on the element:
+# "" when the element holds it (the active element of its document, or of
+# its shadow root, in a page that has the focus), else where it is.
+HOLDS_FOCUS = """function () {
+  if (!this.ownerDocument || !this.ownerDocument.hasFocus()) return "the page does not have the focus";
+  const a = this.getRootNode().activeElement;
+  if (a === this) return "";
+  if (!a) return "no element has it";
+  return "it is on " + a.tagName.toLowerCase() + (a.id ? "#" + a.id : "");
+}"""
 
 # Roles that are containers and say nothing by themselves: listed only
 # with a name. InlineTextBox and LineBreak are pieces of text already in
@@ -273,26 +285,41 @@ def locate(browser, target_id, backend):
 
 
 def focus(browser, page, backend):
-    """Gives an element the keyboard focus; an error's words, or None.
+    """Gives an element the keyboard focus; None, or what went wrong, in
+    words that follow the element's name.
     DOM.focus alone moves the page's focus, but keys still go to the view
     that had Chromium's (the toolbar, or none after a window came to the
-    front): Page.bringToFront gives the page's view the focus first. It
-    takes it in its own time: this returns once the page says it has it
-    (document.hasFocus()), at most FOCUS_WAIT seconds."""
+    front): Page.bringToFront gives the page's view the focus first. Both
+    take effect in their own time, and a page's script can move the focus
+    on (a field that gives it to another, then takes it back): this
+    returns once the element is its document's active element in a page
+    that has the focus (HOLDS_FOCUS), at most FOCUS_WAIT seconds."""
     try:
         browser.call("Page.bringToFront", {}, page.session)
         browser.call("DOM.focus", {"backendNodeId": backend}, page.session)
+        # The object goes with the session when the connection closes.
+        node = browser.call("DOM.resolveNode", {"backendNodeId": backend}, page.session).get("object")
     except cdp.CommandError as e:
-        return str(e)
+        return "cannot take the keyboard focus (%s): click it instead" % e
+    return await_focus(browser, page, node.get("objectId") if isinstance(node, dict) else None)
+
+
+def await_focus(browser, page, object_id):
+    """Waits until the element of object_id holds the keyboard focus; None
+    then, or that it did not within FOCUS_WAIT seconds, and where it is."""
+    if not isinstance(object_id, str):
+        return "cannot take the keyboard focus (it is not an element of the page): click it instead"
     deadline = time.monotonic() + FOCUS_WAIT
     while True:
         try:
-            got = browser.call("Runtime.evaluate", {"expression": "document.hasFocus()", "returnByValue": True},
-                               page.session).get("result")
+            got = browser.call("Runtime.callFunctionOn", {"functionDeclaration": HOLDS_FOCUS, "objectId": object_id,
+                                                          "returnByValue": True}, page.session).get("result")
         except cdp.CommandError as e:
-            return str(e)
-        if isinstance(got, dict) and got.get("value") is True:
+            return "cannot take the keyboard focus (%s): click it instead" % e
+        why = got.get("value") if isinstance(got, dict) else None
+        if why == "":
             return None
         if time.monotonic() > deadline:
-            return "the page did not take the keyboard focus within %g s" % FOCUS_WAIT
+            why = why[:MAX_WHY] if isinstance(why, str) else "the page does not say where the focus is"
+            return "did not take the keyboard focus within %g s (%s)" % (FOCUS_WAIT, why)
         time.sleep(0.01)
