@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/pilot-sandbox/pilot-sandbox/egress"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/testlog"
 )
 
 // TestOneCarrierAndTakeover: a second process finds the sandbox carried
@@ -20,7 +19,7 @@ import (
 func TestOneCarrierAndTakeover(t *testing.T) {
 	s := newSandboxNet(t)
 	s.judge.Allow("allowed.test", s.server)
-	e2 := egress.New(s.docker, egress.Config{Image: s.image, Scope: dockertest.TestScope, Judge: s.judge, Logger: zerolog.New(zerolog.NewTestWriter(t))})
+	e2 := egress.New(s.docker, egress.Config{Image: s.image, Scope: dockertest.TestScope, Judge: s.judge, Logger: testlog.New(t)})
 	defer e2.Close()
 	if err := e2.Start(context.Background(), s.project, s.id); err != nil {
 		t.Fatal(err)

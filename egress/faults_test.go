@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/pilot-sandbox/pilot-sandbox/egress"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/testlog"
 )
 
 // TestNothingButJudgedTCPLeaves: UDP other than DNS and IPv6 fail at
@@ -174,7 +173,7 @@ while True:
 		t.Fatalf("squat: %s", out)
 	}
 	s.pollExec("the sandbox holds the proxy's ports", "test -e /tmp/squatting", false)
-	e2 := egress.New(s.docker, egress.Config{Image: s.image, Scope: dockertest.TestScope, Judge: s.judge, Logger: zerolog.New(zerolog.NewTestWriter(t))})
+	e2 := egress.New(s.docker, egress.Config{Image: s.image, Scope: dockertest.TestScope, Judge: s.judge, Logger: testlog.New(t)})
 	defer e2.Close()
 	err := e2.Start(context.Background(), s.project, s.id)
 	if err == nil || !strings.Contains(err.Error(), "held by uid 1000") {

@@ -20,12 +20,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/pilot-sandbox/pilot-sandbox/egress"
 	"github.com/pilot-sandbox/pilot-sandbox/engine"
 	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/testlog"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -162,7 +161,7 @@ func (s *sandboxNet) enforce() {
 func (s *sandboxNet) enforceWith(judge egress.Judge) {
 	s.t.Helper()
 	s.e = egress.New(s.docker, egress.Config{Image: s.image, Scope: dockertest.TestScope, Judge: judge,
-		Logger: zerolog.New(zerolog.NewTestWriter(s.t))})
+		Logger: testlog.New(s.t)})
 	s.t.Cleanup(s.e.Close)
 	if err := s.e.Start(context.Background(), s.project, s.id); err != nil {
 		s.t.Fatal(err)
@@ -318,7 +317,7 @@ func (s *sandboxNet) rejudge(judge egress.Judge) {
 	s.e.Close()
 	s.pollExec("the proxy ended", `! python3 -c 'import socket; socket.create_connection(("127.0.0.1", 15080), 1)'`, false)
 	s.e = egress.New(s.docker, egress.Config{Image: s.image, Scope: dockertest.TestScope, Judge: judge,
-		Logger: zerolog.New(zerolog.NewTestWriter(s.t))})
+		Logger: testlog.New(s.t)})
 	s.t.Cleanup(s.e.Close)
 	if err := s.e.Start(context.Background(), s.project, s.id); err != nil {
 		s.t.Fatal(err)

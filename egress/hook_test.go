@@ -8,11 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/pilot-sandbox/pilot-sandbox/egress"
 	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/testlog"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -35,7 +34,7 @@ func (n serviceNetwork) Blocked(project string) string {
 func TestTheStartPathEnforces(t *testing.T) {
 	judge := newTableJudge()
 	e := egress.New(dockertest.Engine(t), egress.Config{Image: cmp.Or(os.Getenv("PILOT_IMAGE"), images.DefaultTag),
-		Scope: dockertest.TestScope, Judge: judge, Logger: zerolog.New(zerolog.NewTestWriter(t))})
+		Scope: dockertest.TestScope, Judge: judge, Logger: testlog.New(t)})
 	t.Cleanup(e.Close)
 	m, docker := dockertest.Manager(t, func(c *service.Config) { c.Network = serviceNetwork{e} })
 	project := dockertest.Project(t, docker)

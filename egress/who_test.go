@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/pilot-sandbox/pilot-sandbox/egress"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/testlog"
 )
 
 // TestAQuestionNamesItsCause: a question about a connection names the
@@ -25,7 +24,7 @@ func TestAQuestionNamesItsCause(t *testing.T) {
 	var mu sync.Mutex
 	var entries []egress.Entry
 	s.e = egress.New(s.docker, egress.Config{Image: s.image, Scope: dockertest.TestScope, Judge: s.judge,
-		Logger: zerolog.New(zerolog.NewTestWriter(t)),
+		Logger: testlog.New(t),
 		// What is tested is what is found, not how fast (load makes the
 		// 30 ms of the default miss here).
 		WhoWait: 5 * time.Second,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/testlog"
 )
 
 // ageTestDockerfile is a small image whose one layer differs at every
@@ -40,7 +41,7 @@ func TestAnOldImageIsRebuiltForSecurityUpdates(t *testing.T) {
 			Resources:    fstest.MapFS{"Dockerfile": {Data: []byte(ageTestDockerfile)}},
 			BuildArgs:    dockertest.Config(t).BuildArgs,
 			RebuildAfter: func() time.Duration { return 168 * time.Hour },
-			Logger:       zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel),
+			Logger:       testlog.New(t).Level(zerolog.InfoLevel),
 			Now:          now,
 		})
 		if err != nil {

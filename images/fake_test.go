@@ -10,7 +10,7 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/rs/zerolog"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/testlog"
 )
 
 // fakeEngine is an engine's images in memory: what it has, what a pull can
@@ -102,7 +102,7 @@ var testResources = fstest.MapFS{"Dockerfile": {Data: []byte("FROM scratch\n")}}
 // newBuilder is a Builder on f for the test, with cfg's changes applied.
 func newBuilder(t *testing.T, f *fakeEngine, change func(*Config)) *Builder {
 	t.Helper()
-	cfg := Config{Tag: "pilot-sandbox:test", Resources: testResources, Logger: zerolog.New(zerolog.NewTestWriter(t))}
+	cfg := Config{Tag: "pilot-sandbox:test", Resources: testResources, Logger: testlog.New(t)}
 	if change != nil {
 		change(&cfg)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/testlog"
 )
 
 // guard is a guard that ends as soon as it is read (killed from inside),
@@ -57,7 +57,7 @@ func TestKeep(t *testing.T) {
 			r := tc.run
 			done := make(chan struct{})
 			go func() {
-				Keep(&r, first, time.Millisecond, zerolog.New(zerolog.NewTestWriter(t)))
+				Keep(&r, first, time.Millisecond, testlog.New(t))
 				close(done)
 			}()
 			select {

@@ -14,9 +14,9 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
 	"github.com/pilot-sandbox/pilot-sandbox/images"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/testlog"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
 	"github.com/pilot-sandbox/pilot-sandbox/shell"
-	"github.com/rs/zerolog"
 )
 
 var testResources = fstest.MapFS{
@@ -38,7 +38,7 @@ func newHarness(t *testing.T, change func(*Config)) *harness {
 	cfg := Config{
 		Resources:    testResources,
 		StateDir:     t.TempDir(),
-		Logger:       zerolog.New(zerolog.NewTestWriter(t)),
+		Logger:       testlog.New(t),
 		Probe:        func(ctx context.Context, wsPort int, _, _ string) error { return nil },
 		ReadyTimeout: 2 * time.Second,
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilot-sandbox/pilot-sandbox/internal/testlog"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
-	"github.com/rs/zerolog"
 )
 
 // twoSidecars are two managers on one engine and one state directory, as
@@ -21,7 +21,7 @@ func twoSidecars(t *testing.T, probeA func(ctx context.Context, wsPort int, _, _
 	stateDir := t.TempDir()
 	make := func(probe func(ctx context.Context, wsPort int, _, _ string) error) *Manager {
 		m, err := New(docker, Config{
-			Resources: testResources, StateDir: stateDir, Logger: zerolog.New(zerolog.NewTestWriter(t)),
+			Resources: testResources, StateDir: stateDir, Logger: testlog.New(t),
 			Probe: probe, ReadyTimeout: 10 * time.Second,
 		})
 		if err != nil {

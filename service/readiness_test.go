@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
-	"github.com/rs/zerolog"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/testlog"
 )
 
 // A container started outside the sidecar (or found running) is starting
@@ -153,7 +153,7 @@ func TestAnotherProcessTakesARunAlreadySeenReady(t *testing.T) {
 func otherProcess(t *testing.T, docker *fakeDocker, stateDir string, network Network) *Manager {
 	t.Helper()
 	m, err := New(docker, Config{Resources: testResources, StateDir: stateDir, Network: network,
-		Logger: zerolog.New(zerolog.NewTestWriter(t)),
+		Logger: testlog.New(t),
 		Probe:  func(context.Context, int, string, string) error { return errors.New("the probe timed out (the load)") }})
 	if err != nil {
 		t.Fatal(err)

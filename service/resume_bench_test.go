@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/testlog"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
 
@@ -24,7 +25,7 @@ func BenchmarkResume(b *testing.B) {
 	cfg := dockertest.Config(b)
 	cfg.Logger = zerolog.Nop()
 	if testing.Verbose() {
-		cfg.Logger = zerolog.New(zerolog.NewTestWriter(b)).Level(zerolog.DebugLevel) // where the time goes
+		cfg.Logger = testlog.New(b).Level(zerolog.DebugLevel) // where the time goes
 	}
 	m, err := service.New(docker, cfg)
 	if err != nil {

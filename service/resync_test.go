@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/pilot-sandbox/pilot-sandbox/desktop"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/testlog"
 	"github.com/pilot-sandbox/pilot-sandbox/projectfs"
-	"github.com/rs/zerolog"
 )
 
 // listThenChange is an engine whose containers change right after a list
@@ -50,7 +50,7 @@ func TestAResyncDoesNotWriteAStaleListOverARestart(t *testing.T) {
 		}
 	}
 	m, err := New(docker, Config{
-		Resources: testResources, StateDir: t.TempDir(), Logger: zerolog.New(zerolog.NewTestWriter(t)),
+		Resources: testResources, StateDir: t.TempDir(), Logger: testlog.New(t),
 		Probe: func(ctx context.Context, wsPort int, _, _ string) error { return nil },
 	})
 	if err != nil {

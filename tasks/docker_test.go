@@ -13,10 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/dockertest"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/testlog"
 	"github.com/pilot-sandbox/pilot-sandbox/resources"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 	"github.com/pilot-sandbox/pilot-sandbox/tasks"
@@ -66,7 +65,7 @@ func (e *env) manager() *tasks.Manager {
 	m := tasks.New(dockertest.Sandboxes{M: e.m}, tasks.Options{
 		Runner:    resources.TaskRunner(),
 		Workspace: workspace.Options{Program: resources.WorkspaceProgram(), StateDir: e.stateDir},
-		Logger:    zerolog.New(zerolog.NewTestWriter(e.t)),
+		Logger:    testlog.New(e.t),
 	})
 	m.Listen(e.hear)
 	return m

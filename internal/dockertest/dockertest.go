@@ -20,6 +20,7 @@ import (
 
 	"github.com/pilot-sandbox/pilot-sandbox/engine"
 	"github.com/pilot-sandbox/pilot-sandbox/images"
+	"github.com/pilot-sandbox/pilot-sandbox/internal/testlog"
 	"github.com/pilot-sandbox/pilot-sandbox/resources"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
 )
@@ -71,7 +72,7 @@ func Config(t testing.TB) service.Config {
 		Seccomp:           resources.ChromiumSeccomp(),
 		DefaultVariant:    cmp.Or(os.Getenv("PILOT_DEFAULT_IMAGE"), images.VariantDesktop),
 		StateDir:          t.TempDir(),
-		Logger:            zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel),
+		Logger:            testlog.New(t).Level(zerolog.InfoLevel),
 	}
 	if base := os.Getenv("PILOT_BASE_IMAGE"); base != "" {
 		cfg.BuildArgs = map[string]string{"BASE_IMAGE": base}
