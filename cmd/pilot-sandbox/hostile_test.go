@@ -198,7 +198,7 @@ func TestFaultSandboxForgesAScreenshot(t *testing.T) {
 	}
 	before := peak()
 	size := runPython(t, s, project, `
-import base64, json, struct, zlib
+import json, struct, zlib
 def chunk(kind, data):
     return struct.pack('>I', len(data)) + kind + data + struct.pack('>I', zlib.crc32(kind + data))
 side = 16000
@@ -206,8 +206,9 @@ z = zlib.compressobj(9)
 idat = b''.join(z.compress(b'\0' * (1 + side // 8)) for _ in range(side)) + z.flush()
 png = (b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', side, side, 1, 0, 0, 0, 0))
        + chunk(b'IDAT', idat) + chunk(b'IEND', b''))
-line = json.dumps({'id': 3, 'width': 1280, 'height': 800, 'png': base64.b64encode(png).decode()}) + '\n'
-os.write(agent_stdout(0), line.encode())
+# As the agent answers (agent.py, encode): the PNG as a frame, then the line.
+line = json.dumps({'id': 3, 'width': 1280, 'height': 800}) + '\n'
+os.write(agent_stdout(0), b'=%d\n' % len(png) + png + line.encode())
 print(len(png))
 `)
 	failure, image := shoot()
