@@ -309,6 +309,13 @@ func (m *Manager) networkFound(ctx context.Context, b *box, c Container) bool {
 	if err == nil {
 		return true
 	}
+	if !m.runGoesOn(ctx, c) {
+		// The helper could not join a network namespace that went with
+		// the run (killed from outside meanwhile): the run's end is the
+		// news, which its die event brings, not the rules.
+		m.log.Debug().Err(err).Str("project", b.project).Msg("the run ended while its network rules were being put in place")
+		return false
+	}
 	m.log.Warn().Err(err).Str("project", b.project).Msg("a running sandbox's network rules could not be put in place")
 	r := b.runOf(c)
 	b.mu.Lock()

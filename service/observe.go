@@ -356,3 +356,10 @@ func (m *Manager) awaitReady(ctx context.Context, project string) {
 		}
 	}
 }
+
+// runGoesOn says whether c's run is still the container's, running; a
+// failed look says it does (the failure is then reported as it is).
+func (m *Manager) runGoesOn(ctx context.Context, c Container) bool {
+	cur, err := m.docker.InspectContainer(ctx, c.ID)
+	return err != nil || (cur.Running && cur.StartedAt.Equal(c.StartedAt))
+}

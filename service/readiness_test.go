@@ -299,3 +299,50 @@ func TestARunProvedElsewhereIsRunning(t *testing.T) {
 		}
 	}
 }
+
+// dyingNetwork is a Network whose rules cannot go in for the first start
+// of a process, as when the container is killed meanwhile (the helper
+// cannot join a network namespace that is gone: "lstat /proc/N/ns/net"),
+// killing it first when kill is set.
+type dyingNetwork struct {
+	countingNetwork
+	kill bool
+}
+
+func (n *dyingNetwork) Start(ctx context.Context, _, id string) error {
+	if n.kill {
+		if err := n.docker.StopContainer(ctx, id, 0); err != nil {
+			return err
+		}
+	}
+	return errors.New("start helper: namespace path: lstat /proc/9340/ns/net: no such file or directory")
+}
+
+// A process that finds a running sandbox and cannot put its rules in
+// because the container died meanwhile reports the death, not the rules
+// (TestADeathIsOnTheTimelineOnce failed so once in CI: the timeline kept
+// "the network policy's rules could not be put in place" for a docker
+// kill). With the container still running, the rules' failure is the
+// error, as before.
+func TestRulesFailingForADeadRunAreNotItsError(t *testing.T) {
+	h := newHarness(t, func(*Config) {})
+	dir := project(t)
+	if _, err := h.m.Start(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, kill := range []bool{false, true} {
+		network := &dyingNetwork{countingNetwork: countingNetwork{docker: h.docker, loaded: map[string]time.Time{}}, kill: kill}
+		// The user's state: the desktop answered for h.m, so only the rules are left.
+		st, err := otherProcess(t, h.docker, h.m.StateDir(), network).Status(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failedRules := strings.Contains(st.Error, "rules could not be put in place")
+		if kill && failedRules {
+			t.Errorf("a run killed while its rules went in: %s %q, want no rules' error", st.Status, st.Error)
+		}
+		if !kill && (st.Status != StatusError || !failedRules) {
+			t.Errorf("a running run whose rules failed: %s %q, want the rules' error", st.Status, st.Error)
+		}
+	}
+}
