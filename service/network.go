@@ -309,7 +309,7 @@ func (m *Manager) networkFound(ctx context.Context, b *box, c Container) bool {
 	if err == nil {
 		return true
 	}
-	if !m.runGoesOn(ctx, c) {
+	if goesOn, lookErr := m.runGoesOn(ctx, keyOf(c)); lookErr == nil && !goesOn {
 		// The helper could not join a network namespace that went with
 		// the run (killed from outside meanwhile): the run's end is the
 		// news, which its die event brings, not the rules.

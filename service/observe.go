@@ -357,9 +357,9 @@ func (m *Manager) awaitReady(ctx context.Context, project string) {
 	}
 }
 
-// runGoesOn says whether c's run is still the container's, running; a
-// failed look says it does (the failure is then reported as it is).
-func (m *Manager) runGoesOn(ctx context.Context, c Container) bool {
-	cur, err := m.docker.InspectContainer(ctx, c.ID)
-	return err != nil || (cur.Running && cur.StartedAt.Equal(c.StartedAt))
+// runGoesOn says whether the container still runs the run key names, as
+// the engine says now.
+func (m *Manager) runGoesOn(ctx context.Context, key runKey) (bool, error) {
+	c, err := m.docker.InspectContainer(ctx, key.id)
+	return err == nil && c.Running && keyOf(c) == key, err
 }

@@ -253,8 +253,8 @@ func (g guardedRun) Start() (io.ReadCloser, error) {
 func (g guardedRun) GoesOn() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := g.m.docker.InspectContainer(ctx, g.key.id)
-	return err == nil && c.Running && keyOf(c) == g.key && g.b.currentRun(g.key.id) != nil
+	goesOn, _ := g.m.runGoesOn(ctx, g.key)
+	return goesOn && g.b.currentRun(g.key.id) != nil
 }
 
 // The ways into a sandbox that are not commands: its desktop, driven
