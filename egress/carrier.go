@@ -199,3 +199,11 @@ func printable(names []string) string {
 	}
 	return s
 }
+
+func tail(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}

@@ -24,6 +24,9 @@ type Containers interface {
 	// RunningIDs finds the helpers that carry a sandbox (Carried).
 	RunningIDs(ctx context.Context, labels map[string]string) ([]string, error)
 	InspectContainer(ctx context.Context, idOrName string) (service.Container, error)
+	// IdleIDs and RemoveContainer sweep the helpers left behind (sweep.go).
+	IdleIDs(ctx context.Context, labels map[string]string, before time.Time) ([]string, error)
+	RemoveContainer(ctx context.Context, id string) error
 }
 
 // Labels of the helper containers, for reconciliation and prune: they are
@@ -63,6 +66,9 @@ type Enforcer struct {
 
 	mu   sync.Mutex      // guards runs
 	runs map[string]*run // by sandbox container ID
+
+	swept      sync.Once      // the sweep of helpers left behind, begun
+	background sync.WaitGroup // that sweep, which Close waits for
 }
 
 // New returns an enforcer starting its helpers through docker.
@@ -121,6 +127,7 @@ func (e *Enforcer) Start(ctx context.Context, project, containerID string) error
 	runCtx, r := e.newRun(project, containerID, c.StartedAt)
 	e.runs[containerID] = r
 	e.mu.Unlock()
+	e.sweepOnce()
 	finding := e.startWho(runCtx, r)
 	sess, ch, err := e.launch(ctx, containerID)
 	finding()
@@ -219,6 +226,7 @@ func (e *Enforcer) Close() {
 		r.stop()
 		<-r.done
 	}
+	e.background.Wait()
 }
 
 // Carrier says whether this process carries the sandbox's proxy, and when
@@ -381,20 +389,4 @@ func (e *Enforcer) retake(ctx context.Context, r *run) (service.ExecSession, *ch
 		case <-time.After(delay):
 		}
 	}
-}
-
-// Carried says whether a helper of the sandbox runs: some process of the
-// user carries its proxy (one helper per carrier; a helper that found
-// the proxy in use has ended).
-func (e *Enforcer) Carried(ctx context.Context, id string) (bool, error) {
-	running, err := e.docker.RunningIDs(ctx, map[string]string{LabelHelper: e.cfg.Scope, LabelHelperOf: id})
-	return len(running) > 0, err
-}
-
-func tail(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }

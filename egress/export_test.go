@@ -18,3 +18,9 @@ func StartWho(tb testing.TB, docker Containers, id string) (look func(port int) 
 		return a.PID, a.Cause
 	}, f.close
 }
+
+// Sweep removes the scope's helpers not running and created more than age
+// ago, as the first Start of e does with a minute.
+func Sweep(e *Enforcer, age time.Duration) int {
+	return e.sweep(context.Background(), age)
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	docker "github.com/fsouza/go-dockerclient"
 	"github.com/pilot-sandbox/pilot-sandbox/service"
@@ -63,4 +64,23 @@ func labelFilter(labels map[string]string) []string {
 		filter = append(filter, k+"="+v)
 	}
 	return filter
+}
+
+// IdleIDs lists the IDs of the containers with all of labels that are not
+// running (created, exited or dead) and were created before before: the
+// engine's list alone, its creation times in whole seconds.
+func (e *Client) IdleIDs(ctx context.Context, labels map[string]string, before time.Time) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	list, err := e.list(ctx, map[string][]string{"label": labelFilter(labels), "status": {"created", "exited", "dead"}}, true)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, item := range list {
+		if time.Unix(item.Created, 0).Before(before) {
+			ids = append(ids, item.ID)
+		}
+	}
+	return ids, nil
 }

@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	"gateway":             nil,
 	"images":              {"projectfs"},
 	"internal/archtest":   nil,
-	"internal/dockertest": {"engine", "images", "internal/testlog", "resources", "service", "workspace"},
+	"internal/dockertest": {"egress", "engine", "images", "internal/testlog", "resources", "service", "workspace"},
 	"internal/sshtest":    {"internal/dockertest"},
 	"internal/jsonsize":   nil,
 	"internal/pngtest":    nil,

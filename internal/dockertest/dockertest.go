@@ -18,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pilot-sandbox/pilot-sandbox/egress"
 	"github.com/pilot-sandbox/pilot-sandbox/engine"
 	"github.com/pilot-sandbox/pilot-sandbox/images"
 	"github.com/pilot-sandbox/pilot-sandbox/internal/testlog"
@@ -177,8 +178,9 @@ func removeLabelled(ctx context.Context, t testing.TB, docker service.Docker, la
 	}
 }
 
-// RemoveScope force-removes a scope's sandboxes and then its network,
-// best effort: a test of a scope of its own leaves neither behind.
+// RemoveScope force-removes a scope's sandboxes, their network helpers
+// and then its network, best effort: a test of a scope of its own leaves
+// none of them behind.
 // Docker has some 30 address pools for bridge networks by default, and
 // each scope makes one: a suite that left its scopes' networks would find
 // none free after a few runs ("could not find an available,
@@ -187,6 +189,7 @@ func RemoveScope(t testing.TB, docker *engine.Client, scope string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	removeLabelled(ctx, t, docker, service.LabelSandbox, scope)
+	removeLabelled(ctx, t, docker, egress.LabelHelper, scope)
 	if out, err := exec.CommandContext(ctx, "docker", "network", "rm", engine.NetworkName(scope)).CombinedOutput(); err != nil &&
 		!strings.Contains(string(out), "not found") {
 		t.Logf("cleanup: remove the network of scope %s: %v %s", scope, err, out)
