@@ -118,7 +118,8 @@ func contractCalls(ctx context.Context, d *Desktop, shots map[string]Screenshot)
 			_, err := d.Focus(ctx, "e2")
 			return nil, err
 		}},
-		"mark": {call: func() (any, error) { return nil, d.Mark(ctx) }},
+		"type_unknown_ref": {call: func() (any, error) { return nil, d.TypeInto(ctx, "e3", "abc") }},
+		"mark":             {call: func() (any, error) { return nil, d.Mark(ctx) }},
 		"settle_unchanged": {call: func() (any, error) {
 			return d.Settle(ctx, 50*time.Millisecond, 20*time.Millisecond, 200*time.Millisecond)
 		}, want: Change{Still: true}},

@@ -99,11 +99,24 @@ func (d *Desktop) Scroll(ctx context.Context, x, y int, direction string, amount
 
 // Type types text into the focused window, any Unicode, exactly and in order.
 func (d *Desktop) Type(ctx context.Context, text string) error {
-	// Typing runs at thousands of characters a second, slower only when it
-	// must wait to re-bind spare keycodes for many distinct characters.
-	timeout := requestTimeout + time.Duration(len([]rune(text)))*5*time.Millisecond
-	_, err := d.call(ctx, request{Op: "type", Text: text}, timeout)
+	_, err := d.call(ctx, request{Op: "type", Text: text}, typeTimeout(text))
 	return err
+}
+
+// TypeInto types text into the element of ref, which Focus gave the
+// keyboard focus: an element of a page through its browser, whose page
+// gets every key even while Chromium's window is still becoming active
+// (it drops keys from the X server then), any other as Type does.
+func (d *Desktop) TypeInto(ctx context.Context, ref, text string) error {
+	_, err := d.call(ctx, request{Op: "type", Text: text, Ref: ref}, typeTimeout(text))
+	return err
+}
+
+// typeTimeout bounds typing text. Typing runs at thousands of characters
+// a second, slower only when it must wait to re-bind spare keycodes for
+// many distinct characters.
+func typeTimeout(text string) time.Duration {
+	return requestTimeout + time.Duration(len([]rune(text)))*5*time.Millisecond
 }
 
 // Keys presses key combinations in xdotool's syntax ("ctrl+c", "Return",

@@ -177,6 +177,10 @@ func (d fakeDesktop) Type(ctx context.Context, text string) error {
 	d.f.record("type " + text)
 	return nil
 }
+func (d fakeDesktop) TypeInto(ctx context.Context, ref, text string) error {
+	d.f.record("type into " + ref + " " + text)
+	return nil
+}
 func (d fakeDesktop) Keys(ctx context.Context, keys string) error {
 	d.f.record("key " + keys)
 	return nil

@@ -109,6 +109,9 @@ func (d fakeDesktop) Scroll(ctx context.Context, x, y int, dir string, n int, mo
 	return d.at(fmtCall("scroll "+dir, x, y, n)+withMods(mods), x, y)
 }
 func (d fakeDesktop) Type(ctx context.Context, t string) error { return d.log("type " + t) }
+func (d fakeDesktop) TypeInto(ctx context.Context, ref, t string) error {
+	return d.log("type into " + ref + " " + t)
+}
 func (d fakeDesktop) Keys(ctx context.Context, k string) error {
 	if strings.Contains(k, "Nope") {
 		return &agentErr{}

@@ -51,15 +51,18 @@ func typeTool(sb Sandbox) tool {
 			}
 		}
 		return act(ctx, sb, project, func(d Desktop, _ scale) (string, error) {
-			into := ""
-			if a.Ref != "" {
-				el, err := d.Focus(ctx, a.Ref)
-				if err != nil {
-					return "", refError(err)
-				}
-				into = fmt.Sprintf(" into %s (%s)", a.Ref, elementName(el))
+			typed := fmt.Sprintf("Typed %d characters", len([]rune(a.Text)))
+			if a.Ref == "" {
+				return typed + ".", d.Type(ctx, a.Text)
 			}
-			return fmt.Sprintf("Typed %d characters%s.", len([]rune(a.Text)), into), d.Type(ctx, a.Text)
+			el, err := d.Focus(ctx, a.Ref)
+			if err != nil {
+				return "", refError(err)
+			}
+			if err := d.TypeInto(ctx, a.Ref, a.Text); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("%s into %s (%s).", typed, a.Ref, elementName(el)), nil
 		})
 	})
 }

@@ -53,6 +53,7 @@ func (shotDesktop) Click(context.Context, int, int, int, int, ...string) error  
 func (shotDesktop) Drag(context.Context, desktop.Drag) error                       { return nil }
 func (shotDesktop) Scroll(context.Context, int, int, string, int, ...string) error { return nil }
 func (shotDesktop) Type(context.Context, string) error                             { return nil }
+func (shotDesktop) TypeInto(context.Context, string, string) error                 { return nil }
 func (shotDesktop) Keys(context.Context, string) error                             { return nil }
 func (shotDesktop) HoldKeys(context.Context, string, time.Duration) error          { return nil }
 func (d shotDesktop) Screenshot(context.Context) (desktop.Screenshot, error)       { return d.shot, nil }

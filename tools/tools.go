@@ -38,6 +38,7 @@ type Desktop interface {
 	Drag(ctx context.Context, g desktop.Drag) error
 	Scroll(ctx context.Context, x, y int, direction string, amount int, modifiers ...string) error
 	Type(ctx context.Context, text string) error
+	TypeInto(ctx context.Context, ref, text string) error
 	Keys(ctx context.Context, keys string) error
 	HoldKeys(ctx context.Context, combo string, hold time.Duration) error
 	Screenshot(ctx context.Context) (desktop.Screenshot, error)

@@ -117,7 +117,7 @@ func TestActingByRef(t *testing.T) {
 		{"sandbox_double_click", `{"ref": "e5", "modifiers": ["ctrl"]}`, `click [271,177,1,2] +ctrl`, `Double-clicked e5 (button "Save order") at (271, 177) holding ctrl.`},
 		{"sandbox_right_click", `{"ref": "e4"}`, `click [138,177,3,1]`, `Right-clicked e4 (textbox "Name") at (138, 177).`},
 		{"sandbox_middle_click", `{"ref": "e4"}`, `click [138,177,2,1]`, `Middle-clicked e4 (textbox "Name") at (138, 177).`},
-		{"sandbox_type", `{"ref": "e4", "text": "Bob"}`, `focus e4|type Bob`, `Typed 3 characters into e4 (textbox "Name").`},
+		{"sandbox_type", `{"ref": "e4", "text": "Bob"}`, `focus e4|type into e4 Bob`, `Typed 3 characters into e4 (textbox "Name").`},
 	} {
 		sb := &fakeSandbox{display: desktop.DefaultDisplay, elements: elements}
 		res := call(t, sb, tc.tool, tc.args)

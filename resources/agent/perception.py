@@ -376,6 +376,31 @@ def focus(screen, refs, ref):
     return {"role": info["role"], "name": info["name"]}
 
 
+def type_into(refs, ref, text):
+    """Types text into the page that holds a ref's element, which focus
+    gave the keyboard focus, through the browser (web.type_text): keys sent
+    through the X server reach Chromium's window but can be dropped by it
+    while it is still becoming the active window (on a loaded machine, a
+    page that had the focus got none of three keys:
+    TestTreeOfAPageAndActingByRef). False for an element that is not on a
+    page: the keyboard types into it. Gone when it cannot."""
+    key, info = refs.lookup(ref)
+    if key[0] != "w":
+        return False
+    what = "%s (%s)" % (ref, describe(info))
+    browser = open_browser(what)
+    try:
+        page = web.attach(browser, key[1])
+        if page is None:
+            raise Gone("%s is on a page that is not shown now" % what)
+        err = web.type_text(browser, page, text)
+        if err is not None:
+            raise Gone("typing into %s stopped: %s" % (what, err))
+    finally:
+        browser.close()
+    return True
+
+
 def focus_atspi(key, what):
     try:
         conn = atspi.connect()

@@ -236,5 +236,64 @@ class FocusTest(unittest.TestCase):
             self.assertFalse(atspi.await_focus(None, ":1.5", "/o/1", 1.0))
 
 
+class KeyBatches:
+    """Answers batches of DevTools commands, keeping them: refusing the
+    refuse-th command (from 1), or leaving it and those after unanswered."""
+
+    def __init__(self, refuse=0, silent=0):
+        self.refuse, self.silent, self.sent, self.batches = refuse, silent, [], 0
+
+    def batch(self, commands, session=None, timeout=None):
+        self.batches += 1
+        out = []
+        for method, params in commands:
+            self.sent.append((method, params, session))
+            n = len(self.sent)
+            out.append(None if self.silent and n >= self.silent else
+                       cdp.CommandError("Invalid parameters") if n == self.refuse else {})
+        return out
+
+
+class TypeIntoPageTest(unittest.TestCase):
+    page = web.Page("T1", "S1", ["visible", 0, 0, 1280, 780, 1280, 693, 1], {})
+
+    def keys(self, b):
+        return [(p["type"], p["key"], p.get("text"), p.get("modifiers", 0)) for _, p, _ in b.sent]
+
+    def test_each_character_is_a_key_of_the_page(self):
+        b = KeyBatches()
+        self.assertIsNone(web.type_text(b, self.page, "aB\n\t!é"))
+        self.assertEqual(self.keys(b), [
+            ("keyDown", "a", "a", 0), ("keyUp", "a", None, 0),
+            ("rawKeyDown", "Shift", None, 8), ("keyDown", "B", "B", 8), ("keyUp", "B", None, 8), ("keyUp", "Shift", None, 0),
+            ("keyDown", "Enter", "\r", 0), ("keyUp", "Enter", None, 0),
+            ("rawKeyDown", "Tab", None, 0), ("keyUp", "Tab", None, 0),
+            ("rawKeyDown", "Shift", None, 8), ("keyDown", "!", "!", 8), ("keyUp", "!", None, 8), ("keyUp", "Shift", None, 0),
+            ("keyDown", "é", "é", 0), ("keyUp", "é", None, 0)])
+        self.assertEqual({(m, s) for m, _, s in b.sent}, {("Input.dispatchKeyEvent", "S1")})
+        self.assertEqual(b.sent[0][1]["code"], "KeyA")
+
+    def test_long_text_goes_in_batches(self):
+        b = KeyBatches()
+        self.assertIsNone(web.type_text(b, self.page, "x" * 1000))
+        self.assertEqual(len(b.sent), 2000)
+        self.assertEqual(b.batches, -(-2000 // web.TYPE_BATCH))
+
+    def test_a_refused_or_unanswered_key_says_how_far_it_got(self):
+        self.assertEqual(web.type_text(KeyBatches(refuse=5), self.page, "abcd"),
+                         "the browser refused a key (Invalid parameters), after 2 of 4 characters")
+        self.assertEqual(web.type_text(KeyBatches(silent=3), self.page, "abcd"),
+                         "the browser did not answer in time, after 1 of 4 characters")
+
+    def test_an_element_not_on_a_page_is_left_to_the_keyboard(self):
+        refs = perception.Refs()
+        ref = refs.ref(("a", ":1.5", "/o/1"), {"role": "textbox", "name": "Name", "win": None})
+        with mock.patch.object(perception, "open_browser") as opened:
+            self.assertFalse(perception.type_into(refs, ref, "Bob"))
+        opened.assert_not_called()
+        with self.assertRaises(perception.Gone):
+            perception.type_into(refs, "e99", "Bob")
+
+
 if __name__ == "__main__":
     unittest.main()

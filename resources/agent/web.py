@@ -323,3 +323,57 @@ def await_focus(browser, page, object_id):
             why = why[:MAX_WHY] if isinstance(why, str) else "the page does not say where the focus is"
             return "did not take the keyboard focus within %g s (%s)" % (FOCUS_WAIT, why)
         time.sleep(0.01)
+
+
+# What a keyboard's key says for the characters typed into a page that are
+# keys of their own: (key, code, Windows key code, text it types).
+NAMED_KEYS = {"\n": ("Enter", "Enter", 13, "\r"), "\t": ("Tab", "Tab", 9, None)}
+# The characters a US keyboard types with Shift held, besides capitals.
+SHIFTED = set('~!@#$%^&*()_+{}|:"<>?')
+SHIFT = 8  # Input.dispatchKeyEvent's modifiers bit for Shift
+SHIFT_KEY = {"key": "Shift", "code": "ShiftLeft", "windowsVirtualKeyCode": 16}
+TYPE_BATCH = 256  # key events sent to the browser before their answers are awaited
+
+
+def key_events(ch):
+    """The key events that type one character into a page's focused
+    element (Input.dispatchKeyEvent), as a keyboard's keys would: a newline
+    presses Enter, a tab Tab, any other character types itself; letters,
+    digits and the space say their US key's code, and capitals and the
+    US keyboard's shifted symbols come with Shift held, as the agent's
+    keyboard types them (agent.py, _tap)."""
+    named = NAMED_KEYS.get(ch)
+    if named:
+        key, code, vk, text = named
+        down = {"type": "keyDown" if text else "rawKeyDown", "key": key, "code": code, "windowsVirtualKeyCode": vk}
+        if text:
+            down["text"] = down["unmodifiedText"] = text
+    else:
+        down = {"type": "keyDown", "key": ch, "text": ch, "unmodifiedText": ch}
+        if ch.isascii() and ch.isalpha():
+            down["code"], down["windowsVirtualKeyCode"] = "Key" + ch.upper(), ord(ch.upper())
+        elif ch.isascii() and ch.isdigit():
+            down["code"], down["windowsVirtualKeyCode"] = "Digit" + ch, ord(ch)
+        elif ch == " ":
+            down["code"], down["windowsVirtualKeyCode"] = "Space", 32
+    up = {k: v for k, v in down.items() if k not in ("text", "unmodifiedText")}
+    up["type"] = "keyUp"
+    if not ((ch.isascii() and ch.isupper()) or ch in SHIFTED):
+        return [down, up]
+    down["modifiers"] = up["modifiers"] = SHIFT
+    return [dict(SHIFT_KEY, type="rawKeyDown", modifiers=SHIFT), down, up, dict(SHIFT_KEY, type="keyUp")]
+
+
+def type_text(browser, page, text):
+    """Types text into the page's focused element through the browser,
+    key by key (key_events), in batches; None once every key was taken,
+    else what stopped it and after how many characters."""
+    events = [(n, e) for n, ch in enumerate(text) for e in key_events(ch)]
+    for start in range(0, len(events), TYPE_BATCH):
+        chunk = events[start:start + TYPE_BATCH]
+        got = browser.batch([("Input.dispatchKeyEvent", e) for _, e in chunk], page.session)
+        for (n, _), g in zip(chunk, got):
+            if g is None or isinstance(g, cdp.CommandError):
+                why = "the browser did not answer in time" if g is None else "the browser refused a key (%s)" % g
+                return "%s, after %d of %d characters" % (why, n, len(text))
+    return None
