@@ -384,8 +384,11 @@ def start(task_id, timeout, limit, argv, out):
         os._exit(code)
     if not supervisor:
         raise Fail("the supervisor did not start")
-    with open(os.path.join(d, "pid"), "w") as f:
+    # Written whole under its name at once: a follow of another process
+    # reads either no file or the pid, never an empty one.
+    with open(os.path.join(d, "pid.new"), "w") as f:
         f.write(str(supervisor))
+    os.rename(os.path.join(d, "pid.new"), os.path.join(d, "pid"))
     os.close(lock)
     follow(task_id, 0, out)
 

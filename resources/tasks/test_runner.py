@@ -164,7 +164,14 @@ class RunnerTest(unittest.TestCase):
     def test_a_supervisor_that_is_gone_is_reported_lost(self):
         proc = self.start("t4", "sleep", "300")
         sleeper = self.wait_for_started("t4")
-        with open(os.path.join(self.home, ".pilot-tasks", "t4", "pid")) as f:
+        # The supervisor may write its first record before the start has
+        # written its pid down.
+        pid = os.path.join(self.home, ".pilot-tasks", "t4", "pid")
+        for _ in range(200):
+            if os.path.exists(pid):
+                break
+            time.sleep(0.02)
+        with open(pid) as f:
             supervisor = int(f.read())
         os.kill(supervisor, signal.SIGKILL)
         out, _ = proc.communicate(timeout=30)
