@@ -24,7 +24,7 @@ type Containers interface {
 	// RunningIDs finds the helpers that carry a sandbox (Carried).
 	RunningIDs(ctx context.Context, labels map[string]string) ([]string, error)
 	InspectContainer(ctx context.Context, idOrName string) (service.Container, error)
-	// IdleIDs and RemoveContainer sweep the helpers left behind (sweep.go).
+	// IdleIDs and RemoveContainer sweep the helpers left behind (helpers.go).
 	IdleIDs(ctx context.Context, labels map[string]string, before time.Time) ([]string, error)
 	RemoveContainer(ctx context.Context, id string) error
 }

@@ -56,7 +56,7 @@ func (e *Enforcer) sweep(ctx context.Context, age time.Duration) int {
 		removed++
 	}
 	if removed > 0 {
-		e.cfg.Logger.Info().Int("helpers", removed).Msg("removed network helpers that never ran, left by a process that ended while starting them")
+		e.cfg.Logger.Info().Int("helpers", removed).Msg("removed network helpers left behind: never started by a process that ended first, or ended and not removed")
 	}
 	return removed
 }

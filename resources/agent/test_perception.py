@@ -245,6 +245,7 @@ class KeyBatches:
 
     def batch(self, commands, session=None, timeout=None):
         self.batches += 1
+        self.timeout = timeout
         out = []
         for method, params in commands:
             self.sent.append((method, params, session))
@@ -278,6 +279,7 @@ class TypeIntoPageTest(unittest.TestCase):
         self.assertIsNone(web.type_text(b, self.page, "x" * 1000))
         self.assertEqual(len(b.sent), 2000)
         self.assertEqual(b.batches, -(-2000 // web.TYPE_BATCH))
+        self.assertEqual(b.timeout, web.TYPE_BATCH_WAIT)
 
     def test_a_refused_or_unanswered_key_says_how_far_it_got(self):
         self.assertEqual(web.type_text(KeyBatches(refuse=5), self.page, "abcd"),

@@ -333,6 +333,9 @@ SHIFTED = set('~!@#$%^&*()_+{}|:"<>?')
 SHIFT = 8  # Input.dispatchKeyEvent's modifiers bit for Shift
 SHIFT_KEY = {"key": "Shift", "code": "ShiftLeft", "windowsVirtualKeyCode": 16}
 TYPE_BATCH = 256  # key events sent to the browser before their answers are awaited
+# seconds a batch's answers may take: each key is answered once the page has
+# handled it, and a page may do much with each
+TYPE_BATCH_WAIT = 10.0
 
 
 def key_events(ch):
@@ -371,7 +374,7 @@ def type_text(browser, page, text):
     events = [(n, e) for n, ch in enumerate(text) for e in key_events(ch)]
     for start in range(0, len(events), TYPE_BATCH):
         chunk = events[start:start + TYPE_BATCH]
-        got = browser.batch([("Input.dispatchKeyEvent", e) for _, e in chunk], page.session)
+        got = browser.batch([("Input.dispatchKeyEvent", e) for _, e in chunk], page.session, TYPE_BATCH_WAIT)
         for (n, _), g in zip(chunk, got):
             if g is None or isinstance(g, cdp.CommandError):
                 why = "the browser did not answer in time" if g is None else "the browser refused a key (%s)" % g
